@@ -1,0 +1,1 @@
+"""The REST API over the engine: routers, schemas, auth and error mapping."""

@@ -1,0 +1,70 @@
+"""Hippocampus: a graph-based associative memory engine.
+
+The library has no web framework in it; ``api/`` serves it over REST and
+``hippo`` drives it from a shell.
+"""
+
+from engine.config import HippoSettings
+from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from engine.errors import (
+    ConfigError,
+    ConflictError,
+    DataDirLockedError,
+    EmbeddingError,
+    HippoError,
+    InvalidInputError,
+    LimitExceededError,
+    NotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
+from engine.extract import ConceptExtractor, KeywordConceptExtractor, SpacyConceptExtractor
+from engine.model import (
+    Edge,
+    EdgeType,
+    HubKind,
+    Memory,
+    MemoryPatch,
+    NewMemory,
+    RecallFilters,
+    RecallHit,
+    RecallResult,
+    Tier,
+)
+from engine.service import CollectionStats, Hippocampus, ImportReport, RememberOutcome
+from engine.store import GraphStore
+
+__all__ = [
+    "CollectionStats",
+    "ConceptExtractor",
+    "ConfigError",
+    "ConflictError",
+    "DataDirLockedError",
+    "Edge",
+    "EdgeType",
+    "Embedder",
+    "EmbeddingError",
+    "GraphStore",
+    "HashingEmbedder",
+    "HippoError",
+    "HippoSettings",
+    "Hippocampus",
+    "HubKind",
+    "ImportReport",
+    "InvalidInputError",
+    "KeywordConceptExtractor",
+    "LimitExceededError",
+    "Memory",
+    "MemoryPatch",
+    "NewMemory",
+    "NotFoundError",
+    "RecallFilters",
+    "RecallHit",
+    "RecallResult",
+    "RememberOutcome",
+    "SentenceTransformerEmbedder",
+    "SpacyConceptExtractor",
+    "StoreError",
+    "StoreUnavailableError",
+    "Tier",
+]

@@ -1,0 +1,107 @@
+"""Settings: the one place the environment is read.
+
+Every variable starts with ``HIPPO_``; nested groups use ``__``
+(``HIPPO_NEO4J__URI``). Library classes never read the environment: they take
+explicit arguments, and :class:`HippoSettings` is built by the entry points
+(the API app factory and the CLI).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from engine.errors import ConfigError
+
+COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$")
+
+
+class Neo4jSettings(BaseModel):
+    uri: str = "bolt://localhost:7687"
+    user: str = "neo4j"
+    password: str = ""
+    database: str = "neo4j"
+
+
+class Limits(BaseModel):
+    """Size limits applied to every input, API and CLI alike."""
+
+    max_content_chars: int = 8_000
+    max_query_chars: int = 2_000
+    max_batch: int = 1_000
+    max_tags: int = 50
+    max_tag_chars: int = 100
+    max_recall_limit: int = 100
+    max_body_bytes: int = 16 * 1024 * 1024
+
+
+class HippoSettings(BaseSettings):
+    """Everything configurable, read from ``HIPPO_*`` variables.
+
+    Attributes:
+        store: ``embedded`` (SQLite + in-memory index, zero setup) or ``neo4j``.
+        data_dir: where the embedded store keeps its files.
+        embedder: ``minilm`` (all-MiniLM-L6-v2 from the installed package) or
+            ``hashing`` (deterministic, no model).
+        model_path: load the sentence-transformers model from this folder instead.
+        api_keys: ``KEY=collection,collection;KEY2=*``. Empty: loopback only.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HIPPO_", env_nested_delimiter="__")
+
+    store: Literal["embedded", "neo4j"] = "embedded"
+    data_dir: Path = Path("hippo-data")
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    embedder: Literal["minilm", "hashing"] = "minilm"
+    model_path: Path | None = None
+    embed_batch_size: int = Field(default=64, ge=1, le=4096)
+    api_keys: str = ""
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    log_level: str = "INFO"
+    limits: Limits = Limits()
+    neo4j: Neo4jSettings = Neo4jSettings()
+
+    @field_validator("api_keys")
+    @classmethod
+    def _keys_parse(cls, value: str) -> str:
+        parse_api_keys(value)
+        return value
+
+    def key_map(self) -> dict[str, frozenset[str] | None]:
+        """The API keys and the collections each may touch (``None``: all)."""
+        return parse_api_keys(self.api_keys)
+
+
+def parse_api_keys(spec: str) -> dict[str, frozenset[str] | None]:
+    """Parse ``KEY=c1,c2;KEY2=*`` into ``{key: collections}``; ``*`` gives ``None`` (all).
+
+    Raises:
+        ConfigError: on an entry without ``=``, an empty key, or a bad collection name.
+    """
+    keys: dict[str, frozenset[str] | None] = {}
+    for raw in spec.split(";"):
+        entry = raw.strip()
+        if not entry:
+            continue
+        key, sep, scope = entry.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError("HIPPO_API_KEYS entries look like KEY=collection,collection or KEY=*")
+        if len(key) < 8:
+            raise ConfigError("HIPPO_API_KEYS: every key needs at least 8 characters")
+        names = [c.strip() for c in scope.split(",") if c.strip()]
+        if names == ["*"]:
+            keys[key] = None
+            continue
+        if not names:
+            raise ConfigError("HIPPO_API_KEYS: a key must name its collections, or *")
+        for name in names:
+            if not COLLECTION_PATTERN.match(name):
+                raise ConfigError(f"HIPPO_API_KEYS: {name!r} is not a valid collection name")
+        keys[key] = frozenset(names)
+    return keys

@@ -1,0 +1,37 @@
+"""Pydantic data: memories, edges, recall shapes. No I/O here."""
+
+from engine.model.event import Event
+from engine.model.graph import HUB_EDGE, MEMORY_EDGES, Edge, EdgeType, HubKind
+from engine.model.memory import (
+    KNOWN_CATEGORIES,
+    Memory,
+    MemoryPatch,
+    NewMemory,
+    RetrievalMeta,
+    Tier,
+    content_hash,
+    normalize_content,
+    utcnow,
+)
+from engine.model.recall import RecallFilters, RecallHit, RecallResult
+
+__all__ = [
+    "HUB_EDGE",
+    "KNOWN_CATEGORIES",
+    "MEMORY_EDGES",
+    "Edge",
+    "EdgeType",
+    "Event",
+    "HubKind",
+    "Memory",
+    "MemoryPatch",
+    "NewMemory",
+    "RecallFilters",
+    "RecallHit",
+    "RecallResult",
+    "RetrievalMeta",
+    "Tier",
+    "content_hash",
+    "normalize_content",
+    "utcnow",
+]

@@ -1,0 +1,57 @@
+"""The graph around memories: hub nodes and weighted, typed edges."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HubKind(StrEnum):
+    """Labels of the hub nodes a memory links to."""
+
+    DOMAIN = "Domain"
+    TRIGGER = "Trigger"
+    CONCEPT = "Concept"
+
+
+class EdgeType(StrEnum):
+    """Relationship types, named as in Neo4j."""
+
+    IN_DOMAIN = "IN_DOMAIN"
+    HAS_TRIGGER = "HAS_TRIGGER"
+    ABOUT = "ABOUT"
+    ASSOCIATED = "ASSOCIATED"
+    CONFLICTS_WITH = "CONFLICTS_WITH"
+    SYNTHESIZED_FROM = "SYNTHESIZED_FROM"
+
+
+HUB_EDGE: dict[HubKind, EdgeType] = {
+    HubKind.DOMAIN: EdgeType.IN_DOMAIN,
+    HubKind.TRIGGER: EdgeType.HAS_TRIGGER,
+    HubKind.CONCEPT: EdgeType.ABOUT,
+}
+"""The edge type from a memory to each kind of hub node."""
+
+MEMORY_EDGES = frozenset({EdgeType.ASSOCIATED, EdgeType.CONFLICTS_WITH, EdgeType.SYNTHESIZED_FROM})
+"""Edge types whose target is another memory rather than a hub node."""
+
+
+class Edge(BaseModel):
+    """A weighted edge from a memory to a hub node (target = the hub's name) or to
+    another memory (target = its id)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str
+    type: EdgeType
+    target: str
+    weight: float = Field(default=0.3, ge=0.0, le=1.0)
+    co_occurrences: int = Field(default=0, ge=0)
+    last_co_occurred: datetime | None = None
+    kind: str | None = None
+
+    @property
+    def to_memory(self) -> bool:
+        return self.type in MEMORY_EDGES

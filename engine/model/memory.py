@@ -1,0 +1,131 @@
+"""Memories, their retrieval metadata, and the input to remember one."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+KNOWN_CATEGORIES = (
+    "pattern",
+    "bug_fix",
+    "decision",
+    "outcome",
+    "code_snippet",
+    "insight",
+    "documentation",
+    "work_item",
+)
+"""Categories the engine knows by name; any other short label is accepted too."""
+
+_WS = re.compile(r"\s+")
+
+
+class Tier(StrEnum):
+    """Where a memory lives: active memories are retrieved, archived only on request,
+    quarantined never."""
+
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    QUARANTINED = "quarantined"
+
+
+class RetrievalMeta(BaseModel):
+    """How a memory is found and how useful it has been."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    domains: list[str] = Field(default_factory=list)
+    triggers: list[str] = Field(default_factory=list)
+    concepts: list[str] = Field(default_factory=list)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    usage_count: int = Field(default=0, ge=0)
+    last_used: datetime | None = None
+    recent_dismissals: float = Field(default=0.0, ge=0.0)
+    irrelevant_contexts: list[str] = Field(default_factory=list)
+    quality_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    usefulness: float = Field(default=0.5, ge=0.0, le=1.0)
+    conversation_ids: list[str] = Field(default_factory=list)
+    synthesized_from: list[str] = Field(default_factory=list)
+
+
+class Memory(BaseModel):
+    """One stored memory. Carries no embedding: vectors stay inside the store.
+
+    ``embedding_model`` names the model whose vector the store holds for this
+    memory; ``None`` means the memory has no vector yet and is waiting to be
+    embedded (it is still stored, searchable by its graph and text).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    collection: str
+    content: str
+    category: str = "insight"
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    tier: Tier = Tier.ACTIVE
+    source: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    created_at: datetime
+    updated_at: datetime
+    content_hash: str
+    embedding_model: str | None = None
+    retrieval: RetrievalMeta = Field(default_factory=RetrievalMeta)
+
+    @property
+    def needs_embedding(self) -> bool:
+        return self.embedding_model is None
+
+
+class NewMemory(BaseModel):
+    """What a caller gives to remember something. Unset fields take defaults;
+    domains, triggers and concepts given here win over extracted ones."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    id: str | None = None
+    category: str = "insight"
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    source: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    domains: list[str] | None = None
+    triggers: list[str] | None = None
+    concepts: list[str] | None = None
+    conversation_id: str | None = None
+
+
+class MemoryPatch(BaseModel):
+    """A partial edit; ``None`` leaves a field as it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    category: str | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    tier: Tier | None = None
+    source: str | None = None
+    tags: list[str] | None = None
+    domains: list[str] | None = None
+    triggers: list[str] | None = None
+    concepts: list[str] | None = None
+
+
+def normalize_content(text: str) -> str:
+    """The form content is compared in: Unicode NFKC, case-folded, whitespace collapsed."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the normalized content, hex."""
+    return hashlib.sha256(normalize_content(text).encode("utf-8")).hexdigest()
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC. Only entry points call it: rules take ``now``."""
+    return datetime.now(UTC)

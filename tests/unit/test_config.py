@@ -1,0 +1,47 @@
+from pathlib import Path
+
+import pytest
+
+from engine.config import HippoSettings, parse_api_keys
+from engine.errors import ConfigError
+
+
+def test_api_keys_bind_each_key_to_its_collections_and_star_to_all() -> None:
+    keys = parse_api_keys("alpha-key-1=org:acme,persona:ada; beta-key-2=*")
+    assert keys == {"alpha-key-1": frozenset({"org:acme", "persona:ada"}), "beta-key-2": None}
+
+
+def test_empty_api_keys_mean_no_keys() -> None:
+    assert parse_api_keys("") == {}
+    assert parse_api_keys(" ; ") == {}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["no-equals-sign", "=org:acme", "short=org:acme", "long-enough-key=", "long-enough-key=bad/name"],
+)
+def test_malformed_api_keys_are_refused(spec: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_api_keys(spec)
+
+
+def test_settings_come_from_hippo_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIPPO_PORT", "9123")
+    monkeypatch.setenv("HIPPO_DATA_DIR", "/tmp/somewhere")
+    monkeypatch.setenv("HIPPO_EMBEDDER", "hashing")
+    monkeypatch.setenv("HIPPO_API_KEYS", "key-number-one=org:acme")
+    monkeypatch.setenv("HIPPO_NEO4J__URI", "bolt://db:7687")
+    monkeypatch.setenv("HIPPO_LIMITS__MAX_BATCH", "10")
+    s = HippoSettings()
+    assert s.port == 9123
+    assert s.data_dir == Path("/tmp/somewhere")
+    assert s.embedder == "hashing"
+    assert s.key_map() == {"key-number-one": frozenset({"org:acme"})}
+    assert s.neo4j.uri == "bolt://db:7687"
+    assert s.limits.max_batch == 10
+
+
+def test_settings_reject_an_unknown_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIPPO_STORE", "mongodb")
+    with pytest.raises(ValueError, match="store"):
+        HippoSettings()
