@@ -1,0 +1,41 @@
+"""Extraction of what a memory is about: concepts, domains, triggers."""
+
+from __future__ import annotations
+
+import logging
+
+from engine.errors import ConfigError
+from engine.extract.base import (
+    ConceptExtractor,
+    Extraction,
+    merge_given,
+    normalize_name,
+    unique_names,
+)
+from engine.extract.simple import KeywordConceptExtractor
+from engine.extract.spacy_extractor import SpacyConceptExtractor
+
+logger = logging.getLogger(__name__)
+
+
+def make_extractor(*, fallback: bool = True) -> ConceptExtractor:
+    """spaCy when its model is installed; else, with ``fallback``, keywords."""
+    try:
+        return SpacyConceptExtractor()
+    except ConfigError as e:
+        if not fallback:
+            raise
+        logger.warning("spaCy unavailable (%s); extracting keywords instead", e)
+        return KeywordConceptExtractor()
+
+
+__all__ = [
+    "ConceptExtractor",
+    "Extraction",
+    "KeywordConceptExtractor",
+    "SpacyConceptExtractor",
+    "make_extractor",
+    "merge_given",
+    "normalize_name",
+    "unique_names",
+]

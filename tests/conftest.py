@@ -1,0 +1,23 @@
+"""Shared fixtures. Heavy parts (spaCy, MiniLM) load once per test session."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.embed import HashingEmbedder, SentenceTransformerEmbedder
+from engine.extract import SpacyConceptExtractor
+
+
+@pytest.fixture(scope="session")
+def spacy_extractor() -> SpacyConceptExtractor:
+    return SpacyConceptExtractor()
+
+
+@pytest.fixture(scope="session")
+def hashing_embedder() -> HashingEmbedder:
+    return HashingEmbedder()
+
+
+@pytest.fixture(scope="session")
+def minilm() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder()

@@ -1,0 +1,46 @@
+"""The real model, loaded from the installed package (never a hub)."""
+
+import numpy as np
+import pytest
+
+from engine.embed import Embedder, SentenceTransformerEmbedder, make_embedder
+from engine.embed.hashing import HashingEmbedder
+from engine.errors import ConfigError
+
+pytestmark = pytest.mark.model
+
+
+def test_minilm_gives_384_dim_unit_vectors(minilm: SentenceTransformerEmbedder) -> None:
+    v = minilm.encode(["The mobile app is slow", "Team lunch moved to Friday"])
+    assert v.shape == (2, 384)
+    assert minilm.name == "all-MiniLM-L6-v2"
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert isinstance(minilm, Embedder)
+
+
+def test_minilm_knows_paraphrases(minilm: SentenceTransformerEmbedder) -> None:
+    v = minilm.encode(
+        [
+            "app is slow on mobile",
+            "Customer reported that the mobile app takes 5+ seconds to load the dashboard",
+            "Team lunch moved to Friday",
+        ]
+    )
+    assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.2
+
+
+def test_model_loads_once_per_process(minilm: SentenceTransformerEmbedder) -> None:
+    assert SentenceTransformerEmbedder()._model is minilm._model
+
+
+def test_empty_batch_gives_empty_matrix(minilm: SentenceTransformerEmbedder) -> None:
+    assert minilm.encode([]).shape == (0, 384)
+
+
+def test_missing_model_folder_falls_back_to_hashing_only_when_allowed(tmp_path: object) -> None:
+    from pathlib import Path
+
+    missing = Path(str(tmp_path)) / "no-model-here"
+    with pytest.raises(ConfigError, match="no sentence-transformers model"):
+        make_embedder("minilm", model_path=missing, fallback=False)
+    assert isinstance(make_embedder("minilm", model_path=missing), HashingEmbedder)

@@ -1,0 +1,72 @@
+import pytest
+
+from engine.extract import (
+    ConceptExtractor,
+    Extraction,
+    KeywordConceptExtractor,
+    SpacyConceptExtractor,
+    merge_given,
+    normalize_name,
+)
+from engine.extract.domains import domains_for
+
+TEXT = "Customer reported that the mobile app takes 5+ seconds to load the dashboard"
+
+
+def test_spacy_finds_lemmatized_noun_phrases_and_drops_stop_words(
+    spacy_extractor: SpacyConceptExtractor,
+) -> None:
+    (x,) = spacy_extractor.extract_many([TEXT])
+    assert "mobile app" in x.concepts
+    assert "dashboard" in x.concepts
+    assert "the" not in x.concepts and "that" not in x.triggers
+    assert "load" in x.triggers  # main verbs are triggers, lemmatized
+    assert "mobile" in x.domains and "performance" in x.domains
+
+
+def test_spacy_lemmatizes_plurals(spacy_extractor: SpacyConceptExtractor) -> None:
+    (x,) = spacy_extractor.extract_many(["Payment gateway timeouts during checkout"])
+    assert "payment gateway timeout" in x.concepts
+    assert "timeout" in x.triggers
+    assert x.domains[0] == "payments"
+
+
+def test_spacy_keeps_proper_names_whole(spacy_extractor: SpacyConceptExtractor) -> None:
+    (x,) = spacy_extractor.extract_many(["Carl Rogers developed person-centered therapy."])
+    assert "carl rogers" in x.concepts
+
+
+def test_extraction_is_deterministic(spacy_extractor: SpacyConceptExtractor) -> None:
+    texts = [TEXT, "Payment gateway timeouts during checkout", TEXT]
+    first = spacy_extractor.extract_many(texts)
+    assert first == spacy_extractor.extract_many(texts)
+    assert first[0] == first[2]
+
+
+def test_caller_given_values_replace_extracted_ones_field_by_field() -> None:
+    extracted = Extraction(domains=("mobile",), triggers=("load",), concepts=("dashboard",))
+    merged = merge_given(extracted, domains=["Perf ", "perf"], triggers=None, concepts=[])
+    assert merged.domains == ("perf",)
+    assert merged.triggers == ("load",)
+    assert merged.concepts == ()
+
+
+def test_names_are_normalized() -> None:
+    assert normalize_name("  Mobile   App. ") == "mobile app"
+
+
+def test_keyword_extractor_needs_no_model() -> None:
+    (x,) = KeywordConceptExtractor().extract_many(["Payment gateway timeouts during checkout"])
+    assert "payment gateway" in x.concepts
+    assert "timeout" in x.triggers
+    assert "payments" in x.domains
+
+
+@pytest.mark.parametrize("extractor_type", [KeywordConceptExtractor, SpacyConceptExtractor])
+def test_every_extractor_meets_the_protocol(extractor_type: type) -> None:
+    assert isinstance(extractor_type(), ConceptExtractor)
+
+
+def test_domains_rank_by_cue_count_then_name() -> None:
+    assert domains_for(["checkout", "payment", "slow", "refund"]) == ("payments", "performance")
+    assert domains_for(["nothing", "here"]) == ()
