@@ -1,0 +1,148 @@
+"""The store contract every backend implements.
+
+Small and grouped by object (memories, vectors, edges, events, collections),
+with the collection on every call: no call ever crosses collections. Nothing
+above ``engine/store/`` knows which implementation it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, Field
+
+from engine.model import Edge, Event, Memory, RecallFilters
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A memory as written: the memory, its vector (``None`` when it has none yet:
+    ``memory.embedding_model`` is then ``None`` too) and its outgoing edges."""
+
+    memory: Memory
+    vector: Vector | None = None
+    edges: Sequence[Edge] = field(default_factory=tuple)
+
+
+class StoreStats(BaseModel):
+    """Counts a store can give cheaply for one collection."""
+
+    memories: int = 0
+    by_category: dict[str, int] = Field(default_factory=dict)
+    by_tier: dict[str, int] = Field(default_factory=dict)
+    pending_embeddings: int = 0
+    hubs: dict[str, int] = Field(default_factory=dict)
+    edges: dict[str, int] = Field(default_factory=dict)
+    events: int = 0
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Durable storage of memories, their vectors, edges and the event log."""
+
+    # -- memories ---------------------------------------------------------------
+
+    def add_memories(self, collection: str, records: Sequence[MemoryRecord]) -> None:
+        """Insert new memories with their vectors and edges, all or nothing.
+
+        Hub nodes named by the edges are created when absent. When this returns
+        the write is durable.
+
+        Raises:
+            ConflictError: a memory with one of these ids already exists in the
+                collection (nothing is written).
+        """
+        ...
+
+    def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
+        """The memories among ``ids`` that exist in the collection, by id."""
+        ...
+
+    def replace_memory(self, collection: str, record: MemoryRecord, *, replace_edges: bool) -> None:
+        """Overwrite an existing memory. The vector is replaced when
+        ``record.vector`` is given and kept otherwise; with ``replace_edges`` the
+        memory's hub edges (IN_DOMAIN, HAS_TRIGGER, ABOUT) become ``record.edges``.
+
+        Raises:
+            NotFoundError: no such memory in the collection.
+        """
+        ...
+
+    def delete_memory(self, collection: str, memory_id: str) -> bool:
+        """Remove a memory with every edge that touches it. ``False`` if absent."""
+        ...
+
+    def iter_memories(self, collection: str) -> Iterator[Memory]:
+        """Every memory of the collection, oldest first."""
+        ...
+
+    def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
+        """Ids of memories whose normalized content hashes to ``content_hash``."""
+        ...
+
+    # -- vectors ----------------------------------------------------------------
+
+    def search_vectors(
+        self,
+        collection: str,
+        vector: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` memories by cosine similarity among those whose vector was made
+        by ``model`` and that pass ``filters``; best first."""
+        ...
+
+    def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
+        """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
+        Ids that no longer exist are skipped."""
+        ...
+
+    def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored vectors of the given memories (those that have one)."""
+        ...
+
+    def pending_embeddings(self, collection: str, model: str, limit: int) -> list[Memory]:
+        """Memories with no vector, or a vector from another model, oldest first."""
+        ...
+
+    # -- edges ------------------------------------------------------------------
+
+    def edges_of(self, collection: str, memory_id: str) -> list[Edge]:
+        """Edges leaving the memory, and ASSOCIATED edges reaching it."""
+        ...
+
+    def upsert_edges(self, collection: str, edges: Sequence[Edge]) -> None:
+        """Create or overwrite edges (weights and counters as given). Hub nodes are
+        created when absent; edges whose memory does not exist are skipped."""
+        ...
+
+    # -- events -----------------------------------------------------------------
+
+    def append_events(self, collection: str, events: Sequence[Event]) -> None:
+        """Append to the collection's event log."""
+        ...
+
+    # -- collections ------------------------------------------------------------
+
+    def list_collections(self) -> list[str]:
+        """Collections holding at least one memory."""
+        ...
+
+    def stats(self, collection: str) -> StoreStats: ...
+
+    def check(self) -> None:
+        """Raise StoreUnavailableError if the store cannot serve right now."""
+        ...
+
+    def close(self) -> None:
+        """Release files, locks and connections. Idempotent."""
+        ...

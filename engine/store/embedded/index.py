@@ -1,0 +1,574 @@
+"""The in-memory vector index of one collection, rebuilt from SQLite at start.
+
+Exact brute-force cosine: one float32 matrix-vector product per search. At the
+scale one embedded data directory serves (up to a few hundred thousand memories
+per collection) that is a few milliseconds, exact, and needs no extra dependency
+or approximate structure to keep in step with the table.
+
+Vectors are kept in one partition per embedding model. A search names its model,
+so it scans only that model's rows and never needs a per-row model mask, and two
+models of different dimensions (a model switch half-way through a re-embed) live
+side by side. Each model has one dimension here, given by the store (the dimension
+of the model's most recent vector, kept in SQLite); vectors of that model with
+another dimension stay out of the index, and the store reports their memories as
+pending re-embedding.
+
+Filter metadata (tier, category, tags, domains, conversations) is kept for every
+memory of the collection, with or without a vector, in inverted indexes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.model import Memory, RecallFilters, Tier
+from engine.store.base import Vector
+from engine.store.embedded.rwlock import RWLock
+
+logger = logging.getLogger(__name__)
+
+_TIERS: tuple[Tier, ...] = tuple(Tier)
+_TIER_CODE: dict[str, int] = {tier.value: code for code, tier in enumerate(_TIERS)}
+_MIN_CAPACITY = 64
+
+Rows = npt.NDArray[np.intp]
+
+
+class IndexEntry(NamedTuple):
+    """What the index needs to know about one memory to filter it.
+
+    A named tuple rather than a dataclass: a 100k-memory rebuild creates one per
+    memory, and tuples are the cheapest to make.
+    """
+
+    id: str
+    tier: Tier
+    category: str
+    tags: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    conversation_ids: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, memory: Memory) -> IndexEntry:
+        """The entry for ``memory``."""
+        return cls(
+            id=memory.id,
+            tier=Tier(memory.tier),
+            category=memory.category,
+            tags=tuple(memory.tags),
+            domains=tuple(memory.retrieval.domains),
+            conversation_ids=tuple(memory.retrieval.conversation_ids),
+        )
+
+
+StoredRow = tuple[str, str, str, str | None, str | None, bytes | None]
+"""A memory as the index is built from it: ``(id, tier, category, filter JSON, model,
+vector)``, where the filter JSON is ``[tags, domains, conversation_ids]`` and the
+vector is float32 bytes (``None`` with the model when the memory has none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedVector:
+    """One row of a snapshot: the model and the L2-normalized vector held for a memory."""
+
+    model: str
+    vector: Vector
+
+
+def normalize_rows(
+    matrix: npt.NDArray[np.float32], out: npt.NDArray[np.float32] | None = None
+) -> npt.NDArray[np.float32]:
+    """Rows scaled to unit L2 norm, into ``out`` (default: in place); all-zero rows
+    stay zero. einsum and ``out=`` keep it to two passes with no temporary matrix."""
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+    norms[norms == 0.0] = 1.0
+    unit: npt.NDArray[np.float32] = np.divide(
+        matrix, norms[:, None], out=matrix if out is None else out
+    )
+    return unit
+
+
+class _Partition:
+    """The vectors of one model: capacity-doubling buffers of normalized rows.
+
+    Memories are known here by their collection slot (see :class:`CollectionIndex`).
+    ``row_of_slot[s]`` is slot ``s``'s row (-1: none here), ``slot_of_row`` and
+    ``ids`` the inverse. Removal swaps the last row into the hole, so rows stay
+    dense and ``vectors[:n]`` is one contiguous block for the matrix product.
+    """
+
+    __slots__ = ("dim", "ids", "row_of_slot", "slot_of_row", "tier_counts", "tiers", "vectors")
+
+    def __init__(self, dim: int, capacity: int = _MIN_CAPACITY) -> None:
+        self.dim = dim
+        capacity = max(capacity, _MIN_CAPACITY)
+        self.vectors: npt.NDArray[np.float32] = np.empty((capacity, dim), dtype=np.float32)
+        self.tiers: npt.NDArray[np.int8] = np.empty(capacity, dtype=np.int8)
+        self.slot_of_row: Rows = np.empty(capacity, dtype=np.intp)
+        self.row_of_slot: Rows = np.full(capacity, -1, dtype=np.intp)
+        self.ids: list[str] = []
+        # Rows per tier code: lets a search tell in O(1) whether any row fails the
+        # tier filter, so the common case (all active) builds no mask.
+        self.tier_counts = [0] * len(_TIERS)
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_rows(
+        cls, dim: int, ids: list[str], slots: list[int], blobs: list[bytes], tiers: list[int]
+    ) -> _Partition:
+        n = len(ids)
+        part = cls(dim, capacity=n + n // 4)
+        if n:
+            stored = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, dim)
+            normalize_rows(stored, out=part.vectors[:n])
+            part.tiers[:n] = tiers
+            part.slot_of_row[:n] = slots
+            part._reserve_slot(max(slots))
+            part.row_of_slot[slots] = np.arange(n, dtype=np.intp)
+            part.ids = ids
+            for code in tiers:
+                part.tier_counts[code] += 1
+        return part
+
+    def _reserve(self, needed: int) -> None:
+        capacity = self.vectors.shape[0]
+        if needed <= capacity:
+            return
+        capacity = max(needed, capacity * 2)
+        n = self.n
+        vectors = np.empty((capacity, self.dim), dtype=np.float32)
+        vectors[:n] = self.vectors[:n]
+        tiers = np.empty(capacity, dtype=np.int8)
+        tiers[:n] = self.tiers[:n]
+        slot_of_row = np.empty(capacity, dtype=np.intp)
+        slot_of_row[:n] = self.slot_of_row[:n]
+        self.vectors, self.tiers, self.slot_of_row = vectors, tiers, slot_of_row
+
+    def _reserve_slot(self, slot: int) -> None:
+        size = self.row_of_slot.shape[0]
+        if slot < size:
+            return
+        grown = np.full(max(slot + 1, size * 2), -1, dtype=np.intp)
+        grown[:size] = self.row_of_slot
+        self.row_of_slot = grown
+
+    def row(self, slot: int) -> int:
+        """The slot's row, -1 when it has none here."""
+        return int(self.row_of_slot[slot]) if slot < self.row_of_slot.shape[0] else -1
+
+    def rows_of(self, slots: Rows) -> Rows:
+        """The rows of those of ``slots`` that have one here."""
+        slots = slots[slots < self.row_of_slot.shape[0]]
+        rows = self.row_of_slot[slots]
+        return rows[rows >= 0]
+
+    def put(self, slot: int, memory_id: str, unit: Vector, tier: int) -> None:
+        row = self.row(slot)
+        if row < 0:
+            row = self.n
+            self._reserve(row + 1)
+            self._reserve_slot(slot)
+            self.ids.append(memory_id)
+            self.slot_of_row[row] = slot
+            self.row_of_slot[slot] = row
+        else:
+            self.tier_counts[int(self.tiers[row])] -= 1
+        self.vectors[row] = unit
+        self.tiers[row] = tier
+        self.tier_counts[tier] += 1
+
+    def set_tier(self, slot: int, tier: int) -> None:
+        row = self.row(slot)
+        self.tier_counts[int(self.tiers[row])] -= 1
+        self.tiers[row] = tier
+        self.tier_counts[tier] += 1
+
+    def remove(self, slot: int) -> None:
+        row = self.row(slot)
+        last = self.n - 1
+        self.tier_counts[int(self.tiers[row])] -= 1
+        if row != last:
+            moved = int(self.slot_of_row[last])
+            self.vectors[row] = self.vectors[last]
+            self.tiers[row] = self.tiers[last]
+            self.slot_of_row[row] = moved
+            self.row_of_slot[moved] = row
+            self.ids[row] = self.ids[last]
+        self.row_of_slot[slot] = -1
+        self.ids.pop()
+
+    def vector(self, slot: int) -> Vector:
+        row: Vector = self.vectors[self.row(slot)]
+        return row.copy()
+
+
+class CollectionIndex:
+    """Vectors and filter metadata of one collection.
+
+    Every memory gets a small integer *slot* for as long as it lives (slots of
+    deleted memories are reused). The inverted indexes hold sets of slots, so a
+    filter is evaluated with C-speed set operations and turned into rows with one
+    numpy gather, never a Python loop over matching ids.
+
+    Thread safety: searches hold a shared lock and run side by side (numpy drops
+    the GIL in the matrix product); each mutator holds the lock exclusively, so a
+    search sees every write either wholly or not at all. The store serializes the
+    mutators themselves behind its write lock.
+    """
+
+    def __init__(self, collection: str) -> None:
+        self.collection = collection
+        self._lock = RWLock()
+        self._entries: dict[str, IndexEntry] = {}
+        self._slot_of: dict[str, int] = {}
+        self._free_slots: list[int] = []
+        self._model_of: dict[str, str] = {}
+        self._partitions: dict[str, _Partition] = {}
+        self._dims: dict[str, int] = {}
+        self._by_category: dict[str, set[int]] = {}
+        self._tier_counts = dict.fromkeys(_TIERS, 0)
+        # Memories with no stored vector at all (a vector kept out of the index for
+        # its dimension is still stored): the count stats() reports as pending.
+        self._vectorless: set[str] = set()
+        self._by_tag: dict[str, set[int]] = {}
+        self._by_domain: dict[str, set[int]] = {}
+        self._by_conversation: dict[str, set[int]] = {}
+
+    # -- building -----------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls, collection: str, rows: Iterable[StoredRow], dims: dict[str, int] | None = None
+    ) -> CollectionIndex:
+        """An index over stored rows, oldest first.
+
+        ``dims`` gives each model's dimension; a model missing there takes the
+        dimension most of its vectors have. Vectors of another dimension are left
+        out.
+
+        Vectors are gathered per model and normalized in one numpy pass, and equal
+        filter JSON texts are parsed once and share their tuples: a rebuild does
+        little more than a few dict and set insertions per memory.
+        """
+        index = cls(collection)
+        entries, slot_of = index._entries, index._slot_of
+        by_category, by_tag = index._by_category, index._by_tag
+        by_domain, by_conversation = index._by_domain, index._by_conversation
+        tier_of = {tier.value: tier for tier in _TIERS}
+        parsed: dict[str | None, tuple[tuple[str, ...], ...]] = {None: ((), (), ())}
+        # (model, vector bytes) -> ids, slots, vectors, tier codes
+        gathered: dict[tuple[str, int], tuple[list[str], list[int], list[bytes], list[int]]] = {}
+        for slot, (memory_id, tier_value, category, filter_json, model, blob) in enumerate(rows):
+            fields = parsed.get(filter_json)
+            if fields is None:
+                fields = parsed[filter_json] = tuple(
+                    tuple(values or ()) for values in json.loads(filter_json or "[]")
+                )
+            tags, domains, conversations = fields
+            tier = tier_of[tier_value]
+            entries[memory_id] = IndexEntry(memory_id, tier, category, tags, domains, conversations)
+            slot_of[memory_id] = slot
+            index._tier_counts[tier] += 1
+            slots = by_category.get(category)
+            if slots is None:
+                slots = by_category[category] = set()
+            slots.add(slot)
+            for inverted, keys in (
+                (by_tag, tags),
+                (by_domain, domains),
+                (by_conversation, conversations),
+            ):
+                for key in keys:
+                    slots = inverted.get(key)
+                    if slots is None:
+                        slots = inverted[key] = set()
+                    slots.add(slot)
+            if model is None or blob is None:
+                index._vectorless.add(memory_id)
+                continue
+            found = gathered.get((model, len(blob)))
+            if found is None:
+                found = gathered[(model, len(blob))] = ([], [], [], [])
+            found[0].append(memory_id)
+            found[1].append(slot)
+            found[2].append(blob)
+            found[3].append(_TIER_CODE[tier_value])
+
+        most: dict[str, tuple[int, int]] = {}  # model -> (vector count, bytes)
+        for (model, size), (ids, _, _, _) in gathered.items():
+            if len(ids) > most.get(model, (0, 0))[0]:
+                most[model] = (len(ids), size)
+        index._dims = {model: size // 4 for model, (_, size) in most.items()}
+        index._dims.update(dims or {})
+        left_out = 0
+        for (model, size), (ids, model_slots, blobs, tiers) in gathered.items():
+            dim = index._dims[model]
+            if size != dim * 4 or dim == 0:
+                left_out += len(ids)
+                continue
+            index._partitions[model] = _Partition.from_rows(dim, ids, model_slots, blobs, tiers)
+            index._model_of.update(dict.fromkeys(ids, model))
+        if left_out:
+            logger.warning(
+                "collection %s: %d vectors have another dimension than the latest of "
+                "their model and stay out of the index until re-embedded",
+                collection,
+                left_out,
+            )
+        return index
+
+    # -- reading ------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._entries
+
+    def dim_of(self, model: str) -> int | None:
+        """The dimension of ``model``'s vectors here; ``None`` before its first one."""
+        with self._lock.read():
+            return self._dims.get(model)
+
+    def vector_count(self, model: str) -> int:
+        """How many vectors of ``model`` are indexed."""
+        with self._lock.read():
+            part = self._partitions.get(model)
+            return part.n if part is not None else 0
+
+    def counts(self) -> tuple[int, dict[str, int], dict[str, int], int]:
+        """Memories, by category, by tier, and those without a stored vector."""
+        with self._lock.read():
+            return (
+                len(self._entries),
+                {category: len(slots) for category, slots in self._by_category.items()},
+                {tier.value: n for tier, n in self._tier_counts.items() if n},
+                len(self._vectorless),
+            )
+
+    def snapshot(self) -> tuple[dict[str, IndexEntry], dict[str, IndexedVector]]:
+        """Copies of the entries and indexed vectors, by memory id (for checks and tests)."""
+        with self._lock.read():
+            vectors = {
+                memory_id: IndexedVector(
+                    model, self._partitions[model].vector(self._slot_of[memory_id])
+                )
+                for memory_id, model in self._model_of.items()
+            }
+            return dict(self._entries), vectors
+
+    def search(
+        self, query: Vector, *, model: str, k: int, filters: RecallFilters
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` memories by cosine similarity to ``query`` among ``model``'s
+        vectors that pass ``filters``; best first."""
+        with self._lock.read():
+            part = self._partitions.get(model)
+            if part is None or k <= 0:
+                return []
+            q = np.asarray(query, dtype=np.float32).reshape(-1)
+            if q.shape[0] != part.dim:
+                logger.warning(
+                    "collection %s: a %d-d query cannot search %s's %d-d vectors",
+                    self.collection,
+                    q.shape[0],
+                    model,
+                    part.dim,
+                )
+                return []
+            norm = float(np.linalg.norm(q))
+            if norm == 0.0 or not np.isfinite(norm):
+                return []
+            q = q / np.float32(norm)
+            return self._search(part, q, k, filters)
+
+    def _search(
+        self, part: _Partition, q: Vector, k: int, filters: RecallFilters
+    ) -> list[tuple[str, float]]:
+        n = part.n
+        tier_ok = np.ones(len(_TIERS), dtype=bool)
+        if filters.tiers:
+            tier_ok[:] = False
+            tier_ok[[_TIER_CODE[t] for t in filters.tiers]] = True
+        all_tiers_pass = sum(part.tier_counts[c] for c in np.flatnonzero(tier_ok)) == n
+        allowed = self._allowed(filters)
+        excluded: set[int] = set()
+        if filters.exclude_conversation_id is not None:
+            excluded = self._by_conversation.get(filters.exclude_conversation_id, set())
+
+        rows: Rows | None = None
+        if allowed is not None:
+            if excluded:
+                allowed = allowed - excluded
+            rows = part.rows_of(np.fromiter(allowed, dtype=np.intp, count=len(allowed)))
+            if not all_tiers_pass:
+                rows = rows[tier_ok[part.tiers[rows]]]
+            if rows.size == 0:
+                return []
+            # A row gathered costs about ten streamed by the dense product (measured
+            # at 100k x 384), so gather only when under a tenth of the rows pass;
+            # sorted rows gather faster.
+            if rows.size * 10 < n:
+                rows = np.sort(rows)
+                scores = part.vectors[rows] @ q
+            else:
+                scores = (part.vectors[:n] @ q)[rows]
+        else:
+            # Unfiltered, the common case: one matrix product over the dense block;
+            # masks are built only when some row actually fails.
+            scores = part.vectors[:n] @ q
+            if not all_tiers_pass:
+                scores[~tier_ok[part.tiers[:n]]] = -np.inf
+            if excluded:
+                gone = part.rows_of(np.fromiter(excluded, dtype=np.intp, count=len(excluded)))
+                scores[gone] = -np.inf
+        top = top_k(scores, k)
+        scores = np.clip(scores[top], -1.0, 1.0)
+        if rows is not None:
+            top = rows[top]
+        ids = part.ids
+        return [(ids[r], float(s)) for r, s in zip(top.tolist(), scores.tolist(), strict=True)]
+
+    def _allowed(self, filters: RecallFilters) -> set[int] | None:
+        """Slots passing the domain, category and tag filters (any-of within a list,
+        lists AND-ed); ``None`` when none of them restricts."""
+        allowed: set[int] | None = None
+        for values, inverted in (
+            (filters.domains, self._by_domain),
+            (filters.categories, self._by_category),
+            (filters.tags, self._by_tag),
+        ):
+            if not values:
+                continue
+            matching: set[int] = set().union(*(inverted.get(v, ()) for v in values))
+            allowed = matching if allowed is None else allowed & matching
+            if not allowed:
+                return set()
+        return allowed
+
+    # -- writing (the store serializes callers) -------------------------------------
+
+    def put(self, items: Sequence[tuple[IndexEntry, Vector | None, str | None]]) -> None:
+        """Add or update memories. With a vector (and its model) the memory's indexed
+        vector is replaced; with ``None`` it is kept and only its metadata changes."""
+        with self._lock.write():
+            for entry, vector, model in items:
+                slot = self._slot_of.get(entry.id)
+                if slot is None:
+                    slot = self._free_slots.pop() if self._free_slots else len(self._slot_of)
+                    self._slot_of[entry.id] = slot
+                    self._vectorless.add(entry.id)
+                else:
+                    self._unlink(self._entries[entry.id], slot)
+                self._entries[entry.id] = entry
+                self._link(entry, slot)
+                if vector is not None and model is not None:
+                    self._vectorless.discard(entry.id)
+                    self._put_vector(entry.id, vector, model)
+                else:
+                    current = self._model_of.get(entry.id)
+                    if current is not None:
+                        self._partitions[current].set_tier(slot, _TIER_CODE[entry.tier])
+
+    def set_vectors(self, items: Sequence[tuple[str, Vector, str]]) -> None:
+        """Replace the vectors of known memories; unknown ids are skipped."""
+        with self._lock.write():
+            for memory_id, vector, model in items:
+                if memory_id in self._entries:
+                    self._vectorless.discard(memory_id)
+                    self._put_vector(memory_id, vector, model)
+
+    def remove(self, memory_id: str) -> None:
+        """Forget a memory (no-op when unknown)."""
+        with self._lock.write():
+            if memory_id not in self._entries:
+                return
+            self._drop_vector(memory_id)
+            slot = self._slot_of.pop(memory_id)
+            self._unlink(self._entries.pop(memory_id), slot)
+            self._vectorless.discard(memory_id)
+            self._free_slots.append(slot)
+
+    def _put_vector(self, memory_id: str, vector: Vector, model: str) -> None:
+        self._drop_vector(memory_id)
+        unit = np.asarray(vector, dtype=np.float32).reshape(-1)
+        dim = self._dims.setdefault(model, unit.shape[0])
+        if unit.shape[0] != dim or dim == 0:
+            # The store rebuilds the index when a model's dimension changes, so
+            # this is a stray vector among a batch of the model's current size.
+            logger.warning(
+                "collection %s: memory %s has a %d-d %s vector where that model's are "
+                "%d-d; it stays out of the index until re-embedded",
+                self.collection,
+                memory_id,
+                unit.shape[0],
+                model,
+                dim,
+            )
+            return
+        part = self._partitions.get(model)
+        if part is None:
+            part = self._partitions[model] = _Partition(dim)
+        norm = float(np.linalg.norm(unit))
+        if norm > 0.0:
+            unit = unit / np.float32(norm)
+        tier = _TIER_CODE[self._entries[memory_id].tier]
+        part.put(self._slot_of[memory_id], memory_id, unit, tier)
+        self._model_of[memory_id] = model
+
+    def _drop_vector(self, memory_id: str) -> None:
+        model = self._model_of.pop(memory_id, None)
+        if model is None:
+            return
+        part = self._partitions[model]
+        part.remove(self._slot_of[memory_id])
+        if part.n == 0:
+            del self._partitions[model]
+
+    def _link(self, entry: IndexEntry, slot: int) -> None:
+        self._tier_counts[entry.tier] += 1
+        for inverted, keys in (
+            (self._by_category, (entry.category,)),
+            (self._by_tag, entry.tags),
+            (self._by_domain, entry.domains),
+            (self._by_conversation, entry.conversation_ids),
+        ):
+            for key in keys:
+                inverted.setdefault(key, set()).add(slot)
+
+    def _unlink(self, entry: IndexEntry, slot: int) -> None:
+        self._tier_counts[entry.tier] -= 1
+        for inverted, keys in (
+            (self._by_category, (entry.category,)),
+            (self._by_tag, entry.tags),
+            (self._by_domain, entry.domains),
+            (self._by_conversation, entry.conversation_ids),
+        ):
+            for key in keys:
+                slots = inverted.get(key)
+                if slots is not None:
+                    slots.discard(slot)
+                    if not slots:
+                        del inverted[key]
+
+
+def top_k(scores: npt.NDArray[np.float32], k: int) -> Rows:
+    """Positions of the ``k`` highest finite scores, highest first (masked rows hold -inf)."""
+    m = scores.shape[0]
+    k = min(k, m)
+    if k <= 0:
+        return np.empty(0, dtype=np.intp)
+    # argpartition is O(m); only the k winners get sorted.
+    top = np.argpartition(scores, m - k)[m - k :] if k < m else np.arange(m, dtype=np.intp)
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return top[scores[top] > -np.inf]

@@ -1,0 +1,68 @@
+-- The embedded store's tables, schema version 1. Run at every open: idempotent.
+-- SQLite is the source of truth; the in-memory vector index is rebuilt from it.
+
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');
+
+-- doc is Memory.model_dump_json(); the columns beside it are copies kept for
+-- filtering and ordering. doc's embedding_model always equals vector_model.
+CREATE TABLE IF NOT EXISTS memories (
+    collection   TEXT    NOT NULL,
+    id           TEXT    NOT NULL,
+    doc          TEXT    NOT NULL,
+    category     TEXT    NOT NULL,
+    tier         TEXT    NOT NULL,
+    content_hash TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL,  -- microseconds since the Unix epoch, UTC
+    vector       BLOB,              -- float32, native byte order, as given (not normalized)
+    vector_model TEXT,
+    PRIMARY KEY (collection, id)
+);
+CREATE INDEX IF NOT EXISTS memories_by_hash ON memories (collection, content_hash);
+CREATE INDEX IF NOT EXISTS memories_by_created ON memories (collection, created_at);
+
+-- Per collection and model, the dimension of its most recently written vector.
+-- Only vectors of that dimension are indexed; the others wait to be re-embedded.
+CREATE TABLE IF NOT EXISTS vector_dims (
+    collection TEXT    NOT NULL,
+    model      TEXT    NOT NULL,
+    dim        INTEGER NOT NULL,
+    PRIMARY KEY (collection, model)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS hubs (
+    collection TEXT NOT NULL,
+    kind       TEXT NOT NULL,       -- Domain | Trigger | Concept
+    name       TEXT NOT NULL,
+    PRIMARY KEY (collection, kind, name)
+) WITHOUT ROWID;
+
+-- Hub edges (IN_DOMAIN, HAS_TRIGGER, ABOUT): target is the hub's name.
+-- Memory edges (ASSOCIATED, CONFLICTS_WITH, SYNTHESIZED_FROM): target is a memory id.
+-- ASSOCIATED is undirected and stored once, with source < target.
+-- The key leads with source so "edges of a memory" needs no second index.
+CREATE TABLE IF NOT EXISTS edges (
+    collection       TEXT    NOT NULL,
+    source           TEXT    NOT NULL,
+    type             TEXT    NOT NULL,
+    target           TEXT    NOT NULL,
+    weight           REAL    NOT NULL,
+    co_occurrences   INTEGER NOT NULL,
+    last_co_occurred TEXT,              -- ISO 8601
+    kind             TEXT,
+    PRIMARY KEY (collection, source, type, target)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS edges_by_target ON edges (collection, target);
+
+CREATE TABLE IF NOT EXISTS events (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    collection TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    at         TEXT NOT NULL,       -- ISO 8601
+    memory_ids TEXT NOT NULL,       -- JSON array
+    payload    TEXT NOT NULL        -- JSON object
+);
+CREATE INDEX IF NOT EXISTS events_by_collection ON events (collection, seq);

@@ -1,0 +1,1090 @@
+"""The embedded store: SQLite (WAL) is the source of truth, an in-memory vector
+index per collection answers similarity searches.
+
+Concurrency: every write takes one process-wide lock, runs as one
+``BEGIN IMMEDIATE … COMMIT`` transaction on the single write connection, then
+updates the collection's index before the lock is released, so index updates
+happen in commit order. Reads take a connection from a small pool (WAL lets them
+run beside the writer) and never wait for the write lock, except the first use of
+a collection, which builds its index.
+
+One process owns a data directory: ``hippo.lock`` is held with ``flock`` for the
+store's lifetime and names the owner's pid. The kernel drops the lock when the
+process dies, even on ``kill -9``.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import importlib.resources
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from engine.errors import (
+    ConfigError,
+    ConflictError,
+    DataDirLockedError,
+    InvalidInputError,
+    NotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
+from engine.model import HUB_EDGE, MEMORY_EDGES, Edge, EdgeType, Event, Memory, RecallFilters, Tier
+from engine.store.base import MemoryRecord, StoreStats, Vector
+from engine.store.embedded.index import CollectionIndex, IndexEntry
+
+logger = logging.getLogger(__name__)
+
+DB_FILE = "hippo.sqlite3"
+LOCK_FILE = "hippo.lock"
+SCHEMA_VERSION = 1
+
+_SYNC_MODES = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
+_BUSY_TIMEOUT_S = 10.0
+_CHUNK = 500  # ids per IN (...) list, rows per page when streaming
+_MAX_IDLE_READERS = 32
+_WRITER_CACHE_KIB = 64 * 1024
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_HUB_KIND = {edge_type: kind for kind, edge_type in HUB_EDGE.items()}
+# Per edge type: its name and the kind of hub it points at (None: it points at a memory).
+_EDGE_TYPE_INFO: dict[str, tuple[str, str | None]] = {
+    t: (t.value, _HUB_KIND[t].value if t in _HUB_KIND else None) for t in EdgeType
+}
+_HUB_TYPES_SQL = ", ".join(f"'{t.value}'" for t in HUB_EDGE.values())
+_MEMORY_TYPES_SQL = ", ".join(f"'{t.value}'" for t in sorted(MEMORY_EDGES))
+
+# sqlite3 messages that mean "cannot serve right now" rather than "this call is wrong".
+_UNAVAILABLE_HINTS = (
+    "disk is full",
+    "readonly",
+    "read-only",
+    "disk i/o error",
+    "unable to open",
+    "database is locked",
+    "cannot operate on a closed",
+    "not a database",
+    "malformed",
+)
+
+_INSERT_MEMORY = """
+INSERT INTO memories
+    (collection, id, doc, category, tier, content_hash, created_at, vector, vector_model)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+# Edge statements take an _EdgeRow's first eight fields as ?1 … ?8.
+_EDGE_UPSERT_TAIL = """
+ON CONFLICT (collection, source, type, target) DO UPDATE SET
+    weight = excluded.weight,
+    co_occurrences = excluded.co_occurrences,
+    last_co_occurred = excluded.last_co_occurred,
+    kind = excluded.kind
+"""
+_EDGE_INSERT_HEAD = """
+INSERT INTO edges
+    (collection, source, type, target, weight, co_occurrences, last_co_occurred, kind)
+"""
+_UPSERT_EDGE = _EDGE_INSERT_HEAD + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)" + _EDGE_UPSERT_TAIL
+_UPSERT_EDGE_IF_SOURCE = (
+    _EDGE_INSERT_HEAD
+    + """
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+WHERE EXISTS (SELECT 1 FROM memories WHERE collection = ?1 AND id = ?2)
+"""
+    + _EDGE_UPSERT_TAIL
+)
+_UPSERT_EDGE_IF_BOTH = (
+    _EDGE_INSERT_HEAD
+    + """
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+WHERE EXISTS (SELECT 1 FROM memories WHERE collection = ?1 AND id = ?2)
+  AND EXISTS (SELECT 1 FROM memories WHERE collection = ?1 AND id = ?4)
+"""
+    + _EDGE_UPSERT_TAIL
+)
+# (collection, hub kind, name[, source memory])
+_INSERT_HUB = "INSERT OR IGNORE INTO hubs (collection, kind, name) VALUES (?, ?, ?)"
+_INSERT_HUB_IF_SOURCE = """
+INSERT OR IGNORE INTO hubs (collection, kind, name)
+SELECT ?1, ?2, ?3
+WHERE EXISTS (SELECT 1 FROM memories WHERE collection = ?1 AND id = ?4)
+"""
+# Hubs are pruned when their last edge goes, so hub counts and exports only show
+# hubs that something links to.
+_PRUNE_HUB = """
+DELETE FROM hubs
+WHERE collection = ?1 AND kind = ?2 AND name = ?3
+  AND NOT EXISTS (SELECT 1 FROM edges WHERE collection = ?1 AND target = ?3 AND type = ?4)
+"""
+_SELECT_HUB_EDGES_OF = f"""
+SELECT type, target FROM edges
+WHERE collection = ? AND source = ? AND type IN ({_HUB_TYPES_SQL})
+"""
+_SELECT_EDGES_OF = """
+SELECT source, type, target, weight, co_occurrences, last_co_occurred, kind
+FROM edges WHERE collection = :c AND source = :m
+UNION ALL
+SELECT target, type, source, weight, co_occurrences, last_co_occurred, kind
+FROM edges WHERE collection = :c AND target = :m AND type = 'ASSOCIATED'
+ORDER BY 2, 3
+"""
+_SELECT_INDEX_ROWS = """
+SELECT id, tier, category,
+       json_extract(doc, '$.tags', '$.retrieval.domains', '$.retrieval.conversation_ids'),
+       vector_model, vector
+FROM memories WHERE collection = ?
+ORDER BY created_at, rowid
+"""
+_SELECT_PENDING = """
+SELECT doc FROM memories
+WHERE collection = ?
+  AND (vector IS NULL OR vector_model IS NOT ? OR length(vector) != ?)
+ORDER BY created_at, rowid
+LIMIT ?
+"""
+
+
+class EmbeddedStore:
+    """A :class:`~engine.store.base.GraphStore` in one local data directory.
+
+    Files: ``hippo.sqlite3`` (with its WAL) and ``hippo.lock``. The vector index of
+    a collection is built from SQLite on the collection's first use in the process.
+
+    Beyond the contract:
+
+    - ASSOCIATED is undirected: stored once, and :meth:`edges_of` returns it from
+      either end with ``source`` set to the memory asked about.
+    - Memory edges from a memory to itself are ignored.
+    - Hub nodes are deleted with their last edge.
+    - ``Memory.embedding_model`` as stored always names the model of the stored
+      vector (``None`` without one), whatever the caller's copy said.
+    - Each model has one dimension per collection: that of its most recently
+      written vector. Its vectors of another dimension (a model that changed size
+      under the same name) leave the index and are returned by
+      :meth:`pending_embeddings` until re-embedded.
+    - Search filters match exactly (no case folding).
+    """
+
+    def __init__(self, data_dir: Path, *, synchronous: str = "FULL") -> None:
+        """Open (creating when needed) the store in ``data_dir``.
+
+        Args:
+            data_dir: the directory holding the store's files; created if absent.
+            synchronous: SQLite ``PRAGMA synchronous``. ``FULL`` (the default)
+                makes every acknowledged write survive a power loss; ``NORMAL``
+                survives a process crash (``kill -9``) but may lose the last
+                writes on power loss, and is faster.
+
+        Raises:
+            ConfigError: ``synchronous`` is not a SQLite mode.
+            DataDirLockedError: another store (in this process or another) has
+                the directory open.
+            StoreUnavailableError: the directory or database cannot be opened.
+            StoreError: the database was written by a newer schema version.
+        """
+        sync = synchronous.upper()
+        if sync not in _SYNC_MODES:
+            raise ConfigError(
+                f"synchronous must be one of {', '.join(sorted(_SYNC_MODES))}, not {synchronous!r}"
+            )
+        self._data_dir = Path(data_dir)
+        self._db_path = self._data_dir / DB_FILE
+        self._synchronous = sync
+        self._closed = False
+        self._write_lock = threading.RLock()
+        self._pool_lock = threading.Lock()
+        self._idle_readers: list[sqlite3.Connection] = []
+        self._indexes: dict[str, CollectionIndex] = {}
+        try:
+            self._data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreUnavailableError(
+                f"cannot create the data directory {self._data_dir}: {e.strerror}"
+            ) from e
+        self._lock_fd: int | None = _lock_data_dir(self._data_dir)
+        self._writer: sqlite3.Connection | None = None
+        try:
+            self._writer = self._connect(writer=True)
+            self._create_schema(self._writer)
+        except BaseException:
+            self._closed = True
+            if self._writer is not None:
+                self._writer.close()
+            _unlock_data_dir(self._lock_fd)
+            self._lock_fd = None
+            raise
+        logger.info("embedded store opened at %s (synchronous=%s)", self._data_dir, sync)
+
+    def __repr__(self) -> str:
+        return f"EmbeddedStore({str(self._data_dir)!r})"
+
+    def __enter__(self) -> EmbeddedStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def data_dir(self) -> Path:
+        """The directory this store owns."""
+        return self._data_dir
+
+    # -- memories -------------------------------------------------------------------
+
+    def add_memories(self, collection: str, records: Sequence[MemoryRecord]) -> None:
+        """Insert new memories with their vectors and edges, all or nothing.
+
+        Hub nodes named by the edges are created when absent; memory edges whose
+        target memory exists neither in the store nor in the batch are skipped.
+        When this returns the write is durable.
+
+        Raises:
+            ConflictError: an id already exists in the collection, or is repeated in
+                the batch (nothing is written).
+            InvalidInputError: a memory of another collection, an edge that does not
+                leave its memory, a vector without ``embedding_model``, or a vector
+                that is not a finite one-dimensional array.
+        """
+        if not records:
+            return
+        rows: list[tuple[Any, ...]] = []
+        edges: list[_EdgeRow] = []
+        entries: list[tuple[IndexEntry, Vector | None, str | None]] = []
+        seen: set[str] = set()
+        repeated: list[str] = []
+        for record in records:
+            memory = record.memory
+            _check_collection(collection, memory)
+            if memory.id in seen:
+                repeated.append(memory.id)
+            seen.add(memory.id)
+            vector: Vector | None = None
+            if record.vector is not None:
+                if memory.embedding_model is None:
+                    raise InvalidInputError(
+                        f"memory {memory.id!r} has a vector but no embedding_model",
+                        field="embedding_model",
+                    )
+                vector = _as_vector(record.vector, memory.id)
+            elif memory.embedding_model is not None:
+                # No vector stored means no model: keep the doc equal to the columns.
+                memory = memory.model_copy(update={"embedding_model": None})
+            rows.append(_memory_row(collection, memory, vector))
+            edges.extend(_edges_of_record(collection, memory.id, record.edges))
+            entries.append((IndexEntry.of(memory), vector, memory.embedding_model))
+        if repeated:
+            raise ConflictError(f"ids repeated in the batch: {_some(repeated)}", field="id")
+
+        with self._write_lock:
+            index = self._index(collection)
+            with self._transaction("add memories") as conn:
+                existing = _existing_ids(conn, collection, list(seen))
+                if existing:
+                    raise ConflictError(
+                        f"memories already exist in {collection!r}: {_some(existing)}",
+                        field="id",
+                    )
+                try:
+                    conn.executemany(_INSERT_MEMORY, rows)
+                except sqlite3.IntegrityError as e:
+                    raise ConflictError(f"memories already exist in {collection!r}") from e
+                _write_edges(conn, edges, sources_exist=True)
+                rebuild = _record_dims(
+                    conn, index, [(m, v.shape[0]) for _, v, m in entries if v is not None and m]
+                )
+            self._refresh_index(index, entries, rebuild)
+
+    def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
+        """The memories among ``ids`` that exist in the collection, by id, in the
+        order asked."""
+        wanted = list(dict.fromkeys(ids))
+        docs: dict[str, str] = {}
+        with self._reading("read memories") as conn:
+            for chunk in _chunks(wanted):
+                marks = ", ".join("?" * len(chunk))
+                docs.update(
+                    conn.execute(
+                        f"SELECT id, doc FROM memories WHERE collection = ? AND id IN ({marks})",
+                        (collection, *chunk),
+                    ).fetchall()
+                )
+        return {i: Memory.model_validate_json(docs[i]) for i in wanted if i in docs}
+
+    def replace_memory(self, collection: str, record: MemoryRecord, *, replace_edges: bool) -> None:
+        """Overwrite an existing memory.
+
+        The vector is replaced when ``record.vector`` is given (with the memory's
+        ``embedding_model``) and kept otherwise. With ``replace_edges`` the memory's
+        hub edges (IN_DOMAIN, HAS_TRIGGER, ABOUT) become the hub edges of
+        ``record.edges``; memory edges among ``record.edges`` are upserted and the
+        memory's other memory edges are kept. Hubs left without edges are deleted.
+
+        Raises:
+            NotFoundError: no such memory in the collection.
+            InvalidInputError: as for :meth:`add_memories`.
+        """
+        memory = record.memory
+        _check_collection(collection, memory)
+        vector: Vector | None = None
+        if record.vector is not None:
+            if memory.embedding_model is None:
+                raise InvalidInputError(
+                    f"memory {memory.id!r} has a vector but no embedding_model",
+                    field="embedding_model",
+                )
+            vector = _as_vector(record.vector, memory.id)
+        edges = _edges_of_record(collection, memory.id, record.edges) if replace_edges else []
+
+        with self._write_lock:
+            index = self._index(collection)
+            with self._transaction("replace a memory") as conn:
+                key = {"c": collection, "i": memory.id}
+                columns = {
+                    "category": memory.category,
+                    "tier": Tier(memory.tier).value,
+                    "hash": memory.content_hash,
+                    "created": _micros(memory.created_at),
+                }
+                if vector is not None:
+                    cursor = conn.execute(
+                        "UPDATE memories SET doc = :doc, category = :category, tier = :tier,"
+                        " content_hash = :hash, created_at = :created, vector = :vector,"
+                        " vector_model = :model WHERE collection = :c AND id = :i",
+                        {
+                            **key,
+                            **columns,
+                            "doc": memory.model_dump_json(),
+                            "vector": vector.tobytes(),
+                            "model": memory.embedding_model,
+                        },
+                    )
+                else:
+                    # The stored vector stays, so its model (not the caller's) goes in the doc.
+                    cursor = conn.execute(
+                        "UPDATE memories SET"
+                        " doc = json_set(:doc, '$.embedding_model', vector_model),"
+                        " category = :category, tier = :tier, content_hash = :hash,"
+                        " created_at = :created WHERE collection = :c AND id = :i",
+                        {**key, **columns, "doc": memory.model_dump_json()},
+                    )
+                if cursor.rowcount == 0:
+                    raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
+                if replace_edges:
+                    old_hubs = conn.execute(
+                        _SELECT_HUB_EDGES_OF, (collection, memory.id)
+                    ).fetchall()
+                    conn.execute(
+                        f"DELETE FROM edges WHERE collection = ? AND source = ?"
+                        f" AND type IN ({_HUB_TYPES_SQL})",
+                        (collection, memory.id),
+                    )
+                    _write_edges(conn, edges, sources_exist=True)
+                    _prune_hubs(conn, collection, old_hubs)
+                rebuild = vector is not None and _record_dims(
+                    conn, index, [(str(memory.embedding_model), vector.shape[0])]
+                )
+            entries = [(IndexEntry.of(memory), vector, memory.embedding_model)]
+            self._refresh_index(index, entries, rebuild)
+
+    def delete_memory(self, collection: str, memory_id: str) -> bool:
+        """Remove a memory with every edge that touches it; hubs left without edges
+        go too. ``False`` if absent."""
+        with self._write_lock:
+            index = self._index(collection)
+            with self._transaction("delete a memory") as conn:
+                deleted = conn.execute(
+                    "DELETE FROM memories WHERE collection = ? AND id = ?", (collection, memory_id)
+                ).rowcount
+                if deleted == 0:
+                    return False
+                old_hubs = conn.execute(_SELECT_HUB_EDGES_OF, (collection, memory_id)).fetchall()
+                conn.execute(
+                    "DELETE FROM edges WHERE collection = ? AND source = ?", (collection, memory_id)
+                )
+                # Only memory edges point at memory ids; a hub may share the id's text.
+                conn.execute(
+                    f"DELETE FROM edges WHERE collection = ? AND target = ?"
+                    f" AND type IN ({_MEMORY_TYPES_SQL})",
+                    (collection, memory_id),
+                )
+                _prune_hubs(conn, collection, old_hubs)
+            index.remove(memory_id)
+            return True
+
+    def iter_memories(self, collection: str) -> Iterator[Memory]:
+        """Every memory of the collection, oldest first.
+
+        Streams in pages; no read transaction stays open between pages, so a
+        memory written while the iteration runs may or may not be seen.
+        """
+        after: tuple[int, int] | None = None
+        while True:
+            with self._reading("list memories") as conn:
+                if after is None:
+                    page = conn.execute(
+                        "SELECT created_at, rowid, doc FROM memories WHERE collection = ?"
+                        " ORDER BY created_at, rowid LIMIT ?",
+                        (collection, _CHUNK),
+                    ).fetchall()
+                else:
+                    page = conn.execute(
+                        "SELECT created_at, rowid, doc FROM memories WHERE collection = ?"
+                        " AND (created_at, rowid) > (?, ?) ORDER BY created_at, rowid LIMIT ?",
+                        (collection, *after, _CHUNK),
+                    ).fetchall()
+            for _, _, doc in page:
+                yield Memory.model_validate_json(doc)
+            if len(page) < _CHUNK:
+                return
+            after = (page[-1][0], page[-1][1])
+
+    def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
+        """Ids of memories whose normalized content hashes to ``content_hash``, oldest
+        first."""
+        with self._reading("find memories by hash") as conn:
+            rows = conn.execute(
+                "SELECT id FROM memories WHERE collection = ? AND content_hash = ?"
+                " ORDER BY created_at, rowid",
+                (collection, content_hash),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    # -- vectors --------------------------------------------------------------------
+
+    def search_vectors(
+        self,
+        collection: str,
+        vector: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` memories by cosine similarity among those whose vector was made
+        by ``model`` and that pass ``filters``; best first.
+
+        Filters: any-of within ``domains``, ``categories`` and ``tags``, the lists
+        AND-ed; ``tiers`` (empty: every tier); ``exclude_conversation_id`` drops
+        memories whose ``retrieval.conversation_ids`` hold it. A query whose
+        dimension differs from the model's vectors finds nothing.
+        """
+        self._check_open()
+        return self._index(collection).search(vector, model=model, k=k, filters=filters)
+
+    def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
+        """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
+        Ids that no longer exist are skipped.
+
+        Raises:
+            InvalidInputError: a vector that is not a finite one-dimensional array, or
+                an empty model name.
+        """
+        if not items:
+            return
+        checked: list[tuple[str, Vector, str]] = []
+        for memory_id, vector, model in items:
+            if not model:
+                raise InvalidInputError("a vector needs the name of its model", field="model")
+            checked.append((memory_id, _as_vector(vector, memory_id), model))
+        with self._write_lock:
+            index = self._index(collection)
+            # The index mirrors the table under the write lock: it knows which ids exist.
+            known = [item for item in checked if item[0] in index]
+            if not known:
+                return
+            with self._transaction("store vectors") as conn:
+                conn.executemany(
+                    "UPDATE memories SET vector = ?, vector_model = ?,"
+                    " doc = json_set(doc, '$.embedding_model', ?)"
+                    " WHERE collection = ? AND id = ?",
+                    [(v.tobytes(), m, m, collection, i) for i, v, m in known],
+                )
+                rebuild = _record_dims(conn, index, [(m, v.shape[0]) for i, v, m in known])
+            if rebuild:
+                self._indexes[collection] = self._build_index(collection)
+            else:
+                index.set_vectors(known)
+
+    def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored vectors of the given memories (those that have one), as given to
+        the store (not normalized)."""
+        found: dict[str, Vector] = {}
+        with self._reading("read vectors") as conn:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                marks = ", ".join("?" * len(chunk))
+                for memory_id, blob in conn.execute(
+                    f"SELECT id, vector FROM memories WHERE collection = ? AND id IN ({marks})"
+                    " AND vector IS NOT NULL",
+                    (collection, *chunk),
+                ):
+                    found[memory_id] = np.frombuffer(blob, dtype=np.float32).copy()
+        return found
+
+    def pending_embeddings(self, collection: str, model: str, limit: int) -> list[Memory]:
+        """Memories with no vector, a vector from another model, or one of ``model``
+        whose dimension is not that of its newest vector; oldest first."""
+        if limit <= 0:
+            return []
+        dim = self._index(collection).dim_of(model)
+        with self._reading("list pending embeddings") as conn:
+            rows = conn.execute(
+                _SELECT_PENDING,
+                (collection, model, dim * 4 if dim is not None else None, limit),
+            ).fetchall()
+        return [Memory.model_validate_json(row[0]) for row in rows]
+
+    # -- edges ----------------------------------------------------------------------
+
+    def edges_of(self, collection: str, memory_id: str) -> list[Edge]:
+        """Edges leaving the memory, and ASSOCIATED edges reaching it (turned so that
+        ``source`` is ``memory_id``); ordered by type, then target."""
+        with self._reading("read edges") as conn:
+            rows = conn.execute(_SELECT_EDGES_OF, {"c": collection, "m": memory_id}).fetchall()
+        return [
+            Edge(
+                source=source,
+                type=EdgeType(edge_type),
+                target=target,
+                weight=weight,
+                co_occurrences=co_occurrences,
+                last_co_occurred=datetime.fromisoformat(last) if last is not None else None,
+                kind=kind,
+            )
+            for source, edge_type, target, weight, co_occurrences, last, kind in rows
+        ]
+
+    def upsert_edges(self, collection: str, edges: Sequence[Edge]) -> None:
+        """Create or overwrite edges (weights and counters as given).
+
+        Hub nodes are created when absent. Edges whose source memory (or, for
+        memory edges, target memory) does not exist are skipped, as are memory
+        edges from a memory to itself.
+        """
+        rows = [row for edge in edges if (row := _edge_row(collection, edge)) is not None]
+        if not rows:
+            return
+        with self._write_lock, self._transaction("write edges") as conn:
+            _write_edges(conn, rows, sources_exist=False)
+
+    # -- events ---------------------------------------------------------------------
+
+    def append_events(self, collection: str, events: Sequence[Event]) -> None:
+        """Append to the collection's event log, in the order given."""
+        if not events:
+            return
+        rows = []
+        for event in events:
+            data = event.model_dump(mode="json")
+            rows.append(
+                (
+                    collection,
+                    event.type,
+                    data["at"],
+                    json.dumps(data["memory_ids"]),
+                    json.dumps(data["payload"], separators=(",", ":")),
+                )
+            )
+        with self._write_lock, self._transaction("append events") as conn:
+            conn.executemany(
+                "INSERT INTO events (collection, type, at, memory_ids, payload)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    # -- collections ----------------------------------------------------------------
+
+    def list_collections(self) -> list[str]:
+        """Collections holding at least one memory, sorted."""
+        with self._reading("list collections") as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT collection FROM memories ORDER BY collection"
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def stats(self, collection: str) -> StoreStats:
+        """Counts for one collection. Memory counts come from the in-memory index (a
+        scan of the memory rows, vectors and all, would take most of a second at
+        100k); hubs, edges and events from SQLite. ``pending_embeddings`` counts
+        memories with no vector at all."""
+        memories, by_category, by_tier, vectorless = self._index(collection).counts()
+        with self._reading("read stats") as conn:
+
+            def counts(sql: str) -> dict[str, int]:
+                return dict(conn.execute(sql, (collection,)).fetchall())
+
+            hubs = counts("SELECT kind, count(*) FROM hubs WHERE collection = ? GROUP BY kind")
+            edges = counts("SELECT type, count(*) FROM edges WHERE collection = ? GROUP BY type")
+            events = conn.execute(
+                "SELECT count(*) FROM events WHERE collection = ?", (collection,)
+            ).fetchone()[0]
+        return StoreStats(
+            memories=memories,
+            by_category=by_category,
+            by_tier=by_tier,
+            pending_embeddings=vectorless,
+            hubs=hubs,
+            edges=edges,
+            events=events,
+        )
+
+    def check(self) -> None:
+        """Raise StoreUnavailableError if the store cannot serve right now: closed,
+        the data directory or database not writable, or a trivial query failing."""
+        self._check_open()
+        for path in (self._data_dir, self._db_path):
+            if not os.access(path, os.W_OK):
+                raise StoreUnavailableError(f"{path} is not writable")
+        with self._reading("check the store") as conn:
+            conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+
+    def close(self) -> None:
+        """Release the database connections and the data directory lock. Idempotent.
+
+        Reads still running finish on their connection, which is closed when they
+        give it back.
+        """
+        with self._write_lock:
+            if self._closed:
+                return
+            with self._pool_lock:
+                self._closed = True
+                idle, self._idle_readers = self._idle_readers, []
+            self._indexes.clear()
+            for conn in [*idle, self._writer]:
+                if conn is None:
+                    continue
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    logger.exception("closing a connection to %s failed", self._db_path)
+            self._writer = None
+            _unlock_data_dir(self._lock_fd)
+            self._lock_fd = None
+        logger.info("embedded store at %s closed", self._data_dir)
+
+    # -- internals ------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreUnavailableError(f"the store at {self._data_dir} is closed")
+
+    def _connect(self, *, writer: bool) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self._db_path,
+                timeout=_BUSY_TIMEOUT_S,
+                isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE … COMMIT
+                check_same_thread=False,  # used by whichever thread holds the lock / lease
+            )
+        except sqlite3.Error as e:
+            raise _wrap(e, f"open {self._db_path}") from e
+        try:
+            with _translated(f"configure {self._db_path}"):
+                conn.execute("PRAGMA foreign_keys = ON")
+                conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+                if writer:
+                    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                    if str(mode).lower() != "wal":
+                        raise StoreUnavailableError(
+                            f"{self._db_path} cannot use write-ahead logging (journal mode {mode})"
+                        )
+                    # Checked against _SYNC_MODES in the constructor: safe to inline.
+                    conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+                    # Inserts touch several indexes at random keys (ids, hashes,
+                    # targets): a larger page cache keeps their inner pages resident.
+                    conn.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
+                else:
+                    conn.execute("PRAGMA query_only = ON")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        script = (
+            importlib.resources.files("engine.store.embedded")
+            .joinpath("schema.sql")
+            .read_text(encoding="utf-8")
+        )
+        with _translated("create the schema"):
+            conn.executescript(script)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = int(row[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self._db_path} has schema version {version}; this Hippocampus reads "
+                f"version {SCHEMA_VERSION} and older. Upgrade Hippocampus."
+            )
+
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction on the write connection. Caller holds the write lock."""
+        self._check_open()
+        conn = self._writer
+        assert conn is not None
+        with _translated(action):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        logger.exception("rollback failed in %s", self._db_path)
+                raise
+
+    @contextmanager
+    def _reading(self, action: str) -> Iterator[sqlite3.Connection]:
+        """Lend a read connection for the ``with`` block."""
+        conn = self._acquire_reader()
+        try:
+            with _translated(action):
+                yield conn
+        finally:
+            self._release_reader(conn)
+
+    def _acquire_reader(self) -> sqlite3.Connection:
+        with self._pool_lock:
+            self._check_open()
+            if self._idle_readers:
+                return self._idle_readers.pop()
+        return self._connect(writer=False)
+
+    def _release_reader(self, conn: sqlite3.Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            logger.exception("resetting a read connection to %s failed", self._db_path)
+            conn.close()
+            return
+        with self._pool_lock:
+            if not self._closed and len(self._idle_readers) < _MAX_IDLE_READERS:
+                self._idle_readers.append(conn)
+                return
+        conn.close()
+
+    def _index(self, collection: str) -> CollectionIndex:
+        """The collection's vector index, built from SQLite on first use."""
+        index = self._indexes.get(collection)
+        if index is not None:
+            return index
+        # Built under the write lock so no write commits between the table scan
+        # and the index going live (writes update only indexes already built).
+        with self._write_lock:
+            self._check_open()
+            index = self._indexes.get(collection)
+            if index is None:
+                index = self._build_index(collection)
+                self._indexes[collection] = index
+            return index
+
+    def _refresh_index(
+        self,
+        index: CollectionIndex,
+        entries: list[tuple[IndexEntry, Vector | None, str | None]],
+        rebuild: bool,
+    ) -> None:
+        """Bring the index in step with a committed write. Caller holds the write lock."""
+        if rebuild:
+            self._indexes[index.collection] = self._build_index(index.collection)
+        else:
+            index.put(entries)
+
+    def _build_index(self, collection: str) -> CollectionIndex:
+        started = time.perf_counter()
+        with self._reading("build the vector index") as conn:
+            dims = dict(
+                conn.execute(
+                    "SELECT model, dim FROM vector_dims WHERE collection = ?", (collection,)
+                ).fetchall()
+            )
+            cursor = conn.execute(_SELECT_INDEX_ROWS, (collection,))
+            index = CollectionIndex.build(collection, cursor, dims)
+        if len(index):
+            logger.info(
+                "collection %s: index of %d memories built in %.2f s",
+                collection,
+                len(index),
+                time.perf_counter() - started,
+            )
+        return index
+
+
+# -- helpers ------------------------------------------------------------------------
+
+
+def _lock_data_dir(data_dir: Path) -> int:
+    """Take ``hippo.lock`` exclusively and write our pid in it; return its descriptor."""
+    path = data_dir / LOCK_FILE
+    try:
+        # No O_TRUNC: if another process holds the lock, its pid must stay readable.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise StoreUnavailableError(f"cannot open the lock file {path}: {e.strerror}") from e
+    try:
+        # flock locks belong to the open file description, so a second open() of the
+        # same file conflicts even inside one process: one store per directory.
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        holder = _read_pid(fd)
+        os.close(fd)
+        if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise StoreUnavailableError(f"cannot lock {path}: {e.strerror}") from e
+        if holder == str(os.getpid()):
+            raise DataDirLockedError(
+                f"{data_dir} is already open in this process (pid {holder}); "
+                "close the other store first"
+            ) from None
+        raise DataDirLockedError(
+            f"{data_dir} is in use by another Hippocampus process (pid {holder or 'unknown'}); "
+            "stop it or choose another --data-dir"
+        ) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    except OSError as e:
+        _unlock_data_dir(fd)
+        raise StoreUnavailableError(f"cannot write the lock file {path}: {e.strerror}") from e
+    return fd
+
+
+def _read_pid(fd: int) -> str:
+    try:
+        return os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _unlock_data_dir(fd: int | None) -> None:
+    if fd is None:
+        return
+    try:
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError:
+        logger.warning("releasing the data directory lock failed", exc_info=True)
+    finally:
+        os.close(fd)
+
+
+def _wrap(error: sqlite3.Error, action: str) -> StoreError:
+    message = f"cannot {action}: {error}"
+    text = str(error).lower()
+    if any(hint in text for hint in _UNAVAILABLE_HINTS):
+        return StoreUnavailableError(message)
+    return StoreError(message)
+
+
+@contextmanager
+def _translated(action: str) -> Iterator[None]:
+    """Turn sqlite3 errors raised in the block into StoreError / StoreUnavailableError."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise _wrap(e, action) from e
+
+
+def _check_collection(collection: str, memory: Memory) -> None:
+    if memory.collection != collection:
+        raise InvalidInputError(
+            f"memory {memory.id!r} belongs to {memory.collection!r}, not {collection!r}",
+            field="collection",
+        )
+
+
+def _as_vector(value: Vector, memory_id: str) -> Vector:
+    vector = np.ascontiguousarray(value, dtype=np.float32)
+    if vector.ndim != 1 or vector.shape[0] == 0:
+        raise InvalidInputError(
+            f"the vector of {memory_id!r} must be one-dimensional and not empty", field="vector"
+        )
+    if not np.isfinite(vector).all():
+        raise InvalidInputError(f"the vector of {memory_id!r} is not finite", field="vector")
+    return vector
+
+
+def _micros(moment: datetime) -> int:
+    """Microseconds since the epoch; naive datetimes are taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _memory_row(collection: str, memory: Memory, vector: Vector | None) -> tuple[Any, ...]:
+    return (
+        collection,
+        memory.id,
+        memory.model_dump_json(),
+        memory.category,
+        Tier(memory.tier).value,
+        memory.content_hash,
+        _micros(memory.created_at),
+        vector.tobytes() if vector is not None else None,
+        memory.embedding_model if vector is not None else None,
+    )
+
+
+class _EdgeRow(NamedTuple):
+    """An edge as written: the ``edges`` columns, then the hub kind (``None`` for
+    memory edges)."""
+
+    collection: str
+    source: str
+    type: str
+    target: str
+    weight: float
+    co_occurrences: int
+    last_co_occurred: str | None
+    kind: str | None
+    hub: str | None
+
+
+def _edge_row(collection: str, edge: Edge) -> _EdgeRow | None:
+    """The row of one edge; ``None`` for a memory edge to itself."""
+    source, target = edge.source, edge.target
+    type_name, hub = _EDGE_TYPE_INFO[edge.type]
+    if hub is None:
+        if source == target:
+            return None
+        if type_name == "ASSOCIATED" and target < source:
+            source, target = target, source
+    last = edge.last_co_occurred
+    return _EdgeRow(
+        collection,
+        source,
+        type_name,
+        target,
+        edge.weight,
+        edge.co_occurrences,
+        last.isoformat() if last is not None else None,
+        edge.kind,
+        hub,
+    )
+
+
+def _edges_of_record(collection: str, memory_id: str, edges: Sequence[Edge]) -> list[_EdgeRow]:
+    rows = []
+    for edge in edges:
+        if edge.source != memory_id:
+            raise InvalidInputError(
+                f"an edge of memory {memory_id!r} leaves {edge.source!r}", field="edges"
+            )
+        row = _edge_row(collection, edge)
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+def _write_edges(conn: sqlite3.Connection, rows: list[_EdgeRow], *, sources_exist: bool) -> None:
+    """Upsert edges and create their hubs. Edges whose memories are missing are
+    skipped; ``sources_exist`` (all sources were just written) spares that check
+    for hub edges."""
+    hub_edges = [r for r in rows if r.hub is not None]
+    memory_edges = [r[:8] for r in rows if r.hub is None]
+    if hub_edges:
+        # One hub insert per distinct hub: a batch often names the same concept many times.
+        hubs = {(r.hub, r.target): r for r in hub_edges}
+        if sources_exist:
+            conn.executemany(_INSERT_HUB, [(r.collection, r.hub, r.target) for r in hubs.values()])
+            conn.executemany(_UPSERT_EDGE, [r[:8] for r in hub_edges])
+        else:
+            conn.executemany(
+                _INSERT_HUB_IF_SOURCE,
+                [(r.collection, r.hub, r.target, r.source) for r in hubs.values()],
+            )
+            conn.executemany(_UPSERT_EDGE_IF_SOURCE, [r[:8] for r in hub_edges])
+    if memory_edges:
+        conn.executemany(_UPSERT_EDGE_IF_BOTH, memory_edges)
+
+
+def _prune_hubs(conn: sqlite3.Connection, collection: str, hub_edges: list[Any]) -> None:
+    """Delete the hubs these (type, name) edges pointed at, if nothing else does."""
+    if hub_edges:
+        conn.executemany(
+            _PRUNE_HUB,
+            [
+                (collection, _EDGE_TYPE_INFO[EdgeType(type_name)][1], name, type_name)
+                for type_name, name in hub_edges
+            ],
+        )
+
+
+def _record_dims(
+    conn: sqlite3.Connection, index: CollectionIndex, written: list[tuple[str, int]]
+) -> bool:
+    """Keep each model's newest vector dimension in ``vector_dims``.
+
+    Returns whether the index must be rebuilt rather than updated in place: a
+    model's dimension changed (its older vectors leave the index and become
+    pending), or one write mixed dimensions of one model.
+    """
+    newest: dict[str, int] = {}
+    rebuild = False
+    for model, dim in written:
+        rebuild = rebuild or newest.get(model, dim) != dim
+        newest[model] = dim
+    for model, dim in newest.items():
+        current = index.dim_of(model)
+        if current == dim:
+            continue
+        conn.execute(
+            "INSERT INTO vector_dims (collection, model, dim) VALUES (?, ?, ?)"
+            " ON CONFLICT (collection, model) DO UPDATE SET dim = excluded.dim",
+            (index.collection, model, dim),
+        )
+        if current is not None:
+            rebuild = True
+            logger.warning(
+                "collection %s: %s vectors are now %d-d, were %d-d; the older ones leave "
+                "the index until re-embedded",
+                index.collection,
+                model,
+                dim,
+                current,
+            )
+    return rebuild
+
+
+def _existing_ids(conn: sqlite3.Connection, collection: str, ids: list[str]) -> list[str]:
+    found: list[str] = []
+    for chunk in _chunks(ids):
+        marks = ", ".join("?" * len(chunk))
+        found.extend(
+            row[0]
+            for row in conn.execute(
+                f"SELECT id FROM memories WHERE collection = ? AND id IN ({marks})",
+                (collection, *chunk),
+            )
+        )
+    return found
+
+
+def _chunks(items: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def _some(ids: Sequence[str], shown: int = 5) -> str:
+    """A short list of ids for a message."""
+    head = ", ".join(repr(i) for i in ids[:shown])
+    return head if len(ids) <= shown else f"{head} and {len(ids) - shown} more"
