@@ -39,4 +39,5 @@ def normalize_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Scale each row to unit length; zero rows stay zero."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0.0] = 1.0
-    return (matrix / norms).astype(np.float32, copy=False)
+    out: npt.NDArray[np.float32] = (matrix / norms).astype(np.float32, copy=False)
+    return out

@@ -8,14 +8,15 @@ from engine.model.memory import Memory, Tier
 
 
 class RecallFilters(BaseModel):
-    """Restrictions applied before ranking. Empty lists mean "no restriction"."""
+    """Restrictions applied before ranking. Empty lists mean "no restriction",
+    except ``tiers``, which names the tiers searched and may not be empty."""
 
     model_config = ConfigDict(extra="forbid")
 
     domains: list[str] = Field(default_factory=list)
     categories: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
-    tiers: list[Tier] = Field(default_factory=lambda: [Tier.ACTIVE])
+    tiers: list[Tier] = Field(default_factory=lambda: [Tier.ACTIVE], min_length=1)
     exclude_conversation_id: str | None = None
 
 
