@@ -1,0 +1,80 @@
+"""The FastAPI application factory.
+
+Nothing happens at import time: :func:`create_app` builds the app, and its
+lifespan builds the engine (unless one is injected) when the server starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.auth import KeyRing
+from api.errors import BodySizeLimitMiddleware, install_error_handlers
+from api.routers import health, memories, recall, stats
+from engine.config import HippoSettings
+from engine.service import Hippocampus
+
+logger = logging.getLogger(__name__)
+
+_DESCRIPTION = (
+    "A graph-based associative memory engine. Every memory lives in a collection; "
+    "send `Authorization: Bearer <key>` with a key bound to that collection."
+)
+
+
+def create_app(
+    settings: HippoSettings | None = None, *, service: Hippocampus | None = None
+) -> FastAPI:
+    """Build the API.
+
+    Args:
+        settings: the configuration; read from ``HIPPO_*`` variables when absent.
+        service: an engine to serve. When absent, the lifespan builds one from
+            ``settings`` at startup and closes it at shutdown; an injected engine
+            belongs to the caller and is left open.
+
+    Returns:
+        The app, ready for uvicorn or a test client.
+    """
+    settings = settings if settings is not None else HippoSettings()
+    keyring = KeyRing(settings.key_map())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = service is None
+        engine = Hippocampus.from_settings(settings) if service is None else service
+        app.state.service = engine
+        logger.info(
+            "serving with embedder %s and extractor %s", engine.embedder.name, engine.extractor.name
+        )
+        if not keyring.configured:
+            logger.warning(
+                "no API keys configured (HIPPO_API_KEYS): only loopback clients are served"
+            )
+        try:
+            yield
+        finally:
+            if owned:
+                engine.close()
+
+    app = FastAPI(
+        title="Hippocampus",
+        description=_DESCRIPTION,
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url="/docs",
+    )
+    app.state.settings = settings
+    app.state.keyring = keyring
+    if service is not None:
+        # Served without a lifespan too (a TestClient used outside `with`).
+        app.state.service = service
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.limits.max_body_bytes)
+    for router in (health.router, memories.router, recall.router, stats.router):
+        app.include_router(router)
+    return app

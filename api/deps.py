@@ -1,0 +1,65 @@
+"""Dependencies the routes declare, as ``Annotated`` aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Path, Request
+
+from api.auth import AccessDep
+from api.errors import NOT_FOUND_MESSAGE
+from engine.config import HippoSettings
+from engine.errors import NotFoundError
+from engine.service import Hippocampus
+
+
+def get_service(request: Request) -> Hippocampus:
+    """The engine the app serves (built by the lifespan, or injected)."""
+    service = getattr(request.app.state, "service", None)
+    if not isinstance(service, Hippocampus):
+        raise RuntimeError("the app has no service: it was not started through its lifespan")
+    return service
+
+
+def get_settings(request: Request) -> HippoSettings:
+    """The settings the app was created with."""
+    settings = request.app.state.settings
+    assert isinstance(settings, HippoSettings)
+    return settings
+
+
+ServiceDep = Annotated[Hippocampus, Depends(get_service)]
+SettingsDep = Annotated[HippoSettings, Depends(get_settings)]
+
+
+def get_collection(
+    access: AccessDep,
+    service: ServiceDep,
+    collection: Annotated[
+        str,
+        Path(
+            description=(
+                "1-128 characters: letters, digits and _ . : @ -, starting with a letter or "
+                "digit (e.g. org:acme, persona:ada)"
+            ),
+            examples=["org:acme"],
+        ),
+    ],
+) -> str:
+    """The ``{collection}`` of the path, once the caller may touch it.
+
+    Authentication runs first (``access``), so an unauthenticated caller learns
+    nothing, not even whether the name is well formed.
+
+    Raises:
+        InvalidInputError: the name is not a valid collection name (422).
+        NotFoundError: the key is not bound to this collection; answered exactly
+            like a request for something that does not exist (404).
+    """
+    service.check_collection(collection)
+    if not access.allows(collection):
+        raise NotFoundError(NOT_FOUND_MESSAGE)
+    return collection
+
+
+CollectionDep = Annotated[str, Depends(get_collection)]

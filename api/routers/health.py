@@ -1,0 +1,38 @@
+"""Liveness and readiness probes. They need no API key: they say nothing about data."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from api.deps import ServiceDep
+from api.errors import not_ready_response
+from api.schemas import ErrorOut, HealthOut, ReadyOut
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=HealthOut)
+def healthz() -> HealthOut:
+    """The process is alive."""
+    return HealthOut()
+
+
+@router.get(
+    "/readyz",
+    response_model=ReadyOut,
+    responses={503: {"model": ErrorOut, "description": "The store cannot serve right now"}},
+)
+def readyz(service: ServiceDep) -> ReadyOut | JSONResponse:
+    """The store can serve requests now."""
+    ready = ReadyOut(
+        ready=True,
+        store=type(service.store).__name__,
+        embedder=service.embedder.name,
+        extractor=service.extractor.name,
+    )
+    try:
+        service.store.check()
+    except Exception as e:
+        return not_ready_response(e, ready.model_copy(update={"ready": False}).model_dump())
+    return ready

@@ -1,0 +1,76 @@
+"""Remember, read, edit and forget memories."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response, status
+
+from api.deps import CollectionDep, ServiceDep
+from api.schemas import (
+    ERROR_RESPONSES,
+    ErrorOut,
+    MemoryBatchIn,
+    MemoryOut,
+    MemoryPatchIn,
+    RememberBatchOut,
+    RememberIn,
+    RememberOut,
+)
+
+router = APIRouter(
+    prefix="/v1/collections/{collection}/memories",
+    tags=["memories"],
+    responses=ERROR_RESPONSES,
+)
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=RememberOut | RememberBatchOut,
+    responses={
+        200: {"description": "Nothing new was stored: all the content was already there."},
+        409: {"model": ErrorOut, "description": "A given id already exists"},
+    },
+)
+def remember(
+    body: RememberIn, collection: CollectionDep, service: ServiceDep, response: Response
+) -> RememberOut | RememberBatchOut:
+    """Remember one memory (`{content, ...}`) or a batch (`{memories: [...]}`).
+
+    A batch is stored all or nothing. Content already stored is not stored again:
+    its result has `created: false` and names the stored memory in `duplicate_of`.
+    The status is 201 when something new was stored, 200 when nothing was.
+    """
+    result: RememberOut | RememberBatchOut
+    if isinstance(body, MemoryBatchIn):
+        outcomes = service.remember_many(collection, body.to_engine())
+        result = RememberBatchOut.from_engine(outcomes)
+        created = any(o.created for o in outcomes)
+    else:
+        outcome = service.remember(collection, body.to_engine())
+        result = RememberOut.from_engine(outcome)
+        created = outcome.created
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    return result
+
+
+@router.get("/{memory_id}", response_model=MemoryOut)
+def get_memory(memory_id: str, collection: CollectionDep, service: ServiceDep) -> MemoryOut:
+    """Read a memory with its retrieval metadata (never its vector)."""
+    return MemoryOut.from_engine(service.get(collection, memory_id))
+
+
+@router.patch("/{memory_id}", response_model=MemoryOut)
+def update_memory(
+    memory_id: str, body: MemoryPatchIn, collection: CollectionDep, service: ServiceDep
+) -> MemoryOut:
+    """Edit a memory; absent fields stay. Changed content is re-embedded and
+    re-extracted; unchanged content is not."""
+    return MemoryOut.from_engine(service.update(collection, memory_id, body.to_engine()))
+
+
+@router.delete("/{memory_id}", status_code=status.HTTP_204_NO_CONTENT, response_class=Response)
+def forget_memory(memory_id: str, collection: CollectionDep, service: ServiceDep) -> None:
+    """Forget a memory and every edge that touches it."""
+    service.forget(collection, memory_id)

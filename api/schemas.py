@@ -1,0 +1,363 @@
+"""Request and response bodies, separate from the engine's models.
+
+Requests forbid unknown fields and non-finite numbers; their size limits are
+the defaults of :class:`engine.config.Limits`, so oversized input is refused
+before it reaches the engine (which checks the configured limits again).
+Responses copy named fields out of engine objects, so nothing the engine adds
+later (a vector, say) can reach a client unnoticed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import InitErrorDetails
+
+from engine.config import Limits
+from engine.model import (
+    Memory,
+    MemoryPatch,
+    NewMemory,
+    RecallFilters,
+    RecallHit,
+    RecallResult,
+    Tier,
+)
+from engine.service import CollectionStats, RememberOutcome
+
+_LIMITS = Limits()
+
+Content = Annotated[str, Field(min_length=1, max_length=_LIMITS.max_content_chars)]
+Name = Annotated[str, Field(min_length=1, max_length=_LIMITS.max_tag_chars)]
+Names = Annotated[list[Name], Field(max_length=_LIMITS.max_tags)]
+MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
+Category = Annotated[str, Field(min_length=1, max_length=40, examples=["bug_fix"])]
+Importance = Annotated[float, Field(ge=0.0, le=1.0)]
+Source = Annotated[str, Field(max_length=500)]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# -- errors --------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(examples=["invalid_input"])
+    message: str
+    field: str | None = Field(default=None, examples=["memories.3.content"])
+
+
+class ErrorOut(BaseModel):
+    """The body of every error response."""
+
+    error: ErrorDetail
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "No valid API key"},
+    403: {"model": ErrorOut, "description": "No keys configured and the client is not local"},
+    404: {"model": ErrorOut, "description": "Not found, or not visible to this key"},
+    422: {"model": ErrorOut, "description": "Invalid input; `field` names it"},
+}
+
+
+# -- memories ------------------------------------------------------------------
+
+
+class MemoryIn(_Request):
+    """One memory to remember. Domains, triggers and concepts given here replace
+    the extracted ones."""
+
+    content: Content
+    id: MemoryId | None = Field(
+        default=None, description="An external id; a UUID is generated when absent."
+    )
+    category: Category = "insight"
+    importance: Importance = 0.5
+    source: Source | None = None
+    tags: Names = Field(default_factory=list)
+    domains: Names | None = None
+    triggers: Names | None = None
+    concepts: Names | None = None
+    conversation_id: MemoryId | None = None
+
+    def to_engine(self) -> NewMemory:
+        return NewMemory.model_validate(self.model_dump())
+
+
+class MemoryBatchIn(_Request):
+    """Several memories, stored all or nothing."""
+
+    memories: Annotated[list[MemoryIn], Field(max_length=_LIMITS.max_batch)]
+
+    def to_engine(self) -> list[NewMemory]:
+        return [m.to_engine() for m in self.memories]
+
+
+def _one_or_batch(value: Any) -> str:
+    if isinstance(value, dict):
+        return "batch" if "memories" in value else "one"
+    return "batch" if isinstance(value, MemoryBatchIn) else "one"
+
+
+def _untagged(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Drop the union tag pydantic puts first in each error location, so errors
+    name the field as the client wrote it (``memories.3.content``, not
+    ``batch.memories.3.content``)."""
+    try:
+        return handler(value)
+    except ValidationError as e:
+        try:
+            details = [
+                InitErrorDetails(
+                    type=err["type"],
+                    loc=err["loc"][1:]
+                    if err["loc"] and err["loc"][0] in ("one", "batch")
+                    else err["loc"],
+                    input=err["input"],
+                    ctx=err.get("ctx", {}),
+                )
+                for err in e.errors()
+            ]
+            rebuilt = ValidationError.from_exception_data(e.title, details)
+        except (KeyError, TypeError, ValueError):
+            raise e from None
+        raise rebuilt from None
+
+
+RememberIn = Annotated[
+    Annotated[MemoryIn, Tag("one")] | Annotated[MemoryBatchIn, Tag("batch")],
+    Discriminator(_one_or_batch),
+    WrapValidator(_untagged),
+]
+"""The body of ``POST /memories``: one memory, or ``{"memories": [...]}``."""
+
+
+class MemoryPatchIn(_Request):
+    """A partial edit; absent or null fields stay as they are."""
+
+    content: Content | None = None
+    category: Category | None = None
+    importance: Importance | None = None
+    tier: Tier | None = None
+    source: Source | None = None
+    tags: Names | None = None
+    domains: Names | None = None
+    triggers: Names | None = None
+    concepts: Names | None = None
+
+    def to_engine(self) -> MemoryPatch:
+        return MemoryPatch.model_validate(self.model_dump())
+
+
+class RememberOut(BaseModel):
+    """What happened to one memory."""
+
+    id: str
+    tier: Tier
+    created: bool = Field(description="False when the same content was already stored.")
+    duplicate_of: str | None = Field(description="The stored memory this one duplicates.")
+    embedded: bool = Field(description="False: stored without a vector, to be re-embedded.")
+    quality: float | None = Field(description="The memory's quality score, when scored.")
+    reasons: list[str]
+
+    @classmethod
+    def from_engine(cls, outcome: RememberOutcome) -> RememberOut:
+        return cls(
+            id=outcome.memory.id,
+            tier=outcome.memory.tier,
+            created=outcome.created,
+            duplicate_of=outcome.duplicate_of,
+            embedded=outcome.embedded,
+            quality=outcome.memory.retrieval.quality_score,
+            reasons=list(outcome.reasons),
+        )
+
+
+class RememberBatchOut(BaseModel):
+    results: list[RememberOut]
+
+    @classmethod
+    def from_engine(cls, outcomes: list[RememberOutcome]) -> RememberBatchOut:
+        return cls(results=[RememberOut.from_engine(o) for o in outcomes])
+
+
+class RetrievalOut(BaseModel):
+    domains: list[str]
+    triggers: list[str]
+    concepts: list[str]
+    confidence: float
+    usage_count: int
+    last_used: datetime | None
+    recent_dismissals: float
+    irrelevant_contexts: list[str]
+    quality_score: float | None
+    usefulness: float
+    conversation_ids: list[str]
+    synthesized_from: list[str]
+
+
+class MemoryOut(BaseModel):
+    """A stored memory with its retrieval metadata. Never its vector."""
+
+    id: str
+    collection: str
+    content: str
+    category: str
+    importance: float
+    tier: Tier
+    source: str | None
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+    content_hash: str
+    embedding_model: str | None = Field(
+        description="The model whose vector the store holds; null: waiting to be embedded."
+    )
+    retrieval: RetrievalOut
+
+    @classmethod
+    def from_engine(cls, memory: Memory) -> MemoryOut:
+        r = memory.retrieval
+        return cls(
+            id=memory.id,
+            collection=memory.collection,
+            content=memory.content,
+            category=memory.category,
+            importance=memory.importance,
+            tier=memory.tier,
+            source=memory.source,
+            tags=list(memory.tags),
+            created_at=memory.created_at,
+            updated_at=memory.updated_at,
+            content_hash=memory.content_hash,
+            embedding_model=memory.embedding_model,
+            retrieval=RetrievalOut(
+                domains=list(r.domains),
+                triggers=list(r.triggers),
+                concepts=list(r.concepts),
+                confidence=r.confidence,
+                usage_count=r.usage_count,
+                last_used=r.last_used,
+                recent_dismissals=r.recent_dismissals,
+                irrelevant_contexts=list(r.irrelevant_contexts),
+                quality_score=r.quality_score,
+                usefulness=r.usefulness,
+                conversation_ids=list(r.conversation_ids),
+                synthesized_from=list(r.synthesized_from),
+            ),
+        )
+
+
+# -- recall --------------------------------------------------------------------
+
+
+class RecallFiltersIn(_Request):
+    """Restrictions applied before ranking; empty lists restrict nothing."""
+
+    domains: Names = Field(default_factory=list)
+    categories: Annotated[list[Category], Field(max_length=_LIMITS.max_tags)] = Field(
+        default_factory=list
+    )
+    tags: Names = Field(default_factory=list)
+    include_archived: bool = Field(
+        default=False, description="Search archived memories as well as active ones."
+    )
+
+
+class RecallIn(_Request):
+    query: Annotated[str, Field(min_length=1, max_length=_LIMITS.max_query_chars)]
+    limit: Annotated[int, Field(ge=1, le=_LIMITS.max_recall_limit)] = 10
+    filters: RecallFiltersIn = Field(default_factory=RecallFiltersIn)
+    min_score: float | None = Field(
+        default=None, description="Drop results scoring below this; none dropped when unset."
+    )
+    exclude_conversation_id: MemoryId | None = Field(
+        default=None, description="Leave out memories from this conversation."
+    )
+
+    def to_filters(self) -> RecallFilters:
+        tiers = [Tier.ACTIVE, Tier.ARCHIVED] if self.filters.include_archived else [Tier.ACTIVE]
+        return RecallFilters(
+            domains=list(self.filters.domains),
+            categories=list(self.filters.categories),
+            tags=list(self.filters.tags),
+            tiers=tiers,
+            exclude_conversation_id=self.exclude_conversation_id,
+        )
+
+
+class RecallHitOut(BaseModel):
+    id: str
+    score: float
+    similarity: float | None
+    memory: MemoryOut
+
+    @classmethod
+    def from_engine(cls, hit: RecallHit) -> RecallHitOut:
+        return cls(
+            id=hit.memory.id,
+            score=hit.score,
+            similarity=hit.similarity,
+            memory=MemoryOut.from_engine(hit.memory),
+        )
+
+
+class RecallOut(BaseModel):
+    query: str
+    results: list[RecallHitOut]
+    embedder: str
+    warnings: list[str]
+
+    @classmethod
+    def from_engine(cls, result: RecallResult) -> RecallOut:
+        return cls(
+            query=result.query,
+            results=[RecallHitOut.from_engine(h) for h in result.hits],
+            embedder=result.embedder,
+            warnings=list(result.warnings),
+        )
+
+
+# -- stats and health ----------------------------------------------------------
+
+
+class StatsOut(BaseModel):
+    collection: str
+    memories: int
+    by_category: dict[str, int]
+    by_tier: dict[str, int]
+    pending_embeddings: int
+    hubs: dict[str, int]
+    edges: dict[str, int]
+    events: int
+    embedder: str
+    extractor: str
+
+    @classmethod
+    def from_engine(cls, stats: CollectionStats) -> StatsOut:
+        return cls.model_validate(stats.model_dump())
+
+
+class HealthOut(BaseModel):
+    status: str = "ok"
+
+
+class ReadyOut(BaseModel):
+    ready: bool
+    store: str
+    embedder: str
+    extractor: str

@@ -1,0 +1,244 @@
+"""Every error has the one JSON shape; bad input is a 422 naming the field."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from engine.embed import HashingEmbedder
+from engine.errors import EmbeddingError
+from engine.extract import SpacyConceptExtractor
+from engine.service import Hippocampus
+from engine.store.embedded import EmbeddedStore
+from tests.api.helpers import ALPHA, AuditingClient, make_settings
+
+URL = "/v1/collections/team:alpha/memories"
+
+
+def assert_error(body: dict[str, Any], code: str, field: str | None = None) -> None:
+    assert set(body) == {"error"}
+    error = body["error"]
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+    if field is None:
+        assert "field" not in error
+    else:
+        assert error["field"] == field
+    assert set(error) <= {"code", "message", "field"}
+
+
+def stored(client: TestClient) -> int:
+    r = client.get("/v1/collections/team:alpha/stats", headers=ALPHA)
+    count: int = r.json()["memories"]
+    return count
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "content"),
+        ({"category": "insight"}, "content"),
+        ({"content": ""}, "content"),
+        ({"content": "x" * 8001}, "content"),
+        ({"content": 42}, "content"),
+        ({"content": "ok", "importance": "high"}, "importance"),
+        ({"content": "ok", "importance": 1.5}, "importance"),
+        ({"content": "ok", "tags": "not-a-list"}, "tags"),
+        ({"content": "ok", "tags": [f"t{i}" for i in range(51)]}, "tags"),
+        ({"content": "ok", "colour": "blue"}, "colour"),
+        (
+            {"memories": [{"content": "a"}, {"content": "b"}, {"contents": "c"}]},
+            "memories.2.content",
+        ),
+        ({"memories": "not-a-list"}, "memories"),
+    ],
+)
+def test_bad_memory_body_is_422_naming_the_field_and_stores_nothing(
+    client: TestClient, body: dict[str, Any], field: str
+) -> None:
+    r = client.post(URL, json=body, headers=ALPHA)
+    assert r.status_code == 422, r.text
+    assert_error(r.json(), "validation_error", field)
+    assert stored(client) == 0
+
+
+def test_oversized_content_message_names_the_field_and_the_limit(client: TestClient) -> None:
+    r = client.post(URL, json={"content": "x" * 8001}, headers=ALPHA)
+    assert r.json()["error"]["message"] == (
+        "body.content: String should have at most 8000 characters"
+    )
+
+
+def test_blank_content_is_422_from_the_engine_naming_content(client: TestClient) -> None:
+    r = client.post(URL, json={"content": " \n\t "}, headers=ALPHA)
+    assert r.status_code == 422
+    assert_error(r.json(), "invalid_input", "content")
+
+
+def test_nan_importance_is_422_naming_importance(client: TestClient) -> None:
+    r = client.post(
+        URL,
+        content=b'{"content": "ok", "importance": NaN}',
+        headers={**ALPHA, "Content-Type": "application/json"},
+    )
+    assert r.status_code == 422
+    assert_error(r.json(), "validation_error", "importance")
+
+
+def test_oversized_batch_is_422_naming_memories_and_stores_nothing(client: TestClient) -> None:
+    batch = [{"content": f"memory number {i}"} for i in range(1001)]
+    r = client.post(URL, json={"memories": batch}, headers=ALPHA)
+    assert r.status_code == 422
+    assert_error(r.json(), "validation_error", "memories")
+    assert stored(client) == 0
+
+
+def test_malformed_json_is_422_without_a_field(client: TestClient) -> None:
+    r = client.post(
+        URL, content=b'{"content": ', headers={**ALPHA, "Content-Type": "application/json"}
+    )
+    assert r.status_code == 422
+    assert_error(r.json(), "validation_error")
+
+
+@pytest.mark.parametrize("name", ["-starts-with-dash", "has space", "x" * 129, "semi;colon"])
+def test_bad_collection_name_is_422_naming_collection(client: TestClient, name: str) -> None:
+    r = client.post(
+        f"/v1/collections/{name}/memories",
+        json={"content": "ok"},
+        headers={"Authorization": "Bearer admin-key-0003"},
+    )
+    assert r.status_code == 422
+    assert_error(r.json(), "invalid_input", "collection")
+
+
+def test_unknown_route_is_404_in_the_error_shape(client: TestClient) -> None:
+    r = client.get("/v1/nowhere", headers=ALPHA)
+    assert r.status_code == 404
+    assert_error(r.json(), "not_found")
+
+
+def test_wrong_method_is_405_in_the_error_shape(client: TestClient) -> None:
+    r = client.put(f"{URL}/some-id", json={}, headers=ALPHA)
+    assert r.status_code == 405
+    assert_error(r.json(), "method_not_allowed")
+    # Starlette names the methods of the first route on the path, not all of them.
+    assert r.headers["allow"]
+
+
+def test_body_over_the_limit_is_413_before_parsing(tmp_path: Path, service: Hippocampus) -> None:
+    settings = make_settings(tmp_path / "data", limits={"max_body_bytes": 1000})
+    with TestClient(create_app(settings, service=service)) as client:
+        r = client.post(
+            URL, content=b"x" * 1001, headers={**ALPHA, "Content-Type": "application/json"}
+        )
+        assert r.status_code == 413
+        assert_error(r.json(), "body_too_large")
+
+
+def test_chunked_body_over_the_limit_is_413(tmp_path: Path, service: Hippocampus) -> None:
+    settings = make_settings(tmp_path / "data", limits={"max_body_bytes": 1000})
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(20):
+            yield b"x" * 100
+
+    with TestClient(create_app(settings, service=service)) as client:
+        r = client.post(
+            URL, content=chunks(), headers={**ALPHA, "Content-Type": "application/json"}
+        )
+        assert r.status_code == 413
+        assert_error(r.json(), "body_too_large")
+
+
+def test_chunked_body_under_the_limit_is_served(tmp_path: Path, service: Hippocampus) -> None:
+    settings = make_settings(tmp_path / "data", limits={"max_body_bytes": 1000})
+    payload = json.dumps({"content": "sent in chunks"}).encode()
+
+    def chunks() -> Iterator[bytes]:
+        yield payload[:5]
+        yield payload[5:]
+
+    with TestClient(create_app(settings, service=service)) as client:
+        r = client.post(
+            URL, content=chunks(), headers={**ALPHA, "Content-Type": "application/json"}
+        )
+        assert r.status_code == 201, r.text
+
+
+class _FailingEmbedder(HashingEmbedder):
+    """Embeds memories, then fails on queries, the way a broken model server would."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+        self.fail = False
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if self.fail:
+            raise self.error
+        return super().encode(texts)
+
+
+def _client_with(
+    tmp_path: Path, embedder: _FailingEmbedder, extractor: SpacyConceptExtractor
+) -> tuple[TestClient, Hippocampus]:
+    svc = Hippocampus(EmbeddedStore(tmp_path / "fail-data"), embedder, extractor)
+    app = create_app(make_settings(tmp_path / "fail-data"), service=svc)
+    return AuditingClient(app, raise_server_exceptions=False), svc
+
+
+def test_embedder_failure_is_503_without_the_detail(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    embedder = _FailingEmbedder(EmbeddingError("model server 10.0.0.7:9000 refused"))
+    client, svc = _client_with(tmp_path, embedder, spacy_extractor)
+    try:
+        embedder.fail = True
+        r = client.post("/v1/collections/team:alpha/recall", json={"query": "x"}, headers=ALPHA)
+        assert r.status_code == 503
+        assert_error(r.json(), "embedding_error")
+        assert "10.0.0.7" not in r.text
+    finally:
+        svc.close()
+
+
+def test_unexpected_error_is_500_without_stack_or_detail(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    embedder = _FailingEmbedder(RuntimeError("secret internal detail"))
+    client, svc = _client_with(tmp_path, embedder, spacy_extractor)
+    try:
+        embedder.fail = True
+        r = client.post("/v1/collections/team:alpha/recall", json={"query": "x"}, headers=ALPHA)
+        assert r.status_code == 500
+        assert_error(r.json(), "internal_error")
+        assert "secret" not in r.text
+        assert "Traceback" not in r.text
+    finally:
+        svc.close()
+
+
+def test_embedder_failure_on_remember_still_stores_the_memory(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    embedder = _FailingEmbedder(EmbeddingError("model down"))
+    client, svc = _client_with(tmp_path, embedder, spacy_extractor)
+    try:
+        embedder.fail = True
+        r = client.post(URL, json={"content": "kept without a vector"}, headers=ALPHA)
+        assert r.status_code == 201
+        assert r.json()["embedded"] is False
+        assert r.json()["reasons"]
+        memory = client.get(f"{URL}/{r.json()['id']}", headers=ALPHA).json()
+        assert memory["embedding_model"] is None
+    finally:
+        svc.close()
