@@ -156,6 +156,14 @@ LIMIT ?
 """
 
 
+FIND_BY_HASH_SQL = (
+    "SELECT id FROM memories WHERE collection = ? AND content_hash = ?"
+    # The unary + keeps the planner on the hash index: ordering by the created_at
+    # index instead scans the whole collection on every remember.
+    " ORDER BY +created_at, rowid"
+)
+
+
 class EmbeddedStore:
     """A :class:`~engine.store.base.GraphStore` in one local data directory.
 
@@ -459,11 +467,7 @@ class EmbeddedStore:
         """Ids of memories whose normalized content hashes to ``content_hash``, oldest
         first."""
         with self._reading("find memories by hash") as conn:
-            rows = conn.execute(
-                "SELECT id FROM memories WHERE collection = ? AND content_hash = ?"
-                " ORDER BY created_at, rowid",
-                (collection, content_hash),
-            ).fetchall()
+            rows = conn.execute(FIND_BY_HASH_SQL, (collection, content_hash)).fetchall()
         return [row[0] for row in rows]
 
     # -- vectors --------------------------------------------------------------------

@@ -29,6 +29,7 @@ from engine.model import content_hash as hash_of
 from engine.store import GraphStore, MemoryRecord, Vector
 from engine.store.embedded import EmbeddedStore
 from engine.store.embedded import store as store_module
+from engine.store.embedded.store import FIND_BY_HASH_SQL
 
 C = "org:acme"
 OTHER = "persona:ada"
@@ -723,3 +724,10 @@ def test_searches_run_beside_writes_and_see_whole_batches(store: EmbeddedStore) 
         t.join()
     assert errors == []
     assert store.stats(C).memories == 170
+
+
+def test_find_by_hash_is_served_by_the_hash_index(store: EmbeddedStore) -> None:
+    # Every remember looks its content up by hash; a scan here made ingest quadratic.
+    with store._reading("plan") as conn:
+        plan = conn.execute("EXPLAIN QUERY PLAN " + FIND_BY_HASH_SQL, ("c", "h")).fetchall()
+    assert any("memories_by_hash" in str(row) for row in plan)
