@@ -60,6 +60,7 @@ class HippoSettings(BaseSettings):
     embedder: Literal["minilm", "hashing"] = "minilm"
     model_path: Path | None = None
     embed_batch_size: int = Field(default=64, ge=1, le=4096)
+    embed_precision: Literal["auto", "fp32", "bf16"] = "auto"
     api_keys: str = ""
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     log_level: str = "INFO"

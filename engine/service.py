@@ -148,6 +148,7 @@ class Hippocampus:
                 settings.embedder,
                 model_path=settings.model_path,
                 batch_size=settings.embed_batch_size,
+                precision=settings.embed_precision,
             )
             extractor = make_extractor()
         except Exception:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from engine.embed.base import Embedder, normalize_rows
 from engine.embed.hashing import HashingEmbedder
-from engine.embed.sentence_transformer import SentenceTransformerEmbedder
+from engine.embed.sentence_transformer import Precision, SentenceTransformerEmbedder
 from engine.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -19,6 +19,7 @@ def make_embedder(
     *,
     model_path: Path | None = None,
     batch_size: int = 64,
+    precision: Precision = "auto",
     fallback: bool = True,
 ) -> Embedder:
     """Build the configured embedder.
@@ -29,7 +30,7 @@ def make_embedder(
     if kind == "hashing":
         return HashingEmbedder()
     try:
-        return SentenceTransformerEmbedder(model_path, batch_size=batch_size)
+        return SentenceTransformerEmbedder(model_path, batch_size=batch_size, precision=precision)
     except ConfigError as e:
         if not fallback:
             raise

@@ -44,3 +44,13 @@ def test_missing_model_folder_falls_back_to_hashing_only_when_allowed(tmp_path: 
     with pytest.raises(ConfigError, match="no sentence-transformers model"):
         make_embedder("minilm", model_path=missing, fallback=False)
     assert isinstance(make_embedder("minilm", model_path=missing), HashingEmbedder)
+
+
+def test_bfloat16_precision_gives_the_same_vectors_within_rounding(
+    minilm: SentenceTransformerEmbedder,
+) -> None:
+    texts = ["Payment gateway timeouts during checkout", "Team lunch moved to Friday"]
+    full = SentenceTransformerEmbedder(precision="fp32").encode(texts)
+    half = SentenceTransformerEmbedder(precision="bf16").encode(texts)
+    assert half.dtype == np.float32
+    assert np.all(np.sum(full * half, axis=1) > 0.999)
