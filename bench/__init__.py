@@ -1,0 +1,1 @@
+"""Benchmarks, run on purpose (``.venv/bin/python bench/ingest.py``); never by pytest."""

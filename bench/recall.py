@@ -1,0 +1,257 @@
+"""Recall latency at scale, against a bare numpy brute-force top-k.
+
+    .venv/bin/python bench/recall.py --n 100000 [--queries 200] [--vectors hashing|minilm] [--json]
+
+Builds an embedded store with N synthetic memories. To keep the build short,
+memory vectors are precomputed and cached under ``.bench-cache/`` (hashing
+vectors by default; ``--vectors minilm`` embeds with the real model once, which
+takes long on a small CPU, then reuses the cache), hub edges come from the cheap
+keyword extractor, and records go to ``store.add_memories`` directly. Query
+vectors are embedded once, before timing, by the same embedder as the memories
+(so the rankings mean something).
+
+Timed per query: ``service.recall(collection, query, limit=10, query_vector=qv)``
+(embedding excluded), and in the same run ``M @ q`` + ``argpartition`` + sort of
+the top k over the same N×d float32 matrix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.synth import SynthMemory, memories, queries
+from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from engine.extract import KeywordConceptExtractor
+from engine.model import (
+    HUB_EDGE,
+    Edge,
+    HubKind,
+    Memory,
+    RecallFilters,
+    RetrievalMeta,
+    content_hash,
+    utcnow,
+)
+from engine.service import MEMBERSHIP_WEIGHT, Hippocampus
+from engine.store import MemoryRecord
+from engine.store.embedded import EmbeddedStore
+
+CACHE = Path(__file__).resolve().parent.parent / ".bench-cache"
+CHUNK = 5_000  # rows per cache file: a long MiniLM run can stop and resume
+COLLECTION = "bench"
+K = 10
+
+
+def log(message: str) -> None:
+    # stderr, so that --json leaves exactly one object on stdout
+    print(message, file=sys.stderr, flush=True)
+
+
+def cached_vectors(embedder: Embedder, items: list[SynthMemory], seed: int) -> np.ndarray:
+    """Vectors of ``items``, computed once per (model, seed) in chunks and cached.
+    ``memories(n, seed)`` is a prefix of ``memories(m, seed)`` for n < m, so a
+    cache made for more memories serves fewer."""
+    folder = CACHE / f"{embedder.name}-seed{seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    chunks = range(0, len(items), CHUNK)
+    missing = [start for start in chunks if not (folder / f"{start:08d}.npy").exists()]
+    # Whole chunks are cached, so the texts may run past len(items).
+    texts = [m.content for m in memories(chunks[-1] + CHUNK, seed=seed)] if missing else []
+    parts: list[np.ndarray] = []
+    for start in chunks:
+        path = folder / f"{start:08d}.npy"
+        if start in missing:
+            log(f"  embedding memories {start}-{start + CHUNK} with {embedder.name}, caching them")
+            np.save(path, embedder.encode(texts[start : start + CHUNK]).astype(np.float32))
+        parts.append(np.load(path))
+    return np.vstack(parts)[: len(items)]
+
+
+def build(store: EmbeddedStore, items: list[SynthMemory], vectors: np.ndarray, model: str) -> int:
+    """Insert the memories with their vectors and keyword hub edges; returns the
+    number of edges."""
+    extractor = KeywordConceptExtractor(max_concepts=8, max_triggers=4)
+    now = utcnow()
+    edges_total = 0
+    step = 2_000
+    for start in range(0, len(items), step):
+        chunk = items[start : start + step]
+        extractions = extractor.extract_many([m.content for m in chunk])
+        records = []
+        for offset, (m, ex) in enumerate(zip(chunk, extractions, strict=True)):
+            memory = Memory(
+                id=m.id,
+                collection=COLLECTION,
+                content=m.content,
+                category=m.category,
+                tags=list(m.tags),
+                created_at=now,
+                updated_at=now,
+                content_hash=content_hash(m.content),
+                embedding_model=model,
+                retrieval=RetrievalMeta(
+                    domains=list(ex.domains), triggers=list(ex.triggers), concepts=list(ex.concepts)
+                ),
+            )
+            names = {
+                HubKind.DOMAIN: ex.domains,
+                HubKind.TRIGGER: ex.triggers,
+                HubKind.CONCEPT: ex.concepts,
+            }
+            edges = [
+                Edge(source=m.id, type=HUB_EDGE[kind], target=name, weight=MEMBERSHIP_WEIGHT)
+                for kind, values in names.items()
+                for name in values
+            ]
+            edges_total += len(edges)
+            records.append(MemoryRecord(memory=memory, vector=vectors[start + offset], edges=edges))
+        store.add_memories(COLLECTION, records)
+    return edges_total
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def brute_force(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
+    scores = matrix @ q
+    top = np.argpartition(-scores, k)[:k]
+    return top[np.argsort(-scores[top])]
+
+
+def run(n: int, n_queries: int, vectors_kind: str, seed: int) -> dict[str, Any]:
+    items = memories(n, seed=seed)
+    embedder: Embedder = (
+        SentenceTransformerEmbedder() if vectors_kind == "minilm" else HashingEmbedder()
+    )
+    t0 = time.perf_counter()
+    vectors = cached_vectors(embedder, items, seed)
+    vectors_s = time.perf_counter() - t0
+    qtexts = queries(n_queries)
+    qvectors = embedder.encode(qtexts).astype(np.float32)
+
+    with tempfile.TemporaryDirectory(prefix="hippo-bench-") as tmp:
+        data = Path(tmp) / "data"
+        store = EmbeddedStore(data, synchronous="NORMAL")
+        t0 = time.perf_counter()
+        edges = build(store, items, vectors, embedder.name)
+        build_s = time.perf_counter() - t0
+        log(f"  built {n} memories with {edges} hub edges in {build_s:.1f} s")
+        service = Hippocampus(store, embedder, KeywordConceptExtractor())
+        try:
+            for i in range(min(20, n_queries)):  # warm caches and the reader pool
+                service.recall(COLLECTION, qtexts[i], limit=K, query_vector=qvectors[i])
+            gc.collect()
+            recall_ms: list[float] = []
+            results: list[list[str]] = []
+            for text, qv in zip(qtexts, qvectors, strict=True):
+                start = time.perf_counter()
+                result = service.recall(COLLECTION, text, limit=K, query_vector=qv)
+                recall_ms.append((time.perf_counter() - start) * 1000)
+                results.append([h.memory.id for h in result.hits])
+        finally:
+            service.close()
+
+        # The same matrix the index holds: unit rows, float32, contiguous.
+        matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix /= np.where(norms == 0, 1, norms)
+        for qv in qvectors[:20]:
+            brute_force(matrix, qv, K)
+        brute_ms: list[float] = []
+        agree = 0
+        for qv, got in zip(qvectors, results, strict=True):
+            start = time.perf_counter()
+            top = brute_force(matrix, qv, K)
+            brute_ms.append((time.perf_counter() - start) * 1000)
+            agree += len({items[i].id for i in top} & set(got))
+
+        # A restart rebuilds the index from SQLite on the collection's first use.
+        start = time.perf_counter()
+        store = EmbeddedStore(data, synchronous="NORMAL")
+        try:
+            store.search_vectors(
+                COLLECTION, qvectors[0], model=embedder.name, k=K, filters=RecallFilters()
+            )
+            cold_s = time.perf_counter() - start
+        finally:
+            store.close()
+
+    recall_p50 = percentile(recall_ms, 50)
+    brute_p50 = percentile(brute_ms, 50)
+    return {
+        "n": n,
+        "queries": n_queries,
+        "k": K,
+        "dim": int(vectors.shape[1]),
+        "vectors": embedder.name,
+        "query_vectors": embedder.name,
+        "recall_p50_ms": round(recall_p50, 3),
+        "recall_p95_ms": round(percentile(recall_ms, 95), 3),
+        "recall_mean_ms": round(statistics.fmean(recall_ms), 3),
+        "brute_force_p50_ms": round(brute_p50, 3),
+        "brute_force_p95_ms": round(percentile(brute_ms, 95), 3),
+        "ratio_p50": round(recall_p50 / brute_p50, 2),
+        "top_k_agreement": round(agree / (K * n_queries), 4),
+        "edges": edges,
+        "vectors_s": round(vectors_s, 1),
+        "build_s": round(build_s, 1),
+        "cold_index_build_s": round(cold_s, 2),
+    }
+
+
+def print_table(r: dict[str, Any]) -> None:
+    rows = [
+        ("memories", f"{r['n']} x {r['dim']}-d float32, {r['edges']} hub edges"),
+        ("memory vectors", f"{r['vectors']} (precomputed, cached in .bench-cache/)"),
+        ("query vectors", f"{r['query_vectors']}, {r['queries']} queries, embedded before timing"),
+        ("store build", f"{r['build_s']} s (add_memories in chunks of 2,000)"),
+        ("vectors", f"{r['vectors_s']} s (loaded from cache, or computed and cached)"),
+        ("recall p50", f"{r['recall_p50_ms']:8.3f} ms   (service.recall, limit={r['k']})"),
+        ("recall p95", f"{r['recall_p95_ms']:8.3f} ms"),
+        ("brute force p50", f"{r['brute_force_p50_ms']:8.3f} ms   (numpy M @ q + argpartition)"),
+        ("brute force p95", f"{r['brute_force_p95_ms']:8.3f} ms"),
+        ("ratio p50", f"{r['ratio_p50']:8.2f} x   (target: <= 2)"),
+        ("top-k agreement", f"{100 * r['top_k_agreement']:.1f}% of recall hits = brute force's"),
+        ("cold index build", f"{r['cold_index_build_s']} s (reopen + first search)"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    print("recall benchmark")
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000, help="memories (default %(default)s)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--vectors",
+        choices=("hashing", "minilm"),
+        default="hashing",
+        help="embedder for memories and queries (default %(default)s)",
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="print one JSON object only")
+    args = parser.parse_args()
+    result = run(args.n, args.queries, args.vectors, args.seed)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_table(result)
+
+
+if __name__ == "__main__":
+    main()

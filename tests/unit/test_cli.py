@@ -1,0 +1,304 @@
+"""``hippo`` run in-process: every command against a real embedded store in a temp
+dir, with the hashing embedder (no model to load)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from api.cli import main
+from engine.config import HippoSettings
+from engine.demo import DEMO_MEMORIES, DEMO_QUERIES
+from engine.model import Edge, EdgeType
+from engine.service import Hippocampus
+from engine.store.embedded import EmbeddedStore
+
+Run = tuple[int, str, str]
+Runner = Callable[..., Run]
+
+
+@pytest.fixture(autouse=True)
+def _no_hippo_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CLI reads HIPPO_* like the server does; a developer's shell must not leak in.
+    for name in list(os.environ):
+        if name.upper().startswith("HIPPO_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]) -> Runner:
+    """Runs ``hippo`` in-process; gives (exit code, stdout, stderr)."""
+
+    def _run(*argv: str) -> Run:
+        code = main([*argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return _run
+
+
+def _cli(run: Runner, data: Path, *argv: str) -> Run:
+    return run(*argv, "--data-dir", str(data), "--embedder", "hashing")
+
+
+def _open(data: Path) -> Hippocampus:
+    return Hippocampus.from_settings(HippoSettings(data_dir=data, embedder="hashing"))
+
+
+def test_remember_prints_the_id_and_recall_finds_the_memory(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    code, out, _ = _cli(
+        run,
+        data,
+        "remember",
+        "The nightly export job timed out because the Postgres connection pool was exhausted",
+        "--collection",
+        "team",
+        "--category",
+        "bug_fix",
+        "--tag",
+        "postgres",
+        "--tag",
+        "exports",
+        "--id",
+        "fix-1",
+    )
+    assert code == 0
+    assert out.splitlines() == ["fix-1"]
+    _cli(run, data, "remember", "Lunch is at noon on Fridays", "-c", "team")
+
+    code, out, _ = _cli(run, data, "recall", "connection pool exhausted", "-c", "team")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["#", "score", "id", "category", "content"]
+    assert lines[1].split()[2:4] == ["fix-1", "bug_fix"]
+
+    code, out, _ = _cli(run, data, "recall", "connection pool", "-c", "team", "--json", "-n", "1")
+    assert code == 0
+    result = json.loads(out)
+    assert [h["memory"]["id"] for h in result["hits"]] == ["fix-1"]
+    assert result["hits"][0]["memory"]["tags"] == ["postgres", "exports"]
+    assert "embedding" not in result["hits"][0]["memory"]
+
+
+def test_remember_reads_stdin_and_reports_a_duplicate(
+    run: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    text = "Feature flags get an owner and an expiry date when they are created"
+    monkeypatch.setattr("sys.stdin", io.StringIO(text + "\n"))
+    code, out, _ = _cli(run, data, "remember", "-")
+    assert code == 0
+    first = out.strip()
+
+    code, out, _ = _cli(run, data, "remember", text)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == first
+    assert f"duplicate_of: {first}" in lines
+    assert any(line.startswith("reason: ") for line in lines)
+
+    code, out, _ = _cli(run, data, "remember", text, "--json")
+    assert json.loads(out)["duplicate_of"] == first
+
+
+def test_stats_counts_memories_by_category(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _cli(
+        run, data, "remember", "Retry with exponential backoff and jitter", "--category", "pattern"
+    )
+    _cli(run, data, "remember", "Store money as integer cents", "--category", "decision")
+    code, out, _ = _cli(run, data, "stats", "--json")
+    assert code == 0
+    stats = json.loads(out)
+    assert stats["memories"] == 2
+    assert stats["by_category"] == {"decision": 1, "pattern": 1}
+    assert stats["embedder"].startswith("hashing")
+
+    code, out, _ = _cli(run, data, "stats")
+    assert code == 0
+    assert "category: pattern" in out
+    assert "memories" in out
+
+
+def test_export_then_import_into_an_empty_data_dir_restores_an_identical_collection(
+    run: Runner, tmp_path: Path
+) -> None:
+    source, target = tmp_path / "source", tmp_path / "target"
+    assert _cli(run, source, "demo", "--collection", "kb")[0] == 0
+    # Learned edges (weights, counters, kind) must survive the round trip too.
+    service = _open(source)
+    try:
+        service.store.upsert_edges(
+            "kb",
+            [
+                Edge(
+                    source="demo-retry-jitter",
+                    type=EdgeType.ASSOCIATED,
+                    target="demo-timeout-budget",
+                    weight=0.7,
+                    co_occurrences=4,
+                    kind="co_retrieval",
+                ),
+                Edge(
+                    source="demo-webhook-duplicates",
+                    type=EdgeType.ABOUT,
+                    target="idempotency",
+                    weight=0.9,
+                    co_occurrences=2,
+                ),
+            ],
+        )
+    finally:
+        service.close()
+
+    backup = tmp_path / "kb.jsonl"
+    code, _, err = _cli(run, source, "export", "--collection", "kb", "--out", str(backup))
+    assert code == 0
+    assert f"exported {len(DEMO_MEMORIES)} memories" in err
+    code, stdout_copy, _ = _cli(run, source, "export", "--collection", "kb")
+    assert code == 0
+    assert stdout_copy == backup.read_text(encoding="utf-8")
+    assert all(json.loads(line) for line in stdout_copy.splitlines())
+
+    code, out, _ = _cli(run, target, "import", str(backup), "--collection", "kb")
+    assert code == 0
+    assert f"imported {len(DEMO_MEMORIES)} memories" in out
+
+    before, after = _open(source), None
+    try:
+        after = _open(target)
+        old = {m.id: m for m in before.store.iter_memories("kb")}
+        new = {m.id: m for m in after.store.iter_memories("kb")}
+        assert len(old) == len(DEMO_MEMORIES)
+        assert {i: m.model_dump() for i, m in new.items()} == {
+            i: m.model_dump() for i, m in old.items()
+        }
+        old_vectors = before.store.get_vectors("kb", list(old))
+        new_vectors = after.store.get_vectors("kb", list(old))
+        assert old_vectors.keys() == new_vectors.keys() == old.keys()
+        for memory_id, vector in old_vectors.items():
+            assert new_vectors[memory_id].tobytes() == vector.tobytes()
+        for memory_id in old:
+            assert after.store.edges_of("kb", memory_id) == before.store.edges_of("kb", memory_id)
+        assert after.stats("kb").model_dump() == before.stats("kb").model_dump()
+    finally:
+        before.close()
+        if after is not None:
+            after.close()
+
+    # Importing again adds nothing: every id is already there.
+    code, out, _ = _cli(run, target, "import", str(backup), "--collection", "kb")
+    assert code == 0
+    assert f"({len(DEMO_MEMORIES)} already present)" in out
+
+
+def test_reindex_embeds_memories_imported_without_vectors(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _cli(run, data, "remember", "Canary deploys route 5% of traffic to the new version")
+    _cli(run, data, "remember", "Page on symptoms users feel, not on causes")
+    code, out, _ = _cli(run, data, "export")
+    stripped = [json.loads(line) for line in out.splitlines()]
+    for record in stripped:
+        if record["type"] == "memory":
+            record["vector"] = None
+    backup = tmp_path / "no-vectors.jsonl"
+    backup.write_text("".join(json.dumps(r) + "\n" for r in stripped), encoding="utf-8")
+
+    restored = tmp_path / "restored"
+    assert _cli(run, restored, "import", str(backup))[0] == 0
+    assert json.loads(_cli(run, restored, "stats", "--json")[1])["pending_embeddings"] == 2
+
+    code, out, _ = _cli(run, restored, "reindex")
+    assert code == 0
+    assert "re-embedded 2 memories" in out
+    assert json.loads(_cli(run, restored, "stats", "--json")[1])["pending_embeddings"] == 0
+    assert _cli(run, restored, "reindex")[1].startswith("re-embedded 0 memories")
+
+
+def test_demo_loads_memories_and_answers_its_questions(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    code, out, _ = _cli(run, data, "demo")
+    assert code == 0
+    assert f"loaded {len(DEMO_MEMORIES)} demo memories into demo" in out
+    for query in DEMO_QUERIES:
+        assert f"? {query}" in out
+    assert "demo-webhook-duplicates" in out
+
+    # A second run stores nothing new.
+    code, out, _ = _cli(run, data, "demo")
+    assert code == 0
+    assert f"loaded 0 demo memories into demo ({len(DEMO_MEMORIES)} were already there)" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("recall", "   "),
+        ("recall", "anything", "--limit", "0"),
+        ("remember", "valid text", "--category", "Not A Category"),
+        ("remember", "valid text", "--importance", "3"),
+        ("remember", "valid text", "--collection", "no spaces allowed"),
+        ("stats", "--collection", "/etc"),
+    ],
+)
+def test_bad_input_prints_an_error_and_exits_1(
+    run: Runner, tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    code, out, err = _cli(run, tmp_path / "data", *argv)
+    assert code == 1
+    assert err.startswith("error: ")
+    assert "Traceback" not in err
+    assert out == ""
+
+
+def test_import_of_a_file_that_is_not_an_export_fails_cleanly(run: Runner, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "header", "format": "hippocampus-jsonl/1"}\nnot json\n')
+    code, _, err = _cli(run, tmp_path / "data", "import", str(bad))
+    assert code == 1
+    assert "line 2" in err
+
+    code, _, err = _cli(run, tmp_path / "data", "import", str(tmp_path / "missing.jsonl"))
+    assert code == 1
+    assert err.startswith("error: cannot read")
+
+
+def test_usage_errors_exit_2(run: Runner) -> None:
+    code, _, err = run("no-such-command")
+    assert code == 2
+    assert "error:" in err
+    code, _, _ = run("recall")
+    assert code == 2
+    code, out, _ = run("--help")
+    assert code == 0
+    assert "serve" in out
+
+
+def test_serve_refuses_a_public_host_without_api_keys(run: Runner, tmp_path: Path) -> None:
+    code, _, err = _cli(run, tmp_path / "data", "serve", "--host", "0.0.0.0", "--port", "1")
+    assert code == 2
+    assert "refusing to serve on 0.0.0.0" in err
+    assert "HIPPO_API_KEYS" in err
+    # Nothing was opened: the refusal comes before the store.
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_data_dir_held_by_another_store_is_reported_as_in_use(
+    run: Runner, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    holder = EmbeddedStore(data)
+    try:
+        code, _, err = _cli(run, data, "stats")
+    finally:
+        holder.close()
+    assert code == 1
+    assert err.startswith("error: ")
+    assert "use its REST API, or stop the server" in err
+    assert _cli(run, data, "stats")[0] == 0
