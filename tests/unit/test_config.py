@@ -18,7 +18,13 @@ def test_empty_api_keys_mean_no_keys() -> None:
 
 @pytest.mark.parametrize(
     "spec",
-    ["no-equals-sign", "=org:acme", "short=org:acme", "long-enough-key=", "long-enough-key=bad/name"],
+    [
+        "no-equals-sign",
+        "=org:acme",
+        "short=org:acme",
+        "long-enough-key=",
+        "long-enough-key=bad/name",
+    ],
 )
 def test_malformed_api_keys_are_refused(spec: str) -> None:
     with pytest.raises(ConfigError):
