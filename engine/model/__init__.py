@@ -1,5 +1,15 @@
 """Pydantic data: memories, edges, recall shapes. No I/O here."""
 
+from engine.model.association import (
+    MEMORY_NODE,
+    Anchor,
+    EdgeUpdate,
+    ExpandParams,
+    Expansion,
+    GraphPath,
+    HubMatch,
+    PathStep,
+)
 from engine.model.event import Event
 from engine.model.graph import HUB_EDGE, MEMORY_EDGES, Edge, EdgeType, HubKind
 from engine.model.memory import (
@@ -19,13 +29,21 @@ __all__ = [
     "HUB_EDGE",
     "KNOWN_CATEGORIES",
     "MEMORY_EDGES",
+    "MEMORY_NODE",
+    "Anchor",
     "Edge",
     "EdgeType",
+    "EdgeUpdate",
     "Event",
+    "ExpandParams",
+    "Expansion",
+    "GraphPath",
     "HubKind",
+    "HubMatch",
     "Memory",
     "MemoryPatch",
     "NewMemory",
+    "PathStep",
     "RecallFilters",
     "RecallHit",
     "RecallResult",

@@ -40,7 +40,9 @@ MEMORY_EDGES = frozenset({EdgeType.ASSOCIATED, EdgeType.CONFLICTS_WITH, EdgeType
 
 class Edge(BaseModel):
     """A weighted edge from a memory to a hub node (target = the hub's name) or to
-    another memory (target = its id)."""
+    another memory (target = its id). ``created_at`` dates an edge never used since,
+    for temporal decay; ``kind`` tells ASSOCIATED edges apart (``co_retrieval`` or
+    ``temporal``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,6 +52,7 @@ class Edge(BaseModel):
     weight: float = Field(default=0.3, ge=0.0, le=1.0)
     co_occurrences: int = Field(default=0, ge=0)
     last_co_occurred: datetime | None = None
+    created_at: datetime | None = None
     kind: str | None = None
 
     @property

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from engine.model import Edge, Event, Memory, RecallFilters
+from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 
 Vector = npt.NDArray[np.float32]
 
@@ -112,6 +114,85 @@ class GraphStore(Protocol):
 
     def pending_embeddings(self, collection: str, model: str, limit: int) -> list[Memory]:
         """Memories with no vector, or a vector from another model, oldest first."""
+        ...
+
+    # -- lexical ----------------------------------------------------------------
+
+    def search_text(
+        self, collection: str, query: str, *, k: int, filters: RecallFilters
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` memories by lexical relevance of their content to ``query``
+        (BM25 in the embedded store, the full-text index in Neo4j), among those
+        that pass ``filters``; best first, scores > 0 only."""
+        ...
+
+    # -- hubs -------------------------------------------------------------------
+
+    def match_hubs(self, collection: str, names: Sequence[str]) -> list[HubMatch]:
+        """Hub nodes of any kind whose name is one of ``names`` (similarity 1.0),
+        with their degree (memories linked)."""
+        ...
+
+    def search_hubs(
+        self, collection: str, vector: Vector, *, model: str, k: int, min_similarity: float
+    ) -> list[HubMatch]:
+        """Hub nodes whose name embedding (by ``model``) is most similar to
+        ``vector``, at least ``min_similarity``; best first."""
+        ...
+
+    def hubs_without_vectors(
+        self, collection: str, model: str, limit: int
+    ) -> list[tuple[str, str]]:
+        """``(kind, name)`` of hub nodes with no name embedding from ``model``."""
+        ...
+
+    def set_hub_vectors(
+        self, collection: str, items: Sequence[tuple[str, str, Vector, str]]
+    ) -> None:
+        """Store ``(kind, name, vector, model)`` name embeddings of existing hubs."""
+        ...
+
+    # -- graph ------------------------------------------------------------------
+
+    def expand(
+        self,
+        collection: str,
+        anchors: Sequence[Anchor],
+        *,
+        params: ExpandParams,
+        filters: RecallFilters,
+    ) -> list[Expansion]:
+        """Walk weighted edges from the anchors (see :class:`ExpandParams`) and
+        return the memories reached that pass ``filters``, strongest first. A
+        memory anchor itself is not returned through its own anchor."""
+        ...
+
+    def reinforce_edges(self, collection: str, updates: Sequence[EdgeUpdate]) -> None:
+        """Apply reinforcements set-based, in one transaction. Updates whose
+        memories do not exist are skipped; hub nodes are created when absent."""
+        ...
+
+    def decay_edges(
+        self,
+        collection: str,
+        *,
+        period: str,
+        unused_before: datetime,
+        step: float,
+        floor: float,
+    ) -> int:
+        """One decay pass: every edge whose ``last_co_occurred`` (or, never
+        reinforced, its creation) is before ``unused_before`` loses ``step``,
+        never below ``floor``. Idempotent per ``period``: a second pass with a
+        period already applied to this collection changes nothing and returns 0.
+
+        Returns:
+            How many edges were decayed.
+        """
+        ...
+
+    def iter_edges(self, collection: str) -> Iterator[Edge]:
+        """Every edge of the collection (each ASSOCIATED edge once)."""
         ...
 
     # -- edges ------------------------------------------------------------------

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -237,6 +238,9 @@ class CollectionIndex:
         self._dims: dict[str, int] = {}
         self._by_category: dict[str, set[int]] = {}
         self._tier_counts = dict.fromkeys(_TIERS, 0)
+        # Slots per tier: lets a filter mask be built from the few memories of the
+        # excluded tiers rather than from every memory of the searched ones.
+        self._by_tier: dict[Tier, set[int]] = {tier: set() for tier in _TIERS}
         # Memories with no stored vector at all (a vector kept out of the index for
         # its dimension is still stored): the count stats() reports as pending.
         self._vectorless: set[str] = set()
@@ -279,6 +283,7 @@ class CollectionIndex:
             entries[memory_id] = IndexEntry(memory_id, tier, category, tags, domains, conversations)
             slot_of[memory_id] = slot
             index._tier_counts[tier] += 1
+            index._by_tier[tier].add(slot)
             slots = by_category.get(category)
             if slots is None:
                 slots = by_category[category] = set()
@@ -456,6 +461,85 @@ class CollectionIndex:
                 return set()
         return allowed
 
+    @contextmanager
+    def matching(self, filters: RecallFilters) -> Iterator[Callable[[str], bool] | None]:
+        """A predicate on memory ids applying ``filters`` exactly as :meth:`search`
+        does, for searches over another index of the collection (the store's BM25
+        index); ``None`` when every memory of the collection passes.
+
+        The read lock is held for the ``with`` block: the predicate works on slots,
+        which a write could hand to another memory. The block must not write to
+        this index.
+        """
+        with self._lock.read():
+            yield self._matcher(filters)
+
+    def _matcher(self, filters: RecallFilters) -> Callable[[str], bool] | None:
+        tiers = frozenset(filters.tiers or _TIERS)
+        all_tiers_pass = sum(self._tier_counts[t] for t in tiers) == len(self._entries)
+        allowed = self._allowed(filters)
+        excluded: set[int] = set()
+        if filters.exclude_conversation_id is not None:
+            excluded = self._by_conversation.get(filters.exclude_conversation_id, set())
+        if allowed is None and all_tiers_pass and not excluded:
+            return None
+        slot_of, entries = self._slot_of, self._entries
+
+        def passes(memory_id: str) -> bool:
+            slot = slot_of.get(memory_id)
+            return (
+                slot is not None
+                and (allowed is None or slot in allowed)
+                and slot not in excluded
+                and (all_tiers_pass or entries[memory_id].tier in tiers)
+            )
+
+        return passes
+
+    # -- slots (for filtering other searches: the graph walk) -------------------------
+
+    def slot_items(self) -> list[tuple[str, int]]:
+        """``(memory id, slot)`` of every memory, in the order the index holds them."""
+        with self._lock.read():
+            return list(self._slot_of.items())
+
+    def slots_of(self, ids: Sequence[str]) -> list[int]:
+        """The slots of ``ids``; -1 for an id the index does not hold."""
+        with self._lock.read():
+            slot_of = self._slot_of
+            return [slot_of.get(memory_id, -1) for memory_id in ids]
+
+    def slot_mask(self, filters: RecallFilters) -> npt.NDArray[np.bool_] | None:
+        """Per slot, whether its memory passes ``filters`` (as :meth:`search` applies
+        them); ``None`` when every memory passes.
+
+        Built from the inverted indexes with set operations and one scatter per set,
+        so the cost follows the memories a filter names, not the collection size.
+        """
+        with self._lock.read():
+            # Slots run from 0 to the live count plus the free ones, minus one.
+            size = len(self._slot_of) + len(self._free_slots)
+            mask: npt.NDArray[np.bool_] | None = None
+
+            def clear(slots: set[int]) -> None:
+                nonlocal mask
+                if slots:
+                    if mask is None:
+                        mask = np.ones(size, dtype=bool)
+                    mask[np.fromiter(slots, dtype=np.intp, count=len(slots))] = False
+
+            for tier in _TIERS:
+                if tier not in filters.tiers:
+                    clear(self._by_tier[tier])
+            allowed = self._allowed(filters)
+            if allowed is not None:
+                passing = np.zeros(size, dtype=bool)
+                passing[np.fromiter(allowed, dtype=np.intp, count=len(allowed))] = True
+                mask = passing if mask is None else mask & passing
+            if filters.exclude_conversation_id is not None:
+                clear(self._by_conversation.get(filters.exclude_conversation_id, set()))
+            return mask
+
     # -- writing (the store serializes callers) -------------------------------------
 
     def put(self, items: Sequence[tuple[IndexEntry, Vector | None, str | None]]) -> None:
@@ -537,6 +621,7 @@ class CollectionIndex:
 
     def _link(self, entry: IndexEntry, slot: int) -> None:
         self._tier_counts[entry.tier] += 1
+        self._by_tier[entry.tier].add(slot)
         for inverted, keys in (
             (self._by_category, (entry.category,)),
             (self._by_tag, entry.tags),
@@ -548,6 +633,7 @@ class CollectionIndex:
 
     def _unlink(self, entry: IndexEntry, slot: int) -> None:
         self._tier_counts[entry.tier] -= 1
+        self._by_tier[entry.tier].discard(slot)
         for inverted, keys in (
             (self._by_category, (entry.category,)),
             (self._by_tag, entry.tags),

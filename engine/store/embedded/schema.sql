@@ -1,11 +1,13 @@
--- The embedded store's tables, schema version 1. Run at every open: idempotent.
--- SQLite is the source of truth; the in-memory vector index is rebuilt from it.
+-- The embedded store's tables, schema version 2. Run at every open: idempotent.
+-- SQLite is the source of truth; the in-memory vector index and graph are rebuilt
+-- from it. An older database is migrated by graph_sql.migrate after this script,
+-- so nothing here may name a column that a migration adds.
 
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '2');
 
 -- doc is Memory.model_dump_json(); the columns beside it are copies kept for
 -- filtering and ordering. doc's embedding_model always equals vector_model.
@@ -34,9 +36,11 @@ CREATE TABLE IF NOT EXISTS vector_dims (
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS hubs (
-    collection TEXT NOT NULL,
-    kind       TEXT NOT NULL,       -- Domain | Trigger | Concept
-    name       TEXT NOT NULL,
+    collection   TEXT NOT NULL,
+    kind         TEXT NOT NULL,     -- Domain | Trigger | Concept
+    name         TEXT NOT NULL,
+    vector       BLOB,              -- the name's embedding, float32, as given
+    vector_model TEXT,
     PRIMARY KEY (collection, kind, name)
 ) WITHOUT ROWID;
 
@@ -53,9 +57,21 @@ CREATE TABLE IF NOT EXISTS edges (
     co_occurrences   INTEGER NOT NULL,
     last_co_occurred TEXT,              -- ISO 8601
     kind             TEXT,
+    created_at       INTEGER NOT NULL,  -- microseconds since the Unix epoch, UTC
+    used_at          INTEGER NOT NULL,  -- last_co_occurred as microseconds, else created_at
     PRIMARY KEY (collection, source, type, target)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS edges_by_target ON edges (collection, target);
+
+-- Decay passes applied, one row per (collection, period): a pass is idempotent
+-- per period.
+CREATE TABLE IF NOT EXISTS decay_periods (
+    collection    TEXT    NOT NULL,
+    period        TEXT    NOT NULL,
+    unused_before INTEGER NOT NULL, -- the cutoff, microseconds since the Unix epoch
+    decayed       INTEGER NOT NULL, -- edges that lost weight
+    PRIMARY KEY (collection, period)
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS events (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -42,15 +42,29 @@ from engine.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from engine.model import HUB_EDGE, MEMORY_EDGES, Edge, EdgeType, Event, Memory, RecallFilters, Tier
+from engine.model import (
+    HUB_EDGE,
+    MEMORY_EDGES,
+    Edge,
+    EdgeType,
+    Event,
+    HubKind,
+    Memory,
+    RecallFilters,
+    Tier,
+)
+from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 from engine.store.base import MemoryRecord, StoreStats, Vector
+from engine.store.embedded import graph_sql
+from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
 from engine.store.embedded.index import CollectionIndex, IndexEntry
+from engine.store.embedded.text_index import TextIndex
 
 logger = logging.getLogger(__name__)
 
 DB_FILE = "hippo.sqlite3"
 LOCK_FILE = "hippo.lock"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SYNC_MODES = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 _BUSY_TIMEOUT_S = 10.0
@@ -65,6 +79,8 @@ _EDGE_TYPE_INFO: dict[str, tuple[str, str | None]] = {
 }
 _HUB_TYPES_SQL = ", ".join(f"'{t.value}'" for t in HUB_EDGE.values())
 _MEMORY_TYPES_SQL = ", ".join(f"'{t.value}'" for t in sorted(MEMORY_EDGES))
+_WALKED_TYPES = frozenset(t.value for t in WALKED_EDGES)
+_HUB_KINDS = frozenset(kind.value for kind in HubKind)
 
 # sqlite3 messages that mean "cannot serve right now" rather than "this call is wrong".
 _UNAVAILABLE_HINTS = (
@@ -84,31 +100,39 @@ INSERT INTO memories
     (collection, id, doc, category, tier, content_hash, created_at, vector, vector_model)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
-# Edge statements take an _EdgeRow's first eight fields as ?1 … ?8.
+# Edge statements take an _EdgeRow's first ten fields as ?1 … ?10: ?9 is the given
+# creation (micros, or NULL), ?10 the last co-occurrence (micros, or NULL). A new
+# edge given neither is dated by its memory's creation; an existing one keeps its
+# creation unless one is given. used_at is always coalesce(last, creation).
 _EDGE_UPSERT_TAIL = """
 ON CONFLICT (collection, source, type, target) DO UPDATE SET
     weight = excluded.weight,
     co_occurrences = excluded.co_occurrences,
     last_co_occurred = excluded.last_co_occurred,
-    kind = excluded.kind
+    kind = excluded.kind,
+    created_at = coalesce(?9, edges.created_at),
+    used_at = coalesce(?10, ?9, edges.created_at)
 """
 _EDGE_INSERT_HEAD = """
-INSERT INTO edges
-    (collection, source, type, target, weight, co_occurrences, last_co_occurred, kind)
+INSERT INTO edges (collection, source, type, target, weight, co_occurrences,
+                   last_co_occurred, kind, created_at, used_at)
 """
-_UPSERT_EDGE = _EDGE_INSERT_HEAD + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)" + _EDGE_UPSERT_TAIL
+_EDGE_VALUES = """?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+    coalesce(?9, ?10, (SELECT created_at FROM memories WHERE collection = ?1 AND id = ?2)),
+    coalesce(?10, ?9, (SELECT created_at FROM memories WHERE collection = ?1 AND id = ?2))"""
+_UPSERT_EDGE = _EDGE_INSERT_HEAD + f"VALUES ({_EDGE_VALUES})" + _EDGE_UPSERT_TAIL
 _UPSERT_EDGE_IF_SOURCE = (
     _EDGE_INSERT_HEAD
-    + """
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+    + f"""
+SELECT {_EDGE_VALUES}
 WHERE EXISTS (SELECT 1 FROM memories WHERE collection = ?1 AND id = ?2)
 """
     + _EDGE_UPSERT_TAIL
 )
 _UPSERT_EDGE_IF_BOTH = (
     _EDGE_INSERT_HEAD
-    + """
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+    + f"""
+SELECT {_EDGE_VALUES}
 WHERE EXISTS (SELECT 1 FROM memories WHERE collection = ?1 AND id = ?2)
   AND EXISTS (SELECT 1 FROM memories WHERE collection = ?1 AND id = ?4)
 """
@@ -133,10 +157,10 @@ SELECT type, target FROM edges
 WHERE collection = ? AND source = ? AND type IN ({_HUB_TYPES_SQL})
 """
 _SELECT_EDGES_OF = """
-SELECT source, type, target, weight, co_occurrences, last_co_occurred, kind
+SELECT source, type, target, weight, co_occurrences, last_co_occurred, kind, created_at
 FROM edges WHERE collection = :c AND source = :m
 UNION ALL
-SELECT target, type, source, weight, co_occurrences, last_co_occurred, kind
+SELECT target, type, source, weight, co_occurrences, last_co_occurred, kind, created_at
 FROM edges WHERE collection = :c AND target = :m AND type = 'ASSOCIATED'
 ORDER BY 2, 3
 """
@@ -168,7 +192,8 @@ class EmbeddedStore:
     """A :class:`~engine.store.base.GraphStore` in one local data directory.
 
     Files: ``hippo.sqlite3`` (with its WAL) and ``hippo.lock``. The vector index of
-    a collection is built from SQLite on the collection's first use in the process.
+    a collection, and its BM25 index of content, are built from SQLite on the
+    collection's first use in the process.
 
     Beyond the contract:
 
@@ -215,6 +240,11 @@ class EmbeddedStore:
         self._pool_lock = threading.Lock()
         self._idle_readers: list[sqlite3.Connection] = []
         self._indexes: dict[str, CollectionIndex] = {}
+        # BM25 over content, per collection: built with the collection's index and
+        # kept beside it (a vector-index rebuild leaves content, and it, unchanged).
+        self._texts: dict[str, TextIndex] = {}
+        # The walked graph per collection, built and published with its index.
+        self._graphs: dict[str, CollectionGraph] = {}
         try:
             self._data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -295,7 +325,9 @@ class EmbeddedStore:
                 # No vector stored means no model: keep the doc equal to the columns.
                 memory = memory.model_copy(update={"embedding_model": None})
             rows.append(_memory_row(collection, memory, vector))
-            edges.extend(_edges_of_record(collection, memory.id, record.edges))
+            edges.extend(
+                _edges_of_record(collection, memory.id, record.edges, _micros(memory.created_at))
+            )
             entries.append((IndexEntry.of(memory), vector, memory.embedding_model))
         if repeated:
             raise ConflictError(f"ids repeated in the batch: {_some(repeated)}", field="id")
@@ -318,6 +350,13 @@ class EmbeddedStore:
                     conn, index, [(m, v.shape[0]) for _, v, m in entries if v is not None and m]
                 )
             self._refresh_index(index, entries, rebuild)
+            # Text after filters, and the reverse on delete: an unfiltered text search
+            # (which skips the filter index) never returns a memory the filter index
+            # does not hold; between the two updates it only misses the new ones.
+            self._texts[collection].add([(r.memory.id, r.memory.content) for r in records])
+            self._graphs[collection].add_memories(
+                [r.memory.id for r in records], _walked(edges), self._indexes[collection]
+            )
 
     def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
         """The memories among ``ids`` that exist in the collection, by id, in the
@@ -358,7 +397,11 @@ class EmbeddedStore:
                     field="embedding_model",
                 )
             vector = _as_vector(record.vector, memory.id)
-        edges = _edges_of_record(collection, memory.id, record.edges) if replace_edges else []
+        edges = (
+            _edges_of_record(collection, memory.id, record.edges, _micros(memory.created_at))
+            if replace_edges
+            else []
+        )
 
         with self._write_lock:
             index = self._index(collection)
@@ -410,6 +453,11 @@ class EmbeddedStore:
                 )
             entries = [(IndexEntry.of(memory), vector, memory.embedding_model)]
             self._refresh_index(index, entries, rebuild)
+            self._texts[collection].replace(memory.id, memory.content)
+            if replace_edges:
+                graph = self._graphs[collection]
+                graph.remove_hub_edges(memory.id)
+                graph.put_edges(_walked(edges))
 
     def delete_memory(self, collection: str, memory_id: str) -> bool:
         """Remove a memory with every edge that touches it; hubs left without edges
@@ -433,6 +481,11 @@ class EmbeddedStore:
                     (collection, memory_id),
                 )
                 _prune_hubs(conn, collection, old_hubs)
+            # Before the filter index: see add_memories.
+            self._texts[collection].remove(memory_id)
+            # The graph before the index too: a walk filters by index slots, and a
+            # slot the index has freed may soon name another memory.
+            self._graphs[collection].remove_memory(memory_id)
             index.remove(memory_id)
             return True
 
@@ -469,6 +522,27 @@ class EmbeddedStore:
         with self._reading("find memories by hash") as conn:
             rows = conn.execute(FIND_BY_HASH_SQL, (collection, content_hash)).fetchall()
         return [row[0] for row in rows]
+
+    # -- lexical --------------------------------------------------------------------
+
+    def search_text(
+        self, collection: str, query: str, *, k: int, filters: RecallFilters
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` memories by BM25 relevance of their content to ``query``, among
+        those that pass ``filters`` (applied as by :meth:`search_vectors`); best
+        first, scores > 0 only, ties by id.
+
+        Content is tokenized by :func:`engine.retrieve.lexical.tokenize` (case-folded,
+        stop words dropped, lightly stemmed); each distinct query term counts once.
+        """
+        self._check_open()
+        index = self._index(collection)
+        text = self._texts.get(collection)
+        if text is None:  # only when closed since _index() returned
+            self._check_open()
+            return []
+        with index.matching(filters) as passes:
+            return text.search(query, k=k, allowed=passes)
 
     # -- vectors --------------------------------------------------------------------
 
@@ -561,18 +635,7 @@ class EmbeddedStore:
         ``source`` is ``memory_id``); ordered by type, then target."""
         with self._reading("read edges") as conn:
             rows = conn.execute(_SELECT_EDGES_OF, {"c": collection, "m": memory_id}).fetchall()
-        return [
-            Edge(
-                source=source,
-                type=EdgeType(edge_type),
-                target=target,
-                weight=weight,
-                co_occurrences=co_occurrences,
-                last_co_occurred=datetime.fromisoformat(last) if last is not None else None,
-                kind=kind,
-            )
-            for source, edge_type, target, weight, co_occurrences, last, kind in rows
-        ]
+        return [graph_sql.edge_of_row(row) for row in rows]
 
     def upsert_edges(self, collection: str, edges: Sequence[Edge]) -> None:
         """Create or overwrite edges (weights and counters as given).
@@ -584,8 +647,210 @@ class EmbeddedStore:
         rows = [row for edge in edges if (row := _edge_row(collection, edge)) is not None]
         if not rows:
             return
-        with self._write_lock, self._transaction("write edges") as conn:
-            _write_edges(conn, rows, sources_exist=False)
+        with self._write_lock:
+            self._index(collection)
+            with self._transaction("write edges") as conn:
+                _write_edges(conn, rows, sources_exist=False)
+                # A walked edge given no date takes its memory's creation, or keeps
+                # its own: read back what was stored.
+                undated = [
+                    r
+                    for r in rows
+                    if r.type in _WALKED_TYPES and r.created_at is None and r.used_at is None
+                ]
+                stored = {
+                    (r.source, r.type, r.target): row[0]
+                    for r in undated
+                    if (
+                        row := conn.execute(
+                            "SELECT used_at FROM edges WHERE collection = ? AND source = ?"
+                            " AND type = ? AND target = ?",
+                            (collection, r.source, r.type, r.target),
+                        ).fetchone()
+                    )
+                    is not None
+                }
+            dated = [
+                r._replace(used_at=stored[(r.source, r.type, r.target)])
+                if r.created_at is None and r.used_at is None
+                else r
+                for r in rows
+                if r.created_at is not None
+                or r.used_at is not None
+                or (r.source, r.type, r.target) in stored
+            ]
+            self._graphs[collection].put_edges(_walked(dated))
+
+    def iter_edges(self, collection: str) -> Iterator[Edge]:
+        """Every edge of the collection, each ASSOCIATED edge once (from its smaller
+        id), ordered by source, type, target.
+
+        Streams in pages like :meth:`iter_memories`: an edge written while the
+        iteration runs may or may not be seen.
+        """
+        after: tuple[str, str, str] | None = None
+        while True:
+            with self._reading("list edges") as conn:
+                page = graph_sql.edge_page(conn, collection, after, _CHUNK)
+            for row in page:
+                yield graph_sql.edge_of_row(row)
+            if len(page) < _CHUNK:
+                return
+            after = (page[-1][0], page[-1][1], page[-1][2])
+
+    # -- hubs -----------------------------------------------------------------------
+
+    def match_hubs(self, collection: str, names: Sequence[str]) -> list[HubMatch]:
+        """Hubs of any kind named exactly (no case folding) one of ``names``, with
+        similarity 1.0 and their degree; in the order of ``names``, then of kinds
+        (Domain, Trigger, Concept)."""
+        return [
+            HubMatch(kind=kind, name=name, similarity=1.0, degree=degree)
+            for kind, name, degree in self._graph(collection).hub_degrees(names)
+        ]
+
+    def search_hubs(
+        self, collection: str, vector: Vector, *, model: str, k: int, min_similarity: float
+    ) -> list[HubMatch]:
+        """Up to ``k`` hubs whose name embedding by ``model`` has cosine similarity of
+        at least ``min_similarity`` with ``vector``; best first, ties by kind and
+        name. A vector whose dimension differs from the model's finds nothing."""
+        found = self._graph(collection).search_hub_vectors(
+            np.asarray(vector, dtype=np.float32), model, k, min_similarity
+        )
+        return [
+            HubMatch(kind=kind, name=name, similarity=similarity, degree=degree)
+            for kind, name, similarity, degree in found
+        ]
+
+    def hubs_without_vectors(
+        self, collection: str, model: str, limit: int
+    ) -> list[tuple[str, str]]:
+        """``(kind, name)`` of up to ``limit`` hubs with no name embedding from
+        ``model``, by kind then name."""
+        if limit <= 0:
+            return []
+        with self._reading("list hubs without vectors") as conn:
+            return graph_sql.hubs_without_vectors(conn, collection, model, limit)
+
+    def set_hub_vectors(
+        self, collection: str, items: Sequence[tuple[str, str, Vector, str]]
+    ) -> None:
+        """Store ``(kind, name, vector, model)`` name embeddings of existing hubs;
+        others are skipped. A hub holds one vector: one of another model is
+        replaced. A model has one dimension per collection, that of its latest
+        vector: its vectors of another size are dropped (and listed again by
+        :meth:`hubs_without_vectors`).
+
+        Raises:
+            InvalidInputError: an unknown hub kind, an empty model name, or a vector
+                that is not a finite one-dimensional array.
+        """
+        checked: list[tuple[str, str, Vector, str]] = []
+        for kind, name, vector, model in items:
+            if kind not in _HUB_KINDS:
+                raise InvalidInputError(f"{kind!r} is not a hub kind", field="kind")
+            if not model:
+                raise InvalidInputError("a vector needs the name of its model", field="model")
+            checked.append((kind, name, _as_vector(vector, f"{kind} {name}"), model))
+        if not checked:
+            return
+        with self._write_lock:
+            graph = self._graph(collection)
+            known = [item for item in checked if graph.has_hub(item[0], item[1])]
+            dims: dict[str, int | None] = {}
+            rows = []
+            for kind, name, vector, model in known:
+                current = dims.get(model, graph.hub_vectors.dim_of(model))
+                dims[model] = vector.shape[0]
+                resized = current is not None and current != vector.shape[0]
+                rows.append((kind, name, vector.tobytes(), model, resized))
+            if not rows:
+                return
+            with self._transaction("store hub vectors") as conn:
+                graph_sql.set_hub_vectors(conn, collection, rows)
+            for kind, name, vector, model in known:
+                graph.put_hub_vector(kind, name, vector, model)
+
+    # -- graph ----------------------------------------------------------------------
+
+    def expand(
+        self,
+        collection: str,
+        anchors: Sequence[Anchor],
+        *,
+        params: ExpandParams,
+        filters: RecallFilters,
+        paths: bool = True,
+    ) -> list[Expansion]:
+        """Walk weighted edges from the anchors and return the memories reached that
+        pass ``filters``, strongest first; see
+        :meth:`~engine.store.embedded.graph.CollectionGraph.expand` for the exact
+        rules (per-anchor best paths, frontier and fan-out, tie-breaking).
+
+        Beyond the contract, ``paths=False`` returns the expansions without their
+        paths (``anchors`` still counts them): building one pydantic object per
+        path and step costs more than the walk when many anchors reach many
+        results."""
+        graph = self._graph(collection)
+        return graph.expand(anchors, params, filters, self._index(collection), paths=paths)
+
+    def reinforce_edges(self, collection: str, updates: Sequence[EdgeUpdate]) -> None:
+        """Apply reinforcements in one transaction, in order: an existing edge gains
+        ``delta`` up to ``cap`` (a weight already above the cap is kept, never
+        lowered), a missing one starts at ``initial``; ``co_occurrences += 1``,
+        ``last_co_occurred = at``. ASSOCIATED is stored from its smaller id. Updates
+        whose memories do not exist, and memory edges from a memory to itself, are
+        skipped; hubs are created when absent."""
+        if not updates:
+            return
+        with self._write_lock:
+            graph = self._graph(collection)
+            applied = graph_sql.reinforcements(graph, updates)
+            if not applied:
+                return
+            with self._transaction("reinforce edges") as conn:
+                graph_sql.reinforce(conn, collection, applied)
+            graph.reinforce(applied)
+
+    def decay_edges(
+        self,
+        collection: str,
+        *,
+        period: str,
+        unused_before: datetime,
+        step: float,
+        floor: float,
+    ) -> int:
+        """One decay pass: every edge last used (reinforced, else created) before
+        ``unused_before`` and above ``floor`` loses ``step``, never below ``floor``.
+        Idempotent per ``period``: a period already applied to the collection
+        changes nothing and returns 0.
+
+        Returns:
+            How many edges were decayed.
+
+        Raises:
+            InvalidInputError: an empty period, a negative step, or a floor outside
+                [0, 1].
+        """
+        if not period:
+            raise InvalidInputError("a decay pass needs a period", field="period")
+        if step < 0.0:
+            raise InvalidInputError("the decay step must not be negative", field="step")
+        if not 0.0 <= floor <= 1.0:
+            raise InvalidInputError("the decay floor must lie in [0, 1]", field="floor")
+        cutoff = _micros(unused_before)
+        with self._write_lock:
+            graph = self._graph(collection)
+            with self._transaction("decay edges") as conn:
+                decayed = graph_sql.decay(
+                    conn, collection, period=period, unused_before=cutoff, step=step, floor=floor
+                )
+            if decayed is None:
+                return 0
+            graph.decay(cutoff, step, floor)
+            return decayed
 
     # -- events ---------------------------------------------------------------------
 
@@ -671,6 +936,8 @@ class EmbeddedStore:
                 self._closed = True
                 idle, self._idle_readers = self._idle_readers, []
             self._indexes.clear()
+            self._texts.clear()
+            self._graphs.clear()
             for conn in [*idle, self._writer]:
                 if conn is None:
                     continue
@@ -736,6 +1003,9 @@ class EmbeddedStore:
                 f"{self._db_path} has schema version {version}; this Hippocampus reads "
                 f"version {SCHEMA_VERSION} and older. Upgrade Hippocampus."
             )
+        if version < SCHEMA_VERSION:
+            with _translated(f"migrate the schema from version {version}"):
+                graph_sql.migrate(conn, version)
 
     @contextmanager
     def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
@@ -799,6 +1069,10 @@ class EmbeddedStore:
             index = self._indexes.get(collection)
             if index is None:
                 index = self._build_index(collection)
+                # The text index and graph go live first: whoever sees the collection
+                # index (the unlocked fast path above) finds them too.
+                self._texts[collection] = self._build_text_index(collection)
+                self._graphs[collection] = self._build_graph(collection, index)
                 self._indexes[collection] = index
             return index
 
@@ -813,6 +1087,46 @@ class EmbeddedStore:
             self._indexes[index.collection] = self._build_index(index.collection)
         else:
             index.put(entries)
+
+    def _build_text_index(self, collection: str) -> TextIndex:
+        started = time.perf_counter()
+        with self._reading("build the text index") as conn:
+            cursor = conn.execute(
+                "SELECT id, json_extract(doc, '$.content') FROM memories WHERE collection = ?",
+                (collection,),
+            )
+            index = TextIndex.build(collection, cursor)
+        if len(index):
+            logger.info(
+                "collection %s: text index of %d memories built in %.2f s",
+                collection,
+                len(index),
+                time.perf_counter() - started,
+            )
+        return index
+
+    def _graph(self, collection: str) -> CollectionGraph:
+        """The collection's graph, built with its index on first use."""
+        self._index(collection)
+        graph = self._graphs.get(collection)
+        if graph is None:  # closed since _index() returned
+            self._check_open()
+            raise StoreUnavailableError(f"the store at {self._data_dir} is closing")
+        return graph
+
+    def _build_graph(self, collection: str, index: CollectionIndex) -> CollectionGraph:
+        started = time.perf_counter()
+        with self._reading("build the graph") as conn:
+            graph = graph_sql.load_graph(conn, collection, index)
+        if len(graph):
+            logger.info(
+                "collection %s: graph of %d nodes and %d edges built in %.2f s",
+                collection,
+                len(graph),
+                graph.edge_count,
+                time.perf_counter() - started,
+            )
+        return graph
 
     def _build_index(self, collection: str) -> CollectionIndex:
         started = time.perf_counter()
@@ -960,11 +1274,14 @@ class _EdgeRow(NamedTuple):
     co_occurrences: int
     last_co_occurred: str | None
     kind: str | None
+    created_at: int | None
+    used_at: int | None
     hub: str | None
 
 
-def _edge_row(collection: str, edge: Edge) -> _EdgeRow | None:
-    """The row of one edge; ``None`` for a memory edge to itself."""
+def _edge_row(collection: str, edge: Edge, created: int | None = None) -> _EdgeRow | None:
+    """The row of one edge; ``None`` for a memory edge to itself. ``created`` dates
+    an edge given no ``created_at``; ``used_at`` here is the last co-occurrence."""
     source, target = edge.source, edge.target
     type_name, hub = _EDGE_TYPE_INFO[edge.type]
     if hub is None:
@@ -982,18 +1299,37 @@ def _edge_row(collection: str, edge: Edge) -> _EdgeRow | None:
         edge.co_occurrences,
         last.isoformat() if last is not None else None,
         edge.kind,
+        _micros(edge.created_at) if edge.created_at is not None else created,
+        _micros(last) if last is not None else None,
         hub,
     )
 
 
-def _edges_of_record(collection: str, memory_id: str, edges: Sequence[Edge]) -> list[_EdgeRow]:
+def _walked(rows: Sequence[_EdgeRow]) -> list[WalkEdge]:
+    """The walked edges among ``rows``, dated by last use; rows must carry a date."""
+    return [
+        WalkEdge(
+            r.source,
+            r.type,
+            r.target,
+            r.weight,
+            r.used_at if r.used_at is not None else r.created_at or 0,
+        )
+        for r in rows
+        if r.type in _WALKED_TYPES
+    ]
+
+
+def _edges_of_record(
+    collection: str, memory_id: str, edges: Sequence[Edge], created: int
+) -> list[_EdgeRow]:
     rows = []
     for edge in edges:
         if edge.source != memory_id:
             raise InvalidInputError(
                 f"an edge of memory {memory_id!r} leaves {edge.source!r}", field="edges"
             )
-        row = _edge_row(collection, edge)
+        row = _edge_row(collection, edge, created)
         if row is not None:
             rows.append(row)
     return rows
@@ -1004,19 +1340,19 @@ def _write_edges(conn: sqlite3.Connection, rows: list[_EdgeRow], *, sources_exis
     skipped; ``sources_exist`` (all sources were just written) spares that check
     for hub edges."""
     hub_edges = [r for r in rows if r.hub is not None]
-    memory_edges = [r[:8] for r in rows if r.hub is None]
+    memory_edges = [r[:10] for r in rows if r.hub is None]
     if hub_edges:
         # One hub insert per distinct hub: a batch often names the same concept many times.
         hubs = {(r.hub, r.target): r for r in hub_edges}
         if sources_exist:
             conn.executemany(_INSERT_HUB, [(r.collection, r.hub, r.target) for r in hubs.values()])
-            conn.executemany(_UPSERT_EDGE, [r[:8] for r in hub_edges])
+            conn.executemany(_UPSERT_EDGE, [r[:10] for r in hub_edges])
         else:
             conn.executemany(
                 _INSERT_HUB_IF_SOURCE,
                 [(r.collection, r.hub, r.target, r.source) for r in hubs.values()],
             )
-            conn.executemany(_UPSERT_EDGE_IF_SOURCE, [r[:8] for r in hub_edges])
+            conn.executemany(_UPSERT_EDGE_IF_SOURCE, [r[:10] for r in hub_edges])
     if memory_edges:
         conn.executemany(_UPSERT_EDGE_IF_BOTH, memory_edges)
 

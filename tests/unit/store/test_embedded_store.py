@@ -539,6 +539,7 @@ def test_associated_edges_are_stored_once_and_seen_from_both_ends(store: Embedde
     assert store.stats(C).edges == {"ASSOCIATED": 1}
     from_a = store.edges_of(C, "a")
     from_b = store.edges_of(C, "b")
+    # Undated, the edge took its memory's creation; a later write kept it.
     assert from_a == [
         Edge(
             source="a",
@@ -547,6 +548,7 @@ def test_associated_edges_are_stored_once_and_seen_from_both_ends(store: Embedde
             weight=0.4,
             co_occurrences=2,
             last_co_occurred=at,
+            created_at=T0,
             kind="co_retrieval",
         )
     ]
@@ -572,7 +574,7 @@ def test_upsert_edges_skips_missing_memories_and_self_loops(store: EmbeddedStore
         ],
     )
     assert store.edges_of(C, "a") == [
-        Edge(source="a", type=EdgeType.ABOUT, target="retries", weight=0.5)
+        Edge(source="a", type=EdgeType.ABOUT, target="retries", weight=0.5, created_at=T0)
     ]
     assert store.stats(C).hubs == {"Concept": 1}
     store.upsert_edges(

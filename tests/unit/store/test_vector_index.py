@@ -247,3 +247,50 @@ def test_filtered_search_matches_brute_force_over_the_matching_rows(share: float
 
 def ids_of(hits: list[tuple[str, float]]) -> list[str]:
     return [i for i, _ in hits]
+
+
+def test_matching_passes_exactly_the_memories_search_returns() -> None:
+    rng = np.random.default_rng(3)
+    index = CollectionIndex("c")
+    index.put(
+        [
+            (
+                entry(
+                    f"m{i}",
+                    tier=list(Tier)[i % 7 % 3],
+                    category=("insight", "bug_fix", "decision")[i % 3],
+                    tags=("a", "b", "c")[: i % 4],
+                    domains=(("x",), ("y",), ())[i % 5 % 3],
+                    conversation_ids=("conv-1",) if i % 6 == 0 else (),
+                ),
+                unit(rng) if i % 4 else None,  # vectorless memories pass as well
+                "model-a" if i % 4 else None,
+            )
+            for i in range(120)
+        ]
+    )
+    every = [f"m{i}" for i in range(120)]
+    for filters in (
+        RecallFilters(),
+        ALL_TIERS,
+        RecallFilters(tiers=[Tier.ARCHIVED], categories=["bug_fix"]),
+        RecallFilters(tags=["b", "c"], domains=["x"]),
+        RecallFilters(tiers=list(Tier), exclude_conversation_id="conv-1"),
+        RecallFilters(domains=["nowhere"]),
+    ):
+        found = index.search(unit(rng), model="model-a", k=200, filters=filters)
+        with index.matching(filters) as passes:
+            matched = every if passes is None else [i for i in every if passes(i)]
+            assert passes is None or not passes("unknown")
+        with_vector = {i for i in matched if int(i[1:]) % 4}
+        assert with_vector == set(ids_of(found)), filters
+
+
+def test_matching_is_none_when_no_memory_can_fail() -> None:
+    index, _ = filled(10)
+    with index.matching(RecallFilters()) as passes:
+        assert passes is None
+    with index.matching(RecallFilters(exclude_conversation_id="none")) as passes:
+        assert passes is None
+    with index.matching(RecallFilters(categories=["insight"])) as passes:
+        assert passes is not None and passes("m3")

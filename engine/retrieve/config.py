@@ -1,0 +1,100 @@
+"""Retrieval described by a config object, and the named recipes.
+
+A request picks a recipe by name; the default is the best one measured on the
+multi-hop benchmarks in ``bench/quality.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.model.association import ExpandParams
+
+Fusion = Literal["rrf", "weighted", "seed_composite"]
+
+
+class SearchConfig(BaseModel):
+    """Which signals a recall uses and how it fuses them.
+
+    Attributes:
+        name: the recipe's name.
+        dense / lexical / graph: which signals run.
+        fusion: ``rrf`` (reciprocal rank), ``weighted`` (sum of weighted, max-
+            normalized scores, where confidence, quality, usefulness and recency
+            may weigh in too) or ``seed_composite`` (0.4·similarity + 0.3·quality
+            + 0.3·usefulness over the dense candidates).
+        weights: per signal; signals are dense, lexical, graph, confidence,
+            quality, usefulness, recency.
+        rrf_k: the RRF constant.
+        candidates: how many candidates each of dense and lexical search returns.
+        seeds: how many of the best dense/lexical hits anchor graph expansion.
+        hub_matches: how many hub nodes similar to the query anchor expansion
+            (beside the hubs named by the query's concepts).
+        hub_min_similarity: the least similarity for such a hub.
+        expand: how far and wide expansion walks.
+        min_path_strength: an associative-only result (not found by dense or
+            lexical search) needs at least this strength...
+        min_anchor_paths: ...or paths from at least this many distinct anchors.
+        mmr_lambda: with a value, results are diversified by MMR.
+        recency_half_life_days: the recency signal halves every so many days.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    dense: bool = True
+    lexical: bool = True
+    graph: bool = True
+    fusion: Fusion = "rrf"
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {"dense": 1.0, "lexical": 1.0, "graph": 1.0}
+    )
+    rrf_k: float = Field(default=60.0, gt=0.0)
+    candidates: int = Field(default=50, ge=1, le=1000)
+    seeds: int = Field(default=5, ge=0, le=100)
+    hub_matches: int = Field(default=8, ge=0, le=100)
+    hub_min_similarity: float = Field(default=0.6, ge=-1.0, le=1.0)
+    expand: ExpandParams = ExpandParams()
+    min_path_strength: float = Field(default=0.5, ge=0.0)
+    min_anchor_paths: int = Field(default=2, ge=1)
+    mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
+    recency_half_life_days: float = Field(default=90.0, gt=0.0)
+
+    @property
+    def needs_metadata(self) -> bool:
+        """Whether fusion reads memories' confidence, quality, usefulness or age."""
+        extra = ("confidence", "quality", "usefulness", "recency")
+        return self.fusion == "seed_composite" or any(self.weights.get(s) for s in extra)
+
+
+BM25 = SearchConfig(name="BM25", dense=False, graph=False, weights={"lexical": 1.0})
+DENSE = SearchConfig(name="DENSE", lexical=False, graph=False, weights={"dense": 1.0})
+HYBRID = SearchConfig(name="HYBRID", graph=False, weights={"dense": 1.0, "lexical": 1.0})
+HYBRID_GRAPH = SearchConfig(name="HYBRID_GRAPH")
+WEIGHTED = SearchConfig(
+    name="WEIGHTED",
+    fusion="weighted",
+    weights={
+        "dense": 0.5,
+        "lexical": 0.2,
+        "graph": 0.15,
+        "confidence": 0.05,
+        "quality": 0.03,
+        "usefulness": 0.04,
+        "recency": 0.03,
+    },
+)
+SEED_COMPOSITE = SearchConfig(
+    name="SEED_COMPOSITE",
+    lexical=False,
+    graph=False,
+    fusion="seed_composite",
+    weights={"dense": 1.0},
+)
+
+RECIPES: dict[str, SearchConfig] = {
+    r.name: r for r in (BM25, DENSE, HYBRID, HYBRID_GRAPH, WEIGHTED, SEED_COMPOSITE)
+}
+DEFAULT_RECIPE = HYBRID_GRAPH.name

@@ -1,0 +1,284 @@
+"""The embedded store's SQL for the graph: schema migration, loading the in-memory
+graph, set-based reinforcement and decay, edge iteration, hub name vectors.
+
+Functions here take a connection and run inside the caller's transaction (or read);
+locking, transactions and keeping the in-memory graph in step are the store's job.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from engine.model import HUB_EDGE, Edge, EdgeType
+from engine.model.association import EdgeUpdate
+from engine.store.embedded.graph import (
+    EDGE_TYPE_CODES,
+    WALKED_EDGES,
+    CollectionGraph,
+    Reinforcement,
+    SlotSource,
+)
+
+logger = logging.getLogger(__name__)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_HUB_KIND: dict[str, str] = {edge_type.value: kind.value for kind, edge_type in HUB_EDGE.items()}
+_WALKED_SQL = ", ".join(f"'{t.value}'" for t in sorted(WALKED_EDGES))
+
+EDGE_COLUMNS = "source, type, target, weight, co_occurrences, last_co_occurred, kind, created_at"
+"""The columns :func:`edge_of_row` reads, in its order."""
+
+# The type as its small-integer code: Python shares small ints, where each text
+# value would be a new string object, and 1.5M of them cost.
+_TYPE_CODE_SQL = " ".join(f"WHEN '{t.value}' THEN {c}" for t, c in EDGE_TYPE_CODES.items())
+_SELECT_WALKED = f"""
+SELECT source, CASE type {_TYPE_CODE_SQL} END, target, weight, used_at FROM edges
+WHERE collection = ? AND type IN ({_WALKED_SQL})
+"""
+_SELECT_HUB_VECTORS = """
+SELECT kind, name, vector, vector_model FROM hubs
+WHERE collection = ? AND vector IS NOT NULL
+"""
+# (collection, source, type, target, initial, at ISO, kind, at micros, cap, delta)
+_REINFORCE = """
+INSERT INTO edges (collection, source, type, target, weight, co_occurrences,
+                   last_co_occurred, kind, created_at, used_at)
+VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?8)
+ON CONFLICT (collection, source, type, target) DO UPDATE SET
+    weight = max(edges.weight, min(?9, edges.weight + ?10)),
+    co_occurrences = edges.co_occurrences + 1,
+    last_co_occurred = ?6,
+    used_at = ?8,
+    kind = coalesce(edges.kind, ?7)
+"""
+_INSERT_HUB = "INSERT OR IGNORE INTO hubs (collection, kind, name) VALUES (?, ?, ?)"
+_DECAY = """
+UPDATE edges SET weight = max(:floor, weight - :step)
+WHERE collection = :c AND used_at < :before AND weight > :floor
+"""
+_ITER_EDGES_FIRST = f"""
+SELECT {EDGE_COLUMNS} FROM edges WHERE collection = ?
+ORDER BY source, type, target LIMIT ?
+"""
+_ITER_EDGES_NEXT = f"""
+SELECT {EDGE_COLUMNS} FROM edges
+WHERE collection = ? AND (source, type, target) > (?, ?, ?)
+ORDER BY source, type, target LIMIT ?
+"""
+
+
+def micros(moment: datetime) -> int:
+    """Microseconds since the epoch; naive datetimes are taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(value: int) -> datetime:
+    """The UTC datetime of :func:`micros`."""
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def edge_of_row(row: Sequence[Any]) -> Edge:
+    """The edge of a row selected as :data:`EDGE_COLUMNS`."""
+    source, edge_type, target, weight, co_occurrences, last, kind, created = row
+    return Edge(
+        source=source,
+        type=EdgeType(edge_type),
+        target=target,
+        weight=weight,
+        co_occurrences=co_occurrences,
+        last_co_occurred=datetime.fromisoformat(last) if last is not None else None,
+        created_at=from_micros(created) if created is not None else None,
+        kind=kind,
+    )
+
+
+# -- schema ------------------------------------------------------------------------------
+
+
+def migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Bring a database of schema ``version`` to the current one, in place, each
+    step in one transaction (a failed step leaves the database as it was)."""
+    if version < 2:
+        _to_version_2(conn)
+
+
+def _to_version_2(conn: sqlite3.Connection) -> None:
+    """Version 2: edges get ``created_at`` (filled from their memory's creation) and
+    ``used_at`` (last co-occurrence, else creation), hubs get a name vector, and
+    ``decay_periods`` (created by schema.sql) records decay passes."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # ADD COLUMN ... NOT NULL needs a default; every write gives both values.
+        conn.execute("ALTER TABLE edges ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0")
+        conn.execute("ALTER TABLE edges ADD COLUMN used_at INTEGER NOT NULL DEFAULT 0")
+        conn.execute(
+            "UPDATE edges SET created_at = coalesce((SELECT m.created_at FROM memories m"
+            " WHERE m.collection = edges.collection AND m.id = edges.source), 0)"
+        )
+        conn.execute("UPDATE edges SET used_at = created_at")
+        reinforced = conn.execute(
+            "SELECT collection, source, type, target, last_co_occurred FROM edges"
+            " WHERE last_co_occurred IS NOT NULL"
+        ).fetchall()
+        conn.executemany(
+            "UPDATE edges SET used_at = ?"
+            " WHERE collection = ? AND source = ? AND type = ? AND target = ?",
+            [(micros(datetime.fromisoformat(last)), c, s, t, g) for c, s, t, g, last in reinforced],
+        )
+        conn.execute("ALTER TABLE hubs ADD COLUMN vector BLOB")
+        conn.execute("ALTER TABLE hubs ADD COLUMN vector_model TEXT")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    logger.info("database migrated to schema version 2")
+
+
+# -- the in-memory graph -----------------------------------------------------------------
+
+
+def load_graph(conn: sqlite3.Connection, collection: str, slots: SlotSource) -> CollectionGraph:
+    """The collection's graph, built from its walked edges and hub vectors."""
+    edges = conn.execute(_SELECT_WALKED, (collection,)).fetchall()
+    vectors = conn.execute(_SELECT_HUB_VECTORS, (collection,))
+    return CollectionGraph.build(collection, slots, edges, vectors)
+
+
+# -- learning ----------------------------------------------------------------------------
+
+
+def reinforcements(graph: CollectionGraph, updates: Sequence[EdgeUpdate]) -> list[Reinforcement]:
+    """The updates that apply, oriented as stored: both memories exist (the graph
+    holds every memory), no memory edge to itself, ASSOCIATED from the smaller id.
+    Caller holds the store's write lock."""
+    applied = []
+    for update in updates:
+        source, target = update.source, update.target
+        if not graph.has_memory(source):
+            continue
+        edge_type = EdgeType(update.type)
+        if edge_type not in HUB_EDGE.values():
+            if source == target or not graph.has_memory(target):
+                continue
+            if edge_type is EdgeType.ASSOCIATED and target < source:
+                source, target = target, source
+        applied.append(
+            Reinforcement(
+                source=source,
+                type=edge_type.value,
+                target=target,
+                delta=update.delta,
+                cap=update.cap,
+                initial=update.initial,
+                used_at=micros(update.at),
+                kind=update.kind,
+                at=update.at.isoformat(),
+            )
+        )
+    return applied
+
+
+def reinforce(conn: sqlite3.Connection, collection: str, applied: Sequence[Reinforcement]) -> None:
+    """Write :func:`reinforcements`, in order, creating missing hubs."""
+    hubs = dict.fromkeys((_HUB_KIND[r.type], r.target) for r in applied if r.type in _HUB_KIND)
+    conn.executemany(_INSERT_HUB, [(collection, kind, name) for kind, name in hubs])
+    conn.executemany(
+        _REINFORCE,
+        [
+            (
+                collection,
+                r.source,
+                r.type,
+                r.target,
+                r.initial,
+                r.at,
+                r.kind,
+                r.used_at,
+                r.cap,
+                r.delta,
+            )
+            for r in applied
+        ],
+    )
+
+
+def decay(
+    conn: sqlite3.Connection,
+    collection: str,
+    *,
+    period: str,
+    unused_before: int,
+    step: float,
+    floor: float,
+) -> int | None:
+    """One decay pass, or ``None`` (nothing changed) when ``period`` was already
+    applied to the collection. Returns how many edges lost weight."""
+    done = conn.execute(
+        "SELECT 1 FROM decay_periods WHERE collection = ? AND period = ?", (collection, period)
+    ).fetchone()
+    if done is not None:
+        return None
+    decayed = conn.execute(
+        _DECAY, {"c": collection, "before": unused_before, "step": step, "floor": floor}
+    ).rowcount
+    conn.execute(
+        "INSERT INTO decay_periods (collection, period, unused_before, decayed)"
+        " VALUES (?, ?, ?, ?)",
+        (collection, period, unused_before, decayed),
+    )
+    return int(decayed)
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+def edge_page(
+    conn: sqlite3.Connection, collection: str, after: tuple[str, str, str] | None, limit: int
+) -> list[Any]:
+    """Up to ``limit`` edges (rows of :data:`EDGE_COLUMNS`) after the key ``after``
+    (source, type, target), in key order."""
+    if after is None:
+        return conn.execute(_ITER_EDGES_FIRST, (collection, limit)).fetchall()
+    return conn.execute(_ITER_EDGES_NEXT, (collection, *after, limit)).fetchall()
+
+
+def hubs_without_vectors(
+    conn: sqlite3.Connection, collection: str, model: str, limit: int
+) -> list[tuple[str, str]]:
+    """``(kind, name)`` of hubs with no name vector from ``model``, by kind and name."""
+    rows = conn.execute(
+        "SELECT kind, name FROM hubs WHERE collection = ?"
+        " AND (vector IS NULL OR vector_model IS NOT ?) ORDER BY kind, name LIMIT ?",
+        (collection, model, limit),
+    ).fetchall()
+    return [(kind, name) for kind, name in rows]
+
+
+def set_hub_vectors(
+    conn: sqlite3.Connection,
+    collection: str,
+    items: Iterable[tuple[str, str, bytes, str, bool]],
+) -> None:
+    """Store ``(kind, name, float32 bytes, model, new dimension)`` hub vectors in
+    order; with ``new dimension`` the model's vectors of other sizes are cleared
+    first (they wait to be embedded again)."""
+    for kind, name, blob, model, resized in items:
+        if resized:
+            conn.execute(
+                "UPDATE hubs SET vector = NULL, vector_model = NULL"
+                " WHERE collection = ? AND vector_model = ? AND length(vector) != ?",
+                (collection, model, len(blob)),
+            )
+        conn.execute(
+            "UPDATE hubs SET vector = ?, vector_model = ?"
+            " WHERE collection = ? AND kind = ? AND name = ?",
+            (blob, model, collection, kind, name),
+        )
