@@ -49,6 +49,8 @@ class HippoSettings(BaseSettings):
             ``hashing`` (deterministic, no model).
         model_path: load the sentence-transformers model from this folder instead.
         api_keys: ``KEY=collection,collection;KEY2=*``. Empty: loopback only.
+        maintenance_interval_s: how often the server writes what retrievals taught
+            and runs the (once a day) edge decay pass; 0 turns the schedule off.
     """
 
     model_config = SettingsConfigDict(env_prefix="HIPPO_", env_nested_delimiter="__")
@@ -64,6 +66,7 @@ class HippoSettings(BaseSettings):
     api_keys: str = ""
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     log_level: str = "INFO"
+    maintenance_interval_s: float = Field(default=60.0, ge=0.0)
     limits: Limits = Limits()
     neo4j: Neo4jSettings = Neo4jSettings()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,10 +30,30 @@ from engine.errors import (
     LimitExceededError,
     NotFoundError,
 )
-from engine.extract import ConceptExtractor, Extraction, make_extractor, merge_given
+from engine.extract import (
+    ConceptExtractor,
+    Extraction,
+    make_extractor,
+    merge_given,
+    unique_names,
+)
+from engine.learn import (
+    BARE_RETRIEVAL,
+    REAL_USE,
+    LearningConfig,
+    co_use_updates,
+    decay_period,
+)
+from engine.metrics import GraphHealth, graph_health
 from engine.model import (
     HUB_EDGE,
+    MEMORY_NODE,
+    Anchor,
     Edge,
+    EdgeUpdate,
+    Event,
+    ExpandParams,
+    GraphPath,
     HubKind,
     Memory,
     MemoryPatch,
@@ -41,12 +62,17 @@ from engine.model import (
     RecallHit,
     RecallResult,
     RetrievalMeta,
+    Tier,
     content_hash,
     utcnow,
 )
+from engine.retrieve.config import DEFAULT_RECIPE, RECIPES, SearchConfig
+from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
 from engine.store import GraphStore, MemoryRecord, Vector
 
 logger = logging.getLogger(__name__)
+
+_HUB_OF = {edge_type: kind for kind, edge_type in HUB_EDGE.items()}
 
 MEMBERSHIP_WEIGHT = 0.5
 """Starting weight of a memory's edges to its domains, triggers and concepts.
@@ -90,6 +116,30 @@ class CollectionStats(BaseModel):
     extractor: str
 
 
+class Association(BaseModel):
+    """A memory found by :meth:`Hippocampus.associate`, and why."""
+
+    memory: Memory
+    strength: float
+    anchors: int
+    paths: list[GraphPath]
+
+
+class GraphNode(BaseModel):
+    id: str
+    kind: str
+    label: str
+    confidence: float | None = None
+
+
+class Subgraph(BaseModel):
+    """Nodes and edges around a center, for drawing."""
+
+    center: str
+    nodes: list[GraphNode]
+    edges: list[Edge]
+
+
 class ImportReport(BaseModel):
     memories: int = 0
     edges: int = 0
@@ -116,6 +166,7 @@ class Hippocampus:
         extractor: finds domains, triggers and concepts.
         limits: input size limits.
         embed_batch_size: texts per embedding call when remembering many.
+        learning: how retrieval and use reinforce edges, and how they decay.
     """
 
     def __init__(
@@ -126,12 +177,16 @@ class Hippocampus:
         *,
         limits: Limits | None = None,
         embed_batch_size: int = 64,
+        learning: LearningConfig | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.extractor = extractor
         self.limits = limits or Limits()
         self.embed_batch_size = embed_batch_size
+        self.learning = learning or LearningConfig()
+        self._pending: dict[str, tuple[list[EdgeUpdate], list[Event]]] = {}
+        self._pending_lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: HippoSettings) -> Hippocampus:
@@ -163,7 +218,11 @@ class Hippocampus:
         )
 
     def close(self) -> None:
-        self.store.close()
+        """Write what retrievals taught, then release the store."""
+        try:
+            self.flush_learning()
+        finally:
+            self.store.close()
 
     # -- validation -------------------------------------------------------------
 
@@ -328,7 +387,9 @@ class Hippocampus:
             )
             vector = vectors[n] if vectors is not None else None
             records.append(
-                MemoryRecord(memory=memory, vector=vector, edges=_hub_edges(memory.id, extraction))
+                MemoryRecord(
+                    memory=memory, vector=vector, edges=_hub_edges(memory.id, extraction, at)
+                )
             )
             reasons = [f"stored without a vector: {embed_error}"] if embed_error else []
             outcomes[i] = RememberOutcome(
@@ -337,6 +398,8 @@ class Hippocampus:
 
         if records:
             self.store.add_memories(collection, records)
+            if vectors is not None:
+                self.embed_hubs(collection)
         # Repeats inside the batch point at the memory stored for their first occurrence.
         for i, item in enumerate(checked):
             if outcomes[i] is None:
@@ -453,10 +516,12 @@ class Hippocampus:
             MemoryRecord(
                 memory=memory,
                 vector=vector,
-                edges=_hub_edges(memory.id, given) if hubs_changed else (),
+                edges=_hub_edges(memory.id, given, at) if hubs_changed else (),
             ),
             replace_edges=hubs_changed,
         )
+        if hubs_changed and memory.embedding_model is not None:
+            self.embed_hubs(collection)
         return memory
 
     def forget(self, collection: str, memory_id: str) -> None:
@@ -480,19 +545,28 @@ class Hippocampus:
         filters: RecallFilters | None = None,
         min_score: float | None = None,
         query_vector: Vector | None = None,
+        recipe: str | SearchConfig = DEFAULT_RECIPE,
+        explain: bool = False,
+        learn: bool = True,
+        now: datetime | None = None,
     ) -> RecallResult:
-        """Memories most similar to ``query``, best first.
+        """Memories relevant to ``query``, best first: dense and lexical search,
+        associative expansion through the graph, fused by ``recipe``.
 
         Args:
             limit: how many results at most.
             filters: domains, categories, tags, tiers (active only by default),
                 a conversation to exclude.
-            min_score: drop results scoring below this (none dropped by default).
+            min_score: the least cosine similarity to the query a result may have
+                (none dropped by default).
             query_vector: a precomputed embedding of ``query`` (skips embedding).
+            recipe: a name from :data:`RECIPES` or a :class:`SearchConfig`.
+            explain: attach to each hit the strongest paths that reached it.
+            learn: let this retrieval reinforce edges among its top results (a
+                bare retrieval: far weaker than real use) and log it.
 
         Raises:
-            InvalidInputError: an empty or oversized query, or a bad limit.
-            EmbeddingError: the query could not be embedded.
+            InvalidInputError: an empty or oversized query, a bad limit or recipe.
         """
         self.check_collection(collection)
         text = query.strip()
@@ -505,24 +579,323 @@ class Hippocampus:
             )
         if not 1 <= limit <= self.limits.max_recall_limit:
             raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
-        if query_vector is None:
-            query_vector = self.embedder.encode([text])[0]
-        found = self.store.search_vectors(
+        config = self.recipe(recipe)
+        at = now or utcnow()
+        warnings: list[str] = []
+        if query_vector is None and (config.dense or config.graph):
+            try:
+                query_vector = self.embedder.encode([text])[0]
+            except EmbeddingError:
+                logger.warning("query embedding failed; recalling by text and graph only")
+                warnings.append("the embedder failed: results come from text and graph only")
+        found = retrieve(
+            self.store,
+            self.extractor,
             collection,
+            text,
             query_vector,
             model=self.embedder.name,
-            k=limit,
+            config=config,
+            filters=filters or RecallFilters(),
+            limit=limit,
+            now=at,
+        )
+        candidates = found.candidates
+        if min_score is not None:
+            candidates = self._above(collection, candidates, query_vector, min_score)
+        missing = [c.memory_id for c in candidates if c.memory_id not in found.memories]
+        memories = {**found.memories, **self.store.get_memories(collection, missing)}
+        hits = [
+            RecallHit(
+                memory=memories[c.memory_id],
+                score=c.score,
+                similarity=c.similarity,
+                lexical=c.lexical,
+                graph=c.graph,
+                paths=c.paths[:3] if explain else None,
+            )
+            for c in candidates
+            if c.memory_id in memories
+        ]
+        if learn and hits:
+            top = [h.memory.id for h in hits[: self.learning.co_retrieved]]
+            self._learn(
+                collection,
+                co_use_updates(top, at, BARE_RETRIEVAL, anchors=hub_anchor_edges(found.hubs)),
+                Event(
+                    type="retrieval",
+                    at=at,
+                    memory_ids=[h.memory.id for h in hits],
+                    payload={"query": text, "recipe": config.name},
+                ),
+            )
+        return RecallResult(
+            query=text,
+            hits=hits,
+            embedder=self.embedder.name,
+            recipe=config.name,
+            warnings=warnings,
+        )
+
+    def recipe(self, recipe: str | SearchConfig) -> SearchConfig:
+        """The search config a recipe name stands for.
+
+        Raises:
+            InvalidInputError: no recipe by that name.
+        """
+        if isinstance(recipe, SearchConfig):
+            return recipe
+        config = RECIPES.get(recipe.upper())
+        if config is None:
+            raise InvalidInputError(
+                f"unknown recipe {recipe!r}; known: {', '.join(sorted(RECIPES))}",
+                field="recipe",
+            )
+        return config
+
+    def _above(
+        self,
+        collection: str,
+        candidates: list[Candidate],
+        query_vector: Vector | None,
+        min_score: float,
+    ) -> list[Candidate]:
+        """Candidates whose cosine similarity to the query reaches ``min_score``
+        (computed for those that dense search did not score)."""
+        if query_vector is None:
+            return []
+        unscored = [c.memory_id for c in candidates if c.similarity is None]
+        vectors = self.store.get_vectors(collection, unscored) if unscored else {}
+        kept = []
+        for c in candidates:
+            sim = c.similarity
+            if sim is None and c.memory_id in vectors:
+                sim = float(vectors[c.memory_id] @ query_vector)
+            if sim is not None and sim >= min_score:
+                kept.append(c)
+        return kept
+
+    def associate(
+        self,
+        collection: str,
+        context: Sequence[str],
+        *,
+        min_path_strength: float = 0.5,
+        max_depth: int = 3,
+        limit: int = 10,
+        filters: RecallFilters | None = None,
+    ) -> list[Association]:
+        """Memories associated with a set of concepts (the seed's
+        retrieveAssociatedInsights): expansion from the hubs the concepts name.
+        Each result passes the multi-path gate: paths from at least two of the
+        concepts, or one path of at least ``min_path_strength``.
+
+        Raises:
+            InvalidInputError: no concept given, or a bad depth or limit.
+        """
+        self.check_collection(collection)
+        names = unique_names(context, 50)
+        if not names:
+            raise InvalidInputError("give at least one concept", field="context")
+        if not 1 <= max_depth <= 3:
+            raise InvalidInputError("max_depth is 1-3", field="max_depth")
+        if not 1 <= limit <= self.limits.max_recall_limit:
+            raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
+        hubs = [h for h in self.store.match_hubs(collection, names) if h.kind != HubKind.DOMAIN]
+        if not hubs:
+            return []
+        params = self.recipe(DEFAULT_RECIPE).expand.model_copy(update={"max_depth": max_depth})
+        found = self.store.expand(
+            collection,
+            [Anchor(kind=h.kind, name=h.name) for h in hubs],
+            params=params,
             filters=filters or RecallFilters(),
         )
-        if min_score is not None:
-            found = [(mid, score) for mid, score in found if score >= min_score]
-        memories = self.store.get_memories(collection, [mid for mid, _ in found])
-        hits = [
-            RecallHit(memory=memories[mid], score=score, similarity=score)
-            for mid, score in found
-            if mid in memories
+        passed = [e for e in found if e.anchors >= 2 or e.strength >= min_path_strength][:limit]
+        memories = self.store.get_memories(collection, [e.memory_id for e in passed])
+        return [
+            Association(
+                memory=memories[e.memory_id],
+                strength=e.strength,
+                anchors=e.anchors,
+                paths=e.paths[:3],
+            )
+            for e in passed
+            if e.memory_id in memories
         ]
-        return RecallResult(query=text, hits=hits, embedder=self.embedder.name)
+
+    def subgraph(
+        self, collection: str, center: str, *, depth: int = 1, max_nodes: int = 200
+    ) -> Subgraph:
+        """The graph around a memory (its id) or a hub (``Kind:name``, e.g.
+        ``Concept:connection pool``), breadth first, for drawing.
+
+        Raises:
+            NotFoundError: no such memory or hub.
+            InvalidInputError: a bad depth or node cap.
+        """
+        self.check_collection(collection)
+        if not 1 <= depth <= 3:
+            raise InvalidInputError("depth is 1-3", field="depth")
+        if not 1 <= max_nodes <= 2000:
+            raise InvalidInputError("max_nodes is 1-2000", field="max_nodes")
+        start = self._node_of(collection, center)
+        nodes: dict[tuple[str, str], None] = {start: None}
+        edges: dict[tuple[str, str, str], Edge] = {}
+        frontier = [start]
+        fanout = ExpandParams(
+            max_depth=1,
+            hub_fanout=max_nodes,
+            frontier=max_nodes,
+            hub_degree_penalty=False,
+            damping=1.0,
+            max_results=max_nodes,
+        )
+        all_tiers = RecallFilters(tiers=list(Tier))
+        for _ in range(depth):
+            reached: list[tuple[str, str]] = []
+            for kind, name in frontier:
+                if kind == MEMORY_NODE:
+                    for edge in self.store.edges_of(collection, name):
+                        hub = _HUB_OF.get(edge.type)
+                        other = (hub.value if hub else MEMORY_NODE, edge.target)
+                        edges[(edge.type.value, edge.source, edge.target)] = edge
+                        reached.append(other)
+                else:
+                    for e in self.store.expand(
+                        collection, [Anchor(kind=kind, name=name)], params=fanout, filters=all_tiers
+                    ):
+                        step = e.paths[0].steps[0]
+                        edge = Edge(
+                            source=e.memory_id, type=step.type, target=name, weight=step.weight
+                        )
+                        edges[(edge.type.value, edge.source, edge.target)] = edge
+                        reached.append((MEMORY_NODE, e.memory_id))
+            frontier = []
+            for node in reached:
+                if node not in nodes and len(nodes) < max_nodes:
+                    nodes[node] = None
+                    frontier.append(node)
+        memory_ids = [name for kind, name in nodes if kind == MEMORY_NODE]
+        memories = self.store.get_memories(collection, memory_ids)
+        kept = [
+            e
+            for e in edges.values()
+            if (MEMORY_NODE, e.source) in nodes
+            and ((_HUB_OF[e.type].value if e.type in _HUB_OF else MEMORY_NODE), e.target) in nodes
+        ]
+        return Subgraph(
+            center=f"{start[0]}:{start[1]}",
+            nodes=[
+                GraphNode(
+                    id=f"{kind}:{name}",
+                    kind=kind,
+                    label=(memories[name].content[:80] if name in memories else name)
+                    if kind == MEMORY_NODE
+                    else name,
+                    confidence=memories[name].retrieval.confidence if name in memories else None,
+                )
+                for kind, name in nodes
+            ],
+            edges=kept,
+        )
+
+    def _node_of(self, collection: str, center: str) -> tuple[str, str]:
+        kind, sep, name = center.partition(":")
+        if sep and kind in {k.value for k in HubKind}:
+            if any(h.kind == kind for h in self.store.match_hubs(collection, [name])):
+                return (kind, name)
+            raise NotFoundError(f"no {kind} {name!r} in this collection")
+        if not self.store.get_memories(collection, [center]):
+            raise NotFoundError(f"no memory {center!r} in this collection")
+        return (MEMORY_NODE, center)
+
+    def graph_health(self, collection: str) -> GraphHealth:
+        """Nodes, edges by type, mean degree, clustering, components, weights."""
+        self.check_collection(collection)
+        return graph_health(
+            self.store.iter_edges(collection),
+            (m.id for m in self.store.iter_memories(collection)),
+        )
+
+    # -- learning ---------------------------------------------------------------
+
+    def record_use(
+        self,
+        collection: str,
+        memory_ids: Sequence[str],
+        *,
+        context: Sequence[str] = (),
+        now: datetime | None = None,
+    ) -> None:
+        """Memories used together (real use, not a bare retrieval): their
+        ASSOCIATED edges, and their edges to the ``context`` concepts, are
+        reinforced by the seed's rule (+0.1 up to 1.0, new edges at 0.3). Written
+        before returning.
+
+        Raises:
+            NotFoundError: one of the memories does not exist.
+        """
+        self.check_collection(collection)
+        ids = list(dict.fromkeys(memory_ids))
+        found = self.store.get_memories(collection, ids)
+        missing = [mid for mid in ids if mid not in found]
+        if missing:
+            raise NotFoundError(f"no memory {missing[0]!r} in this collection")
+        names = unique_names(context, 50)
+        at = now or utcnow()
+        anchors = [(HUB_EDGE[HubKind.CONCEPT], name) for name in names]
+        self.flush_learning()
+        self.store.reinforce_edges(collection, co_use_updates(ids, at, REAL_USE, anchors=anchors))
+        self.store.append_events(
+            collection, [Event(type="use", at=at, memory_ids=ids, payload={"context": names})]
+        )
+
+    def _learn(self, collection: str, updates: list[EdgeUpdate], event: Event) -> None:
+        """Queue what a retrieval taught; written in batches (see flush_learning)."""
+        with self._pending_lock:
+            pending = self._pending.setdefault(collection, ([], []))
+            pending[0].extend(updates)
+            pending[1].append(event)
+            size = sum(len(u) for u, _ in self._pending.values())
+        if size >= self.learning.flush_at:
+            self.flush_learning()
+
+    def flush_learning(self) -> int:
+        """Write queued retrieval reinforcements and events. Bare retrievals are
+        batched so a recall never waits on a disk sync; a crash loses at most the
+        unflushed batch of this weak, derived signal, never a memory.
+
+        Returns:
+            How many edge updates were written.
+        """
+        with self._pending_lock:
+            pending, self._pending = self._pending, {}
+        written = 0
+        for collection, (updates, events) in pending.items():
+            self.store.reinforce_edges(collection, updates)
+            self.store.append_events(collection, events)
+            written += len(updates)
+        return written
+
+    def decay(self, collection: str, *, now: datetime | None = None) -> int:
+        """One temporal decay pass over the collection's edges (idempotent per
+        day: a second pass the same day changes nothing).
+
+        Returns:
+            How many edges lost weight.
+        """
+        self.check_collection(collection)
+        at = now or utcnow()
+        self.flush_learning()
+        policy = self.learning.decay
+        return self.store.decay_edges(
+            collection,
+            period=decay_period(at),
+            unused_before=at - policy.unused_for,
+            step=policy.step,
+            floor=policy.floor,
+        )
 
     # -- maintenance ------------------------------------------------------------
 
@@ -547,6 +920,7 @@ class Hippocampus:
         while True:
             pending = self.store.pending_embeddings(collection, self.embedder.name, batch_size)
             if not pending:
+                self.embed_hubs(collection)
                 return done
             vectors = self.embedder.encode([m.content for m in pending])
             self.store.set_vectors(
@@ -556,6 +930,35 @@ class Hippocampus:
             done += len(pending)
             if progress is not None:
                 progress(len(pending))
+
+    def embed_hubs(self, collection: str, *, batch_size: int = 512) -> int:
+        """Embed the names of hub nodes that have no vector from the current model,
+        so a query can anchor on concepts it paraphrases. Best effort: a failing
+        embedder leaves them for the next write or reindex.
+
+        Returns:
+            How many hub names were embedded.
+        """
+        done = 0
+        while True:
+            hubs = self.store.hubs_without_vectors(collection, self.embedder.name, batch_size)
+            if not hubs:
+                return done
+            try:
+                vectors = self.embedder.encode([name for _, name in hubs])
+            except EmbeddingError:
+                logger.warning("embedding %d hub names failed; will retry later", len(hubs))
+                return done
+            self.store.set_hub_vectors(
+                collection,
+                [
+                    (kind, name, vectors[i], self.embedder.name)
+                    for i, (kind, name) in enumerate(hubs)
+                ],
+            )
+            done += len(hubs)
+            if len(hubs) < batch_size:
+                return done
 
     def stats(self, collection: str) -> CollectionStats:
         self.check_collection(collection)
@@ -674,14 +1077,20 @@ class Hippocampus:
         return report
 
 
-def _hub_edges(memory_id: str, extraction: Extraction) -> list[Edge]:
+def _hub_edges(memory_id: str, extraction: Extraction, at: datetime) -> list[Edge]:
     names = {
         HubKind.DOMAIN: extraction.domains,
         HubKind.TRIGGER: extraction.triggers,
         HubKind.CONCEPT: extraction.concepts,
     }
     return [
-        Edge(source=memory_id, type=HUB_EDGE[kind], target=name, weight=MEMBERSHIP_WEIGHT)
+        Edge(
+            source=memory_id,
+            type=HUB_EDGE[kind],
+            target=name,
+            weight=MEMBERSHIP_WEIGHT,
+            created_at=at,
+        )
         for kind, values in names.items()
         for name in values
     ]
@@ -694,6 +1103,7 @@ def _hub_edges_of(memory: Memory) -> list[Edge]:
         Extraction(
             domains=tuple(r.domains), triggers=tuple(r.triggers), concepts=tuple(r.concepts)
         ),
+        memory.created_at,
     )
 
 
@@ -711,8 +1121,11 @@ def _decode_vector(text: str) -> Vector:
 __all__ = [
     "EXPORT_FORMAT",
     "MEMBERSHIP_WEIGHT",
+    "Association",
     "CollectionStats",
+    "GraphNode",
     "Hippocampus",
     "ImportReport",
     "RememberOutcome",
+    "Subgraph",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.model.association import GraphPath
 from engine.model.memory import Memory, Tier
 
 
@@ -21,15 +22,27 @@ class RecallFilters(BaseModel):
 
 
 class RecallHit(BaseModel):
-    """One ranked result."""
+    """One ranked result and the signals behind its rank.
+
+    Attributes:
+        score: the fused score the results are ranked by.
+        similarity: cosine similarity to the query (when dense search found it).
+        lexical: BM25 score (when lexical search found it).
+        graph: associative path strength (when expansion reached it).
+        paths: with ``explain``, the strongest paths that reached it.
+    """
 
     memory: Memory
     score: float
     similarity: float | None = None
+    lexical: float | None = None
+    graph: float | None = None
+    paths: list[GraphPath] | None = None
 
 
 class RecallResult(BaseModel):
     query: str
     hits: list[RecallHit]
     embedder: str
+    recipe: str = "DENSE"
     warnings: list[str] = Field(default_factory=list)

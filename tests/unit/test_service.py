@@ -35,12 +35,14 @@ class CountingEmbedder(HashingEmbedder):
         if name is not None:
             self.name = name
         self.texts = 0
+        self.seen: list[str] = []
         self.failing = False
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if self.failing:
             raise EmbeddingError("model crashed")
         self.texts += len(texts)
+        self.seen.extend(texts)
         return super().encode(texts)
 
 
@@ -145,10 +147,12 @@ def test_embedding_failure_stores_memory_flagged_and_reindex_embeds_it(
     assert svc.get(C, out.memory.id).needs_embedding
     assert svc.stats(C).pending_embeddings == 1
     embedder.failing = False
-    assert svc.recall(C, "connection pool exhausted").hits == []
+    assert svc.recall(C, "connection pool exhausted", recipe="DENSE").hits == []
+    by_text = svc.recall(C, "connection pool exhausted").hits  # lexical search still finds it
+    assert [(h.memory.id, h.similarity) for h in by_text] == [(out.memory.id, None)]
     assert svc.reindex(C) == 1
     assert svc.stats(C).pending_embeddings == 0
-    hits = svc.recall(C, "connection pool exhausted").hits
+    hits = svc.recall(C, "connection pool exhausted", recipe="DENSE").hits
     assert [h.memory.id for h in hits] == [out.memory.id]
 
 
@@ -161,7 +165,9 @@ def test_update_reembeds_only_when_content_changes(
     svc.update(C, mem.id, MemoryPatch(content="cache ttl was ZERO"))  # same normalized text
     assert embedder.texts == before
     updated = svc.update(C, mem.id, MemoryPatch(content="Payment gateway timeouts at checkout"))
-    assert embedder.texts == before + 1
+    # The new text once, then the names of hubs it introduced (never the old text).
+    assert embedder.seen.count("Payment gateway timeouts at checkout") == 1
+    assert embedder.seen.count("Cache TTL was zero") == 1
     assert updated.importance == 0.9 and updated.tags == ["cache"]
     assert "payments" in updated.retrieval.domains
     targets = {e.target for e in svc.store.edges_of(C, mem.id)}
@@ -303,9 +309,9 @@ def test_switching_models_leaves_memories_pending_until_reindexed(
     first.close()
     second = Hippocampus(EmbeddedStore(data), CountingEmbedder("model-b"), spacy_extractor)
     try:
-        assert second.recall(C, "incident in billing").hits == []
+        assert second.recall(C, "incident in billing", recipe="DENSE").hits == []
         assert second.reindex(C, batch_size=2) == 5
         assert {m.embedding_model for m in second.store.iter_memories(C)} == {"model-b"}
-        assert len(second.recall(C, "incident in billing").hits) == 5
+        assert len(second.recall(C, "incident in billing", recipe="DENSE").hits) == 5
     finally:
         second.close()

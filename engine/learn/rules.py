@@ -1,0 +1,134 @@
+"""How edges learn: reinforcement when memories are used together, decay when not.
+
+The numbers are the seed's: a co-used edge gains 0.1 up to 1.0 and starts at
+0.3; an edge unused for six months loses 0.05 per pass, never below 0.1.
+
+Feedback amplification guard: a bare retrieval (results shown, nobody said they
+helped) reinforces far less than real use — +0.02, and never past 0.6 — so a
+query repeated a thousand times cannot weld its results together; only use
+can take an edge to 1.0. Both are bounded, and decay pulls unused edges down.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from engine.model import EdgeType
+from engine.model.association import EdgeUpdate
+
+
+@dataclass(frozen=True)
+class Reinforcement:
+    """How much one kind of evidence strengthens an edge.
+
+    Attributes:
+        delta: added to an existing edge's weight.
+        cap: the weight this evidence can raise an edge to, at most.
+        initial: the weight of an edge this evidence creates.
+        create: whether this evidence may create edges that do not exist.
+    """
+
+    delta: float
+    cap: float
+    initial: float
+    create: bool = True
+
+
+REAL_USE = Reinforcement(delta=0.1, cap=1.0, initial=0.3)
+"""Memories used or found helpful together (the seed's co-retrieval rule)."""
+
+BARE_RETRIEVAL = Reinforcement(delta=0.02, cap=0.6, initial=0.3)
+"""Memories merely returned together by one recall."""
+
+
+@dataclass(frozen=True)
+class DecayPolicy:
+    """Temporal decay of unused edges (seed: six months, -0.05, floor 0.1)."""
+
+    unused_for: timedelta = timedelta(days=182)
+    step: float = 0.05
+    floor: float = 0.1
+
+
+@dataclass(frozen=True)
+class LearningConfig:
+    """How the engine learns from its own use.
+
+    Attributes:
+        co_retrieved: how many of a recall's top results reinforce each other.
+        flush_at: queued retrieval reinforcements written once this many wait.
+        decay: the temporal decay policy.
+    """
+
+    co_retrieved: int = 3
+    flush_at: int = 512
+    decay: DecayPolicy = DecayPolicy()
+
+
+def reinforced_weight(weight: float | None, rule: Reinforcement) -> float | None:
+    """The weight after one reinforcement; ``None`` when the edge does not exist and
+    the rule may not create it. An edge already above the rule's cap keeps its
+    weight: weaker evidence never lowers what stronger evidence built."""
+    if weight is None:
+        return rule.initial if rule.create else None
+    if weight >= rule.cap:
+        return weight
+    return min(rule.cap, weight + rule.delta)
+
+
+def decayed_weight(weight: float, last_used: datetime, now: datetime, policy: DecayPolicy) -> float:
+    """The weight after one decay pass at ``now`` for an edge last used at ``last_used``."""
+    if now - last_used <= policy.unused_for or weight <= policy.floor:
+        return weight
+    return max(policy.floor, weight - policy.step)
+
+
+def decay_period(now: datetime) -> str:
+    """The period a decay pass at ``now`` belongs to: one pass per UTC day counts."""
+    return now.date().isoformat()
+
+
+def co_use_updates(
+    memory_ids: Sequence[str],
+    at: datetime,
+    rule: Reinforcement,
+    *,
+    anchors: Sequence[tuple[EdgeType, str]] = (),
+    kind: str = "co_retrieval",
+) -> list[EdgeUpdate]:
+    """Edge reinforcements for memories used together: every pair of memories
+    strengthens its ASSOCIATED edge, and each memory its edges to the anchors
+    (``(edge type, hub name)``, e.g. the query's concepts)."""
+    ids = list(dict.fromkeys(memory_ids))
+    updates = [
+        EdgeUpdate(
+            source=a,
+            type=EdgeType.ASSOCIATED,
+            target=b,
+            delta=rule.delta,
+            cap=rule.cap,
+            initial=rule.initial,
+            at=at,
+            kind=kind,
+            create=rule.create,
+        )
+        for a, b in itertools.combinations(sorted(ids), 2)
+    ]
+    updates.extend(
+        EdgeUpdate(
+            source=mid,
+            type=edge_type,
+            target=name,
+            delta=rule.delta,
+            cap=rule.cap,
+            initial=rule.initial,
+            at=at,
+            create=rule.create,
+        )
+        for mid in ids
+        for edge_type, name in anchors
+    )
+    return updates

@@ -1,0 +1,213 @@
+"""One recall: dense and lexical candidates, associative expansion, fusion.
+
+The steps follow DESIGN.md "Retrieval": vector seeds, the query's anchors
+(its concepts and triggers matched to hub nodes by name, and hubs whose name
+embedding is close to the query), expansion from anchors and seeds through
+weighted edges, the multi-path gate for associative-only results, fusion by
+the chosen recipe, optional MMR.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from engine.extract import ConceptExtractor
+from engine.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters
+from engine.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, HubMatch
+from engine.retrieve.config import SearchConfig
+from engine.retrieve.fusion import max_normalized, mmr, rrf, seed_composite, weighted
+from engine.store import GraphStore, Vector
+
+
+@dataclass
+class Candidate:
+    """A memory the recall considered, with every signal it got."""
+
+    memory_id: str
+    score: float = 0.0
+    similarity: float | None = None
+    lexical: float | None = None
+    graph: float | None = None
+    paths: list[GraphPath] = field(default_factory=list)
+
+
+@dataclass
+class Retrieval:
+    """What one recall found, and the anchors it walked from (for learning)."""
+
+    candidates: list[Candidate]
+    hubs: list[HubMatch]
+    memories: dict[str, Memory]
+
+
+def query_hubs(
+    store: GraphStore,
+    extractor: ConceptExtractor,
+    collection: str,
+    query: str,
+    query_vector: Vector | None,
+    *,
+    model: str,
+    config: SearchConfig,
+) -> list[HubMatch]:
+    """Hub nodes the query is about: those its concepts and triggers name, then
+    those whose name embedding is close to the query's."""
+    extraction = extractor.extract_many([query])[0]
+    names = list(dict.fromkeys([*_subphrases(extraction.concepts), *extraction.triggers]))
+    found = {(h.kind, h.name): h for h in store.match_hubs(collection, names)} if names else {}
+    if query_vector is not None and config.hub_matches > 0:
+        for hub in store.search_hubs(
+            collection,
+            query_vector,
+            model=model,
+            k=config.hub_matches,
+            min_similarity=config.hub_min_similarity,
+        ):
+            found.setdefault((hub.kind, hub.name), hub)
+    # Domains are too broad to anchor a walk; they filter instead.
+    return [h for h in found.values() if h.kind != HubKind.DOMAIN]
+
+
+def retrieve(
+    store: GraphStore,
+    extractor: ConceptExtractor,
+    collection: str,
+    query: str,
+    query_vector: Vector | None,
+    *,
+    model: str,
+    config: SearchConfig,
+    filters: RecallFilters,
+    limit: int,
+    now: datetime,
+) -> Retrieval:
+    """Run one recall and return the ranked candidates (at most ``limit``)."""
+    dense: dict[str, float] = {}
+    if config.dense and query_vector is not None:
+        dense = dict(
+            store.search_vectors(
+                collection, query_vector, model=model, k=config.candidates, filters=filters
+            )
+        )
+    lexical: dict[str, float] = {}
+    if config.lexical:
+        lexical = dict(store.search_text(collection, query, k=config.candidates, filters=filters))
+
+    hubs: list[HubMatch] = []
+    graph: dict[str, float] = {}
+    expansions: dict[str, Expansion] = {}
+    if config.graph:
+        hubs = query_hubs(
+            store, extractor, collection, query, query_vector, model=model, config=config
+        )
+        anchors = [Anchor(kind=h.kind, name=h.name, strength=_unit(h.similarity)) for h in hubs]
+        seeds = rrf({"dense": dense, "lexical": lexical}, {"dense": 1.0, "lexical": 1.0})
+        for mid, strength in _top(max_normalized(seeds), config.seeds):
+            anchors.append(Anchor(kind=MEMORY_NODE, name=mid, strength=_unit(strength)))
+        if anchors:
+            found = store.expand(collection, anchors, params=config.expand, filters=filters)
+            for e in found:
+                direct = e.memory_id in dense or e.memory_id in lexical
+                # The seed's false-positive guard: one weak path alone surfaces nothing.
+                if (
+                    direct
+                    or e.anchors >= config.min_anchor_paths
+                    or e.strength >= config.min_path_strength
+                ):
+                    graph[e.memory_id] = e.strength
+                    expansions[e.memory_id] = e
+
+    signals: dict[str, dict[str, float]] = {"dense": dense, "lexical": lexical, "graph": graph}
+    pool = set(dense) | set(lexical) | set(graph)
+    memories: dict[str, Memory] = {}
+    if config.needs_metadata:
+        memories = store.get_memories(collection, sorted(pool))
+        signals.update(_metadata_signals(memories, now, config))
+
+    if config.fusion == "rrf":
+        fused = rrf(signals, config.weights, k=config.rrf_k)
+    elif config.fusion == "weighted":
+        fused = weighted(signals, config.weights, normalize=("lexical", "graph"))
+    else:
+        fused = {
+            mid: seed_composite(
+                sim,
+                _quality(memories[mid]),
+                memories[mid].retrieval.usefulness,
+            )
+            for mid, sim in dense.items()
+            if mid in memories
+        }
+
+    ordered = [mid for mid, _ in _top(fused, max(limit, 1) * (3 if config.mmr_lambda else 1))]
+    if config.mmr_lambda is not None and ordered:
+        vectors = store.get_vectors(collection, ordered)
+        ordered = mmr(ordered, fused, vectors, lambda_=config.mmr_lambda, k=limit)
+    ordered = ordered[:limit]
+
+    candidates = [
+        Candidate(
+            memory_id=mid,
+            score=fused[mid],
+            similarity=dense.get(mid),
+            lexical=lexical.get(mid),
+            graph=graph.get(mid),
+            paths=expansions[mid].paths if mid in expansions else [],
+        )
+        for mid in ordered
+    ]
+    return Retrieval(candidates=candidates, hubs=hubs, memories=memories)
+
+
+def hub_anchor_edges(hubs: list[HubMatch]) -> list[tuple[EdgeType, str]]:
+    """The edge types and names linking a memory to the given hubs (for learning)."""
+    return [(HUB_EDGE[HubKind(h.kind)], h.name) for h in hubs if h.kind in HUB_KINDS]
+
+
+HUB_KINDS = frozenset(k.value for k in HubKind)
+
+
+def _metadata_signals(
+    memories: Mapping[str, Memory], now: datetime, config: SearchConfig
+) -> dict[str, dict[str, float]]:
+    half_life = config.recency_half_life_days * 86400.0
+    recency = {
+        mid: 0.5 ** (max(0.0, (now - m.updated_at).total_seconds()) / half_life)
+        for mid, m in memories.items()
+    }
+    return {
+        "confidence": {mid: m.retrieval.confidence for mid, m in memories.items()},
+        "quality": {mid: _quality(m) for mid, m in memories.items()},
+        "usefulness": {mid: m.retrieval.usefulness for mid, m in memories.items()},
+        "recency": recency,
+    }
+
+
+def _quality(memory: Memory) -> float:
+    q = memory.retrieval.quality_score
+    return 0.5 if q is None else q
+
+
+def _subphrases(phrases: tuple[str, ...]) -> list[str]:
+    """Each phrase and its contiguous word runs, longest first: a query about the
+    "redis connection pool" is also about "connection pool" and "redis"."""
+    out: list[str] = []
+    for phrase in phrases:
+        words = phrase.split()
+        for size in range(len(words), 0, -1):
+            out.extend(" ".join(words[i : i + size]) for i in range(len(words) - size + 1))
+    return out
+
+
+def _top(scores: Mapping[str, float], k: int) -> list[tuple[str, float]]:
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+
+
+def _unit(value: float) -> float:
+    """Clamp to (0, 1] as an anchor strength."""
+    if math.isnan(value) or value <= 0.0:
+        return 1e-6
+    return min(1.0, value)

@@ -1,0 +1,156 @@
+"""Learning changes retrieval: co-use builds edges recall walks; disuse decays them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engine.embed import HashingEmbedder
+from engine.extract import SpacyConceptExtractor
+from engine.model import EdgeType, NewMemory
+from engine.service import Hippocampus
+from engine.store.embedded import EmbeddedStore
+
+C = "team:payments"
+T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+
+QUERY = "redis connection pool exhausted under checkout load"
+PARTNER = "Raise pgbouncer max_client_conn before the holiday sale"
+DISTRACTORS = [
+    "Redis connection pool exhausted under checkout load on Black Friday",
+    "Redis cluster failover dropped connections for two minutes",
+    "Checkout load test showed the pool size was too small for redis",
+    "Connection pool settings for redis documented in the runbook",
+    "Redis memory fragmentation under sustained load",
+    "Exhausted file descriptors on the checkout hosts",
+    "Checkout latency alarms fire when redis is slow",
+    "Pool exhaustion in the HTTP client caused checkout retries",
+    "Load balancer drained connections during the redis upgrade",
+    "Under heavy load the redis pool needs a wait timeout",
+]
+
+
+@pytest.fixture
+def svc(tmp_path: Path, spacy_extractor: SpacyConceptExtractor) -> Iterator[Hippocampus]:
+    service = Hippocampus(EmbeddedStore(tmp_path / "data"), HashingEmbedder(), spacy_extractor)
+    yield service
+    service.close()
+
+
+def _ids(svc: Hippocampus) -> tuple[str, str]:
+    outs = svc.remember_many(
+        C, [NewMemory(content=text) for text in [*DISTRACTORS, PARTNER]], now=T0
+    )
+    return outs[0].memory.id, outs[-1].memory.id
+
+
+def _associated_weight(svc: Hippocampus, a: str, b: str) -> float | None:
+    for edge in svc.store.edges_of(C, a):
+        if edge.type == EdgeType.ASSOCIATED and b in (edge.source, edge.target):
+            return edge.weight
+    return None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "known gap: under reciprocal rank fusion a memory reached only by one learned "
+        "ASSOCIATED path (0.6) is outranked by memories that dense, BM25 and many shared "
+        "query hubs all find; fusion of learned edges needs rework"
+    ),
+)
+def test_repeated_co_use_brings_the_partner_up_with_the_path_explained(
+    svc: Hippocampus,
+) -> None:
+    top, partner = _ids(svc)
+    before = svc.recall(C, QUERY, limit=3, learn=False, now=T0)
+    assert before.hits[0].memory.id == top
+    assert partner not in [h.memory.id for h in before.hits]
+
+    for day in range(5):
+        svc.record_use(C, [top, partner], now=T0 + timedelta(days=day))
+    assert _associated_weight(svc, top, partner) == pytest.approx(0.7)
+
+    after = svc.recall(C, QUERY, limit=3, explain=True, learn=False, now=T0)
+    found = {h.memory.id: h for h in after.hits}
+    assert partner in found
+    paths = found[partner].paths
+    assert paths
+    walked = [(p.anchor.name, [(s.type, s.name) for s in p.steps]) for p in paths]
+    assert (top, [(EdgeType.ASSOCIATED, partner)]) in walked
+
+
+def test_months_of_disuse_decay_the_learned_edge_once_per_day(svc: Hippocampus) -> None:
+    top, partner = _ids(svc)
+    for day in range(5):
+        svc.record_use(C, [top, partner], now=T0 + timedelta(days=day))
+    last_use = T0 + timedelta(days=4)
+
+    assert svc.decay(C, now=last_use + timedelta(days=30)) == 0
+    assert _associated_weight(svc, top, partner) == pytest.approx(0.7)
+
+    later = last_use + timedelta(days=200)
+    assert svc.decay(C, now=later) > 0
+    assert _associated_weight(svc, top, partner) == pytest.approx(0.65)
+    assert svc.decay(C, now=later + timedelta(hours=1)) == 0  # same day: no second decay
+    assert _associated_weight(svc, top, partner) == pytest.approx(0.65)
+    svc.decay(C, now=later + timedelta(days=1))
+    assert _associated_weight(svc, top, partner) == pytest.approx(0.6)
+
+
+def test_a_bare_retrieval_reinforces_less_than_use_and_stays_bounded(svc: Hippocampus) -> None:
+    top, _ = _ids(svc)
+    for _ in range(60):
+        result = svc.recall(C, QUERY, limit=3, now=T0)
+    svc.flush_learning()
+    second = result.hits[1].memory.id
+    weight = _associated_weight(svc, top, second)
+    assert weight is not None
+    assert weight == pytest.approx(0.6)  # 0.3 + 0.02 per recall, capped at 0.6
+
+
+def test_associate_needs_two_concepts_or_one_strong_path(svc: Hippocampus) -> None:
+    svc.remember_many(
+        C,
+        [
+            NewMemory(content="a", concepts=["redis", "connection pool"]),
+            NewMemory(content="b", concepts=["redis"]),
+            NewMemory(content="c", concepts=["kafka"]),
+        ],
+    )
+    found = svc.associate(C, ["redis", "connection pool"])
+    assert [a.memory.content for a in found] == ["a"]
+    assert found[0].anchors == 2
+    assert svc.associate(C, ["redis"], min_path_strength=0.0)
+    assert svc.associate(C, ["nothing known"]) == []
+
+
+def test_graph_around_a_memory_shows_its_hubs(svc: Hippocampus) -> None:
+    mem = svc.remember(C, NewMemory(content="x", concepts=["redis"], domains=["ops"])).memory
+    graph = svc.subgraph(C, mem.id)
+    ids = {n.id for n in graph.nodes}
+    assert {f"Memory:{mem.id}", "Concept:redis", "Domain:ops"} <= ids
+    assert {(e.type, e.target) for e in graph.edges} >= {(EdgeType.ABOUT, "redis")}
+    around_hub = svc.subgraph(C, "Concept:redis")
+    assert f"Memory:{mem.id}" in {n.id for n in around_hub.nodes}
+
+
+def test_graph_health_counts_nodes_edges_and_components(svc: Hippocampus) -> None:
+    svc.remember_many(
+        C,
+        [
+            NewMemory(content="a", concepts=["redis"], triggers=[], domains=[]),
+            NewMemory(content="b", concepts=["redis"], triggers=[], domains=[]),
+            NewMemory(content="c", concepts=["kafka"], triggers=[], domains=[]),
+        ],
+    )
+    health = svc.graph_health(C)
+    assert health.nodes_by_kind == {"Memory": 3, "Concept": 2}
+    assert health.edges_by_type == {"ABOUT": 3}
+    assert health.components == 2
+    assert health.largest_component == 3
+    assert health.mean_degree == pytest.approx(2 * 3 / 5)
+    assert sum(health.weight_histogram) == 3
