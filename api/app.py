@@ -14,7 +14,8 @@ from fastapi import FastAPI
 
 from api.auth import KeyRing
 from api.errors import BodySizeLimitMiddleware, install_error_handlers
-from api.routers import health, memories, recall, stats
+from api.maintenance import MaintenanceLoop
+from api.routers import graph, health, maintenance, memories, recall, stats
 from engine.config import HippoSettings
 from engine.service import Hippocampus
 
@@ -55,9 +56,12 @@ def create_app(
             logger.warning(
                 "no API keys configured (HIPPO_API_KEYS): only loopback clients are served"
             )
+        loop = MaintenanceLoop(engine, interval_s=settings.maintenance_interval_s)
+        loop.start()
         try:
             yield
         finally:
+            loop.stop()
             if owned:
                 engine.close()
 
@@ -75,6 +79,13 @@ def create_app(
         app.state.service = service
     install_error_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.limits.max_body_bytes)
-    for router in (health.router, memories.router, recall.router, stats.router):
+    for router in (
+        health.router,
+        memories.router,
+        recall.router,
+        graph.router,
+        stats.router,
+        maintenance.router,
+    ):
         app.include_router(router)
     return app

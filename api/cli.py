@@ -189,7 +189,13 @@ def _cmd_remember(args: argparse.Namespace) -> int:
 
 def _cmd_recall(args: argparse.Namespace) -> int:
     with _engine(_settings(args)) as service:
-        result = service.recall(args.collection, args.query, limit=args.limit)
+        result = service.recall(
+            args.collection,
+            args.query,
+            limit=args.limit,
+            recipe=args.recipe,
+            explain=args.explain,
+        )
     if args.json:
         _print_json(result.model_dump(mode="json"))
     else:
@@ -213,6 +219,15 @@ def _print_hits(result: RecallResult, out: TextIO | None = None) -> None:
             f"{hit.memory.category:<{cat_width}}  {_cut(hit.memory.content, _SNIPPET)}",
             file=out,
         )
+        for path in hit.paths or []:
+            walk = " -> ".join(
+                [f"{path.anchor.kind}:{path.anchor.name}"]
+                + [
+                    f"[{s.type.value} {s.weight:.2f}] {s.kind}:{_cut(s.name, 30)}"
+                    for s in path.steps
+                ]
+            )
+            print(f"{'':>10}via {walk}  ({path.strength:.3f})", file=out)
 
 
 def _cut(text: str, width: int) -> str:
@@ -308,6 +323,13 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
             done = service.reindex(args.collection, progress=bar.update)
         name = service.embedder.name
     print(f"re-embedded {done} memories of {args.collection} with {name}")
+    return 0
+
+
+def _cmd_decay(args: argparse.Namespace) -> int:
+    with _engine(_settings(args)) as service:
+        decayed = service.decay(args.collection)
+    print(f"decay pass on {args.collection}: {decayed} edges decayed")
     return 0
 
 
@@ -414,6 +436,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--limit", "-n", type=int, default=10, help="default: %(default)s")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument(
+        "--recipe",
+        default="HYBRID_GRAPH",
+        help="BM25, DENSE, HYBRID, HYBRID_GRAPH (default), WEIGHTED or SEED_COMPOSITE",
+    )
+    p.add_argument("--explain", action="store_true", help="show the graph paths behind each hit")
     p.set_defaults(run=_cmd_recall)
 
     p = add("import", "load a JSONL export into a collection", collection)
@@ -426,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("reindex", "embed memories that have no vector from the current model", collection)
     p.set_defaults(run=_cmd_reindex)
+
+    p = add("decay", "one temporal decay pass over the edges (once a day counts)", collection)
+    p.set_defaults(run=_cmd_decay)
 
     p = add("stats", "counts for a collection", collection)
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -25,7 +25,10 @@ from pydantic import (
 from pydantic_core import InitErrorDetails
 
 from engine.config import Limits
+from engine.metrics import GraphHealth
 from engine.model import (
+    Edge,
+    GraphPath,
     Memory,
     MemoryPatch,
     NewMemory,
@@ -34,7 +37,7 @@ from engine.model import (
     RecallResult,
     Tier,
 )
-from engine.service import CollectionStats, RememberOutcome
+from engine.service import Association, CollectionStats, RememberOutcome, Subgraph
 
 _LIMITS = Limits()
 
@@ -288,6 +291,16 @@ class RecallIn(_Request):
     exclude_conversation_id: MemoryId | None = Field(
         default=None, description="Leave out memories from this conversation."
     )
+    recipe: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
+        default=None,
+        description=(
+            "How to search and fuse: BM25, DENSE, HYBRID, HYBRID_GRAPH (default), "
+            "WEIGHTED or SEED_COMPOSITE."
+        ),
+    )
+    explain: bool = Field(
+        default=False, description="Attach the strongest graph paths behind each result."
+    )
 
     def to_filters(self) -> RecallFilters:
         tiers = [Tier.ACTIVE, Tier.ARCHIVED] if self.filters.include_archived else [Tier.ACTIVE]
@@ -300,10 +313,47 @@ class RecallIn(_Request):
         )
 
 
+class AnchorOut(BaseModel):
+    kind: str = Field(examples=["Concept"])
+    name: str
+    strength: float
+
+
+class PathStepOut(BaseModel):
+    type: str = Field(examples=["ABOUT"])
+    weight: float
+    kind: str
+    name: str
+
+
+class PathOut(BaseModel):
+    """anchor → steps… → the memory; strength = product of weights × damping."""
+
+    anchor: AnchorOut
+    steps: list[PathStepOut]
+    strength: float
+
+    @classmethod
+    def from_engine(cls, path: GraphPath) -> PathOut:
+        return cls(
+            anchor=AnchorOut(
+                kind=path.anchor.kind, name=path.anchor.name, strength=path.anchor.strength
+            ),
+            steps=[
+                PathStepOut(type=s.type.value, weight=s.weight, kind=s.kind, name=s.name)
+                for s in path.steps
+            ],
+            strength=path.strength,
+        )
+
+
 class RecallHitOut(BaseModel):
     id: str
-    score: float
-    similarity: float | None
+    score: float = Field(description="The fused score results are ranked by.")
+    similarity: float | None = Field(description="Cosine similarity to the query.")
+    lexical: float | None = Field(default=None, description="BM25 score.")
+    graph: float | None = Field(default=None, description="Associative path strength.")
+    paths: list[PathOut] | None = Field(default=None, description="With explain: why.")
     memory: MemoryOut
 
     @classmethod
@@ -312,12 +362,16 @@ class RecallHitOut(BaseModel):
             id=hit.memory.id,
             score=hit.score,
             similarity=hit.similarity,
+            lexical=hit.lexical,
+            graph=hit.graph,
+            paths=[PathOut.from_engine(p) for p in hit.paths] if hit.paths is not None else None,
             memory=MemoryOut.from_engine(hit.memory),
         )
 
 
 class RecallOut(BaseModel):
     query: str
+    recipe: str
     results: list[RecallHitOut]
     embedder: str
     warnings: list[str]
@@ -326,13 +380,106 @@ class RecallOut(BaseModel):
     def from_engine(cls, result: RecallResult) -> RecallOut:
         return cls(
             query=result.query,
+            recipe=result.recipe,
             results=[RecallHitOut.from_engine(h) for h in result.hits],
             embedder=result.embedder,
             warnings=list(result.warnings),
         )
 
 
+class AssociateIn(_Request):
+    context: Annotated[list[Name], Field(min_length=1, max_length=_LIMITS.max_tags)] = Field(
+        description="Concepts to start from.", examples=[["connection pool", "timeout"]]
+    )
+    min_path_strength: Annotated[float, Field(ge=0.0, le=10.0)] = 0.5
+    max_depth: Annotated[int, Field(ge=1, le=3)] = 3
+    limit: Annotated[int, Field(ge=1, le=_LIMITS.max_recall_limit)] = 10
+
+
+class AssociationOut(BaseModel):
+    id: str
+    strength: float
+    anchors: int = Field(description="How many of the concepts reach it.")
+    paths: list[PathOut]
+    memory: MemoryOut
+
+    @classmethod
+    def from_engine(cls, a: Association) -> AssociationOut:
+        return cls(
+            id=a.memory.id,
+            strength=a.strength,
+            anchors=a.anchors,
+            paths=[PathOut.from_engine(p) for p in a.paths],
+            memory=MemoryOut.from_engine(a.memory),
+        )
+
+
+class AssociateOut(BaseModel):
+    results: list[AssociationOut]
+
+
+class EdgeOut(BaseModel):
+    source: str
+    type: str
+    target: str
+    weight: float
+    co_occurrences: int
+    last_co_occurred: datetime | None
+    kind: str | None
+
+    @classmethod
+    def from_engine(cls, e: Edge) -> EdgeOut:
+        return cls(
+            source=e.source,
+            type=e.type.value,
+            target=e.target,
+            weight=e.weight,
+            co_occurrences=e.co_occurrences,
+            last_co_occurred=e.last_co_occurred,
+            kind=e.kind,
+        )
+
+
+class GraphNodeOut(BaseModel):
+    id: str = Field(examples=["Concept:connection pool"])
+    kind: str
+    label: str
+    confidence: float | None
+
+
+class GraphOut(BaseModel):
+    center: str
+    nodes: list[GraphNodeOut]
+    edges: list[EdgeOut]
+
+    @classmethod
+    def from_engine(cls, g: Subgraph) -> GraphOut:
+        return cls(
+            center=g.center,
+            nodes=[GraphNodeOut.model_validate(n.model_dump()) for n in g.nodes],
+            edges=[EdgeOut.from_engine(e) for e in g.edges],
+        )
+
+
+class DecayOut(BaseModel):
+    collection: str
+    decayed: int = Field(description="Edges that lost weight in this pass.")
+
+
 # -- stats and health ----------------------------------------------------------
+
+
+class GraphHealthOut(BaseModel):
+    nodes: int
+    nodes_by_kind: dict[str, int]
+    edges: int
+    edges_by_type: dict[str, int]
+    mean_degree: float
+    clustering: float
+    clustering_sampled: bool
+    components: int
+    largest_component: int
+    weight_histogram: list[int] = Field(description="Edges per weight decile, 0.0-0.1 first.")
 
 
 class StatsOut(BaseModel):
@@ -346,10 +493,14 @@ class StatsOut(BaseModel):
     events: int
     embedder: str
     extractor: str
+    graph: GraphHealthOut | None = None
 
     @classmethod
-    def from_engine(cls, stats: CollectionStats) -> StatsOut:
-        return cls.model_validate(stats.model_dump())
+    def from_engine(cls, stats: CollectionStats, health: GraphHealth | None) -> StatsOut:
+        out = cls.model_validate(stats.model_dump())
+        if health is not None:
+            out.graph = GraphHealthOut.model_validate(health.model_dump())
+        return out
 
 
 class HealthOut(BaseModel):

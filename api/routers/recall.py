@@ -5,7 +5,15 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from api.deps import CollectionDep, ServiceDep
-from api.schemas import ERROR_RESPONSES, RecallIn, RecallOut
+from api.schemas import (
+    ERROR_RESPONSES,
+    AssociateIn,
+    AssociateOut,
+    AssociationOut,
+    RecallIn,
+    RecallOut,
+)
+from engine.retrieve import DEFAULT_RECIPE
 
 router = APIRouter(
     prefix="/v1/collections/{collection}", tags=["recall"], responses=ERROR_RESPONSES
@@ -14,13 +22,31 @@ router = APIRouter(
 
 @router.post("/recall", response_model=RecallOut)
 def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> RecallOut:
-    """Memories most relevant to `query`, best first. Archived memories are
-    searched only with `filters.include_archived`; quarantined ones never."""
+    """Memories most relevant to `query`, best first: dense and lexical search and
+    associative expansion, fused by `recipe`. Archived memories are searched only
+    with `filters.include_archived`; quarantined ones never. With `explain`, each
+    result carries the graph paths that reached it."""
     result = service.recall(
         collection,
         body.query,
         limit=body.limit,
         filters=body.to_filters(),
         min_score=body.min_score,
+        explain=body.explain,
+        recipe=body.recipe if body.recipe is not None else DEFAULT_RECIPE,
     )
     return RecallOut.from_engine(result)
+
+
+@router.post("/associate", response_model=AssociateOut)
+def associate(body: AssociateIn, collection: CollectionDep, service: ServiceDep) -> AssociateOut:
+    """Memories associated with a set of concepts, through weighted edges. A result
+    needs paths from two of the concepts, or one path of `min_path_strength`."""
+    found = service.associate(
+        collection,
+        body.context,
+        min_path_strength=body.min_path_strength,
+        max_depth=body.max_depth,
+        limit=body.limit,
+    )
+    return AssociateOut(results=[AssociationOut.from_engine(a) for a in found])

@@ -11,6 +11,9 @@ router = APIRouter(prefix="/v1/collections/{collection}", tags=["stats"], respon
 
 
 @router.get("/stats", response_model=StatsOut)
-def stats(collection: CollectionDep, service: ServiceDep) -> StatsOut:
-    """Memories by category and tier, pending embeddings, hubs, edges, events."""
-    return StatsOut.from_engine(service.stats(collection))
+def stats(collection: CollectionDep, service: ServiceDep, graph: bool = True) -> StatsOut:
+    """Memories by category and tier, pending embeddings, hubs, edges, events, and
+    (unless `graph=false`) graph health: nodes, edges by type, mean degree,
+    clustering coefficient, components, weight histogram."""
+    health = service.graph_health(collection) if graph else None
+    return StatsOut.from_engine(service.stats(collection), health)

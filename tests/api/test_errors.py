@@ -196,16 +196,25 @@ def _client_with(
     return AuditingClient(app, raise_server_exceptions=False), svc
 
 
-def test_embedder_failure_is_503_without_the_detail(
+def test_embedder_failure_degrades_recall_to_text_and_graph_with_a_warning(
     tmp_path: Path, spacy_extractor: SpacyConceptExtractor
 ) -> None:
     embedder = _FailingEmbedder(EmbeddingError("model server 10.0.0.7:9000 refused"))
     client, svc = _client_with(tmp_path, embedder, spacy_extractor)
     try:
+        client.post(
+            "/v1/collections/team:alpha/memories",
+            json={"content": "Payment gateway timeouts during checkout"},
+            headers=ALPHA,
+        )
         embedder.fail = True
-        r = client.post("/v1/collections/team:alpha/recall", json={"query": "x"}, headers=ALPHA)
-        assert r.status_code == 503
-        assert_error(r.json(), "embedding_error")
+        r = client.post(
+            "/v1/collections/team:alpha/recall", json={"query": "gateway timeouts"}, headers=ALPHA
+        )
+        assert r.status_code == 200
+        body = r.json()
+        assert body["warnings"] and body["results"]
+        assert body["results"][0]["similarity"] is None
         assert "10.0.0.7" not in r.text
     finally:
         svc.close()

@@ -1,0 +1,100 @@
+"""Recipes and explanations on recall; /associate, /graph, /maintenance/decay and
+graph health in /stats."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from engine.service import Hippocampus
+from tests.api.helpers import ALPHA, BETA, remember
+
+BASE = "/v1/collections/team:alpha"
+
+
+def test_recall_takes_a_recipe_and_names_it(client: TestClient) -> None:
+    remember(client, "Payment gateway timeouts during checkout")
+    for recipe in ["BM25", "DENSE", "HYBRID", "HYBRID_GRAPH", "WEIGHTED", "seed_composite"]:
+        r = client.post(
+            f"{BASE}/recall", json={"query": "gateway timeouts", "recipe": recipe}, headers=ALPHA
+        )
+        assert r.status_code == 200, r.text
+        assert r.json()["recipe"] == recipe.upper()
+        assert r.json()["results"]
+
+
+def test_unknown_recipe_is_422_naming_the_field(client: TestClient) -> None:
+    r = client.post(f"{BASE}/recall", json={"query": "x", "recipe": "MAGIC"}, headers=ALPHA)
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "recipe"
+
+
+def test_explain_returns_real_paths(client: TestClient) -> None:
+    remember(client, "Redis pool exhausted", concepts=["redis", "connection pool"])
+    remember(client, "Raise the pool limit", concepts=["redis", "connection pool"])
+    r = client.post(
+        f"{BASE}/recall",
+        json={"query": "redis connection pool", "explain": True, "recipe": "HYBRID_GRAPH"},
+        headers=ALPHA,
+    )
+    assert r.status_code == 200, r.text
+    paths = [p for hit in r.json()["results"] for p in hit["paths"]]
+    assert paths
+    for p in paths:
+        assert p["steps"] and p["strength"] > 0
+        assert p["steps"][-1]["kind"] == "Memory"
+
+
+def test_associate_returns_memories_reached_from_two_concepts(client: TestClient) -> None:
+    both = remember(client, "Redis pool exhausted", concepts=["redis", "connection pool"])
+    remember(client, "Redis eviction", concepts=["redis"])
+    r = client.post(
+        f"{BASE}/associate", json={"context": ["redis", "connection pool"]}, headers=ALPHA
+    )
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert [x["id"] for x in results] == [both["id"]]
+    assert results[0]["anchors"] == 2 and results[0]["paths"]
+
+
+def test_associate_validates_its_body(client: TestClient) -> None:
+    r = client.post(f"{BASE}/associate", json={"context": []}, headers=ALPHA)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "context"
+    r = client.post(f"{BASE}/associate", json={"context": ["x"], "max_depth": 4}, headers=ALPHA)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "max_depth"
+
+
+def test_graph_draws_the_neighbourhood_of_a_memory(client: TestClient) -> None:
+    mem = remember(client, "Redis pool exhausted", concepts=["redis"], domains=["ops"])
+    r = client.get(f"{BASE}/graph", params={"center": mem["id"], "depth": 2}, headers=ALPHA)
+    assert r.status_code == 200, r.text
+    ids = {n["id"] for n in r.json()["nodes"]}
+    assert {f"Memory:{mem['id']}", "Concept:redis", "Domain:ops"} <= ids
+    r = client.get(f"{BASE}/graph", params={"center": "Concept:redis"}, headers=ALPHA)
+    assert f"Memory:{mem['id']}" in {n["id"] for n in r.json()["nodes"]}
+
+
+def test_graph_of_an_unknown_or_foreign_center_is_404(client: TestClient) -> None:
+    mem = remember(client, "secret", concepts=["launch"])
+    assert client.get(f"{BASE}/graph", params={"center": "nope"}, headers=ALPHA).status_code == 404
+    foreign = client.get(
+        "/v1/collections/team:beta/graph", params={"center": mem["id"]}, headers=BETA
+    )
+    assert foreign.status_code == 404
+
+
+def test_decay_route_runs_one_pass_per_day(client: TestClient) -> None:
+    remember(client, "something old")
+    r = client.post(f"{BASE}/maintenance/decay", headers=ALPHA)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"collection": "team:alpha", "decayed": 0}
+
+
+def test_stats_include_graph_health(client: TestClient, service: Hippocampus) -> None:
+    remember(client, "a", concepts=["redis"], triggers=[], domains=[])
+    remember(client, "b", concepts=["redis"], triggers=[], domains=[])
+    body = client.get(f"{BASE}/stats", headers=ALPHA).json()
+    graph = body["graph"]
+    assert graph["nodes_by_kind"] == {"Memory": 2, "Concept": 1}
+    assert graph["edges_by_type"] == {"ABOUT": 2}
+    assert graph["components"] == 1
+    assert client.get(f"{BASE}/stats?graph=false", headers=ALPHA).json()["graph"] is None
