@@ -44,6 +44,7 @@ from engine.model import (
     content_hash,
     utcnow,
 )
+from engine.retrieve import DEFAULT_RECIPE
 from engine.service import MEMBERSHIP_WEIGHT, Hippocampus
 from engine.store import MemoryRecord
 from engine.store.embedded import EmbeddedStore
@@ -131,7 +132,7 @@ def brute_force(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
     return top[np.argsort(-scores[top])]
 
 
-def run(n: int, n_queries: int, vectors_kind: str, seed: int) -> dict[str, Any]:
+def run(n: int, n_queries: int, vectors_kind: str, seed: int, recipe: str) -> dict[str, Any]:
     items = memories(n, seed=seed)
     embedder: Embedder = (
         SentenceTransformerEmbedder() if vectors_kind == "minilm" else HashingEmbedder()
@@ -152,13 +153,15 @@ def run(n: int, n_queries: int, vectors_kind: str, seed: int) -> dict[str, Any]:
         service = Hippocampus(store, embedder, KeywordConceptExtractor())
         try:
             for i in range(min(20, n_queries)):  # warm caches and the reader pool
-                service.recall(COLLECTION, qtexts[i], limit=K, query_vector=qvectors[i])
+                service.recall(
+                    COLLECTION, qtexts[i], limit=K, query_vector=qvectors[i], recipe=recipe
+                )
             gc.collect()
             recall_ms: list[float] = []
             results: list[list[str]] = []
             for text, qv in zip(qtexts, qvectors, strict=True):
                 start = time.perf_counter()
-                result = service.recall(COLLECTION, text, limit=K, query_vector=qv)
+                result = service.recall(COLLECTION, text, limit=K, query_vector=qv, recipe=recipe)
                 recall_ms.append((time.perf_counter() - start) * 1000)
                 results.append([h.memory.id for h in result.hits])
         finally:
@@ -219,7 +222,7 @@ def print_table(r: dict[str, Any]) -> None:
         ("query vectors", f"{r['query_vectors']}, {r['queries']} queries, embedded before timing"),
         ("store build", f"{r['build_s']} s (add_memories in chunks of 2,000)"),
         ("vectors", f"{r['vectors_s']} s (loaded from cache, or computed and cached)"),
-        ("recall p50", f"{r['recall_p50_ms']:8.3f} ms   (service.recall, limit={r['k']})"),
+        ("recall p50", f"{r['recall_p50_ms']:8.3f} ms   (recipe {r['recipe']}, limit={r['k']})"),
         ("recall p95", f"{r['recall_p95_ms']:8.3f} ms"),
         ("brute force p50", f"{r['brute_force_p50_ms']:8.3f} ms   (numpy M @ q + argpartition)"),
         ("brute force p95", f"{r['brute_force_p95_ms']:8.3f} ms"),
@@ -244,9 +247,12 @@ def main() -> None:
         help="embedder for memories and queries (default %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--recipe", default=DEFAULT_RECIPE, help="recall recipe (default %(default)s)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object only")
     args = parser.parse_args()
-    result = run(args.n, args.queries, args.vectors, args.seed)
+    result = run(args.n, args.queries, args.vectors, args.seed, args.recipe)
     if args.json:
         print(json.dumps(result))
     else:
