@@ -196,6 +196,7 @@ def run(n: int, n_queries: int, vectors_kind: str, seed: int, recipe: str) -> di
     brute_p50 = percentile(brute_ms, 50)
     return {
         "n": n,
+        "recipe": recipe,
         "queries": n_queries,
         "k": K,
         "dim": int(vectors.shape[1]),
