@@ -10,19 +10,26 @@ Layout, chosen so that one hop of expansion over every anchor is a handful of nu
 operations rather than a Python loop over nodes:
 
 - Nodes (memories and hubs) are small integers. Per node: kind, name, and a *block*
-  ``[start, start + len)`` of the *arena*, two parallel int32 arrays holding the
-  neighbor and the edge id of each adjacent edge. Blocks have spare room; one that
-  outgrows it moves to the arena's end, and the hole left behind is reclaimed by a
-  compaction once holes outweigh live entries.
+  ``[start, start + len)`` of the *arena*, parallel arrays holding the neighbor,
+  the edge id and (copied, so a hop reads it in order) the weight of each adjacent
+  edge. Blocks have spare room; one that outgrows it moves to the arena's end, and
+  the hole left behind is reclaimed by a compaction once holes outweigh live cells.
 - Edges are integers too, with their weight and last use (microseconds: last
   co-occurrence, else creation) in flat arrays; each edge sits in both endpoints'
-  blocks, so a weight change writes one cell.
+  blocks.
 - A hub's block is kept sorted by (weight descending, memory id), so its
   ``hub_fanout`` strongest edges are its first entries and pruning costs nothing at
-  query time. A memory's block is sorted by (neighbor kind, neighbor name), its
-  ASSOCIATED neighbors first, so the last hop can take only those. Both orders
-  depend on names and weights alone: expansion gives the same answer, ties
-  included, whether the graph was built at start or grown write by write.
+  query time. It is kept sorted by the writes (a binary search and one shift per
+  block and batch), not re-sorted lazily by a read: reads then never write, and
+  run side by side under a shared lock. A memory's block is sorted by (neighbor
+  kind, neighbor name), its ASSOCIATED neighbors first, so the last hop can take
+  only those. Both orders depend on names and weights alone: expansion gives the
+  same answer, ties included, whether the graph was built at start or grown write
+  by write.
+
+The walk itself (:meth:`CollectionGraph._walk`) processes all anchors together, one
+hop at a time, with dense per-(anchor, node) scratch arrays borrowed from a small
+pool; see :meth:`CollectionGraph.expand` for its exact rules.
 """
 
 from __future__ import annotations
@@ -632,7 +639,7 @@ class CollectionGraph:
         picked: list[int] = []
         for part in parts:
             scratch = _SCRATCH.take(len(part) * nn)
-            walk = self._walk(part, params, scratch, barrier)
+            walk = self._walk(part, params, scratch, barrier, paths=paths and len(parts) == 1)
             # Summing the anchors' rows streams the scratch once: cheaper than
             # gathering the scattered cells the walk wrote. Groups add in order.
             strength += walk.grid.sum(axis=0)
@@ -650,7 +657,7 @@ class CollectionGraph:
             picked = self._pick(strength, params, mask)
             for part in parts if paths and picked else ():
                 scratch = _SCRATCH.take(len(part) * nn)
-                walk = self._walk(part, params, scratch, barrier)
+                walk = self._walk(part, params, scratch, barrier, paths=True)
                 walked.append((walk, walk.grid[:, picked].T.copy()))
                 walk.grid[:] = 0.0
                 _SCRATCH.give(scratch)
@@ -689,6 +696,8 @@ class CollectionGraph:
         params: ExpandParams,
         scratch: _Scratch,
         barrier: Mask,
+        *,
+        paths: bool,
     ) -> _Walked:
         """Hop-bounded max-product relaxation from each anchor of ``part`` at once.
 
@@ -736,17 +745,21 @@ class CollectionGraph:
             if params.hub_degree_penalty:
                 factor = 1.0 / (1.0 + np.log1p(degree / params.hub_degree_pivot))
                 step = np.where(hub, step * factor, step)
-            owner = np.repeat(np.arange(f_node.shape[0], dtype=np.int64), counts)
+            # Per-candidate copies of frontier values by repeat, not by gathering
+            # through an owner index: repeat streams, a gather does not.
             cells = _segments(start[f_node], counts)
             neighbor = arena_nbr[cells]
             weight = arena_w[cells]
-            value = step[owner] * weight
-            anchor = f_anchor[owner]
-            key = anchor * nn + neighbor
+            value = np.repeat(step, counts) * weight
+            key = np.repeat(f_anchor * nn, counts) + neighbor
             if last:
                 np.maximum.at(best, key, value)
-                end = _Ends(neighbor, anchor, value, f_state[owner], weight)
+                if paths:
+                    anchor = np.repeat(f_anchor, counts)
+                    end = _Ends(neighbor, anchor, value, np.repeat(f_state, counts), weight)
                 break
+            owner = np.repeat(np.arange(f_node.shape[0], dtype=np.int64), counts)
+            anchor = f_anchor[owner]
             better = value > best[key]
             if not better.all():
                 owner, neighbor, weight, value, anchor, key = (
@@ -787,7 +800,12 @@ class CollectionGraph:
             parent=np.concatenate(s_parent),
             weight=np.concatenate(s_weight),
         )
-        current = ref[states.anchor * nn + states.node] == np.arange(n_states)
+        # Which states still hold their cell's best path: only paths need it.
+        current = (
+            ref[states.anchor * nn + states.node] == np.arange(n_states)
+            if paths
+            else np.zeros(0, dtype=bool)
+        )
         # An anchor's own cell holds its starting strength: never its result.
         best[keys] = 0.0
         return _Walked(
@@ -965,9 +983,11 @@ class CollectionGraph:
             if self._slot_source is not slots:
                 self._sync_slots(slots)
             fresh = [memory_id for memory_id in memory_ids if memory_id not in self._memory_node]
-            for memory_id, slot in zip(fresh, slots.slots_of(fresh), strict=True):
+            nodes = frozenset(
                 self._new_node(_MEMORY, memory_id, slot)
-            self._put_edges(edges)
+                for memory_id, slot in zip(fresh, slots.slots_of(fresh), strict=True)
+            )
+            self._put_edges(edges, nodes)
             self._maybe_compact()
 
     def remove_memory(self, memory_id: str) -> None:
@@ -1068,17 +1088,27 @@ class CollectionGraph:
             hub = self._new_node(code, target, -1)
         return a, hub
 
-    def _put_edges(self, edges: Sequence[WalkEdge]) -> None:
+    def _put_edges(self, edges: Sequence[WalkEdge], fresh: frozenset[int] = frozenset()) -> None:
+        """Upsert edges, the last of repeated ones winning. Edges of ``fresh``
+        memories (just added, so without edges) are known to be new; all new edges
+        are laid out together, each block merged once however many edges it gains
+        (a hub may gain hundreds in one batch)."""
+        new: dict[tuple[int, int], tuple[float, int]] = {}
         for edge in edges:
             ends = self._ends(edge.source, edge.type, edge.target, create=True)
             if ends is None:
                 continue
             a, b = ends
+            if ends in new or a in fresh or b in fresh:
+                new[ends] = (edge.weight, edge.used_at)
+                continue
             e = self._find_edge(a, b)
             if e < 0:
-                self._new_edge(a, b, edge.weight, edge.used_at)
+                new[ends] = (edge.weight, edge.used_at)
             else:
                 self._set_edge(e, edge.weight, edge.used_at)
+        if new:
+            self._new_edges(new)
 
     def _new_node(self, code: int, name: str, slot: int) -> int:
         if self._free_nodes:
@@ -1124,22 +1154,33 @@ class CollectionGraph:
         return int(self._eid[s + int(hits[0])]) if hits.shape[0] else -1
 
     def _new_edge(self, a: int, b: int, weight: float, used_at: int) -> None:
-        if self._free_edges:
-            e = self._free_edges.pop()
-        else:
-            e = self._n_edges
-            self._n_edges += 1
-            size = self._n_edges
-            self._w = _grown(self._w, size, 0.0)
-            self._used = _grown(self._used, size, 0)
-            self._a = _grown(self._a, size, -1)
-            self._b = _grown(self._b, size, -1)
-        self._w[e] = weight
-        self._used[e] = used_at
-        self._a[e] = a
-        self._b[e] = b
-        self._insert(a, b, e)
-        self._insert(b, a, e)
+        self._new_edges({(a, b): (weight, used_at)})
+
+    def _new_edges(self, new: dict[tuple[int, int], tuple[float, int]]) -> None:
+        """Create edges ``(memory a, node b) -> (weight, used_at)`` none of which exist."""
+        k = len(new)
+        reused = self._free_edges[-k:] if k <= len(self._free_edges) else list(self._free_edges)
+        del self._free_edges[len(self._free_edges) - len(reused) :]
+        first = self._n_edges
+        self._n_edges += k - len(reused)
+        size = self._n_edges
+        self._w = _grown(self._w, size, 0.0)
+        self._used = _grown(self._used, size, 0)
+        self._a = _grown(self._a, size, -1)
+        self._b = _grown(self._b, size, -1)
+        eids = [*reused, *range(first, size)]
+        ends = list(new)
+        values = list(new.values())
+        self._a[eids] = [a for a, _ in ends]
+        self._b[eids] = [b for _, b in ends]
+        self._w[eids] = [w for w, _ in values]
+        self._used[eids] = [u for _, u in values]
+        gained: dict[int, list[tuple[int, int, float]]] = {}
+        for (a, b), e, (w, _) in zip(ends, eids, values, strict=True):
+            gained.setdefault(a, []).append((b, e, w))
+            gained.setdefault(b, []).append((a, e, w))
+        for owner, entries in gained.items():
+            self._merge(owner, entries)
 
     def _set_edge(self, e: int, weight: float, used_at: int) -> None:
         self._used[e] = used_at
@@ -1176,41 +1217,73 @@ class CollectionGraph:
 
     def _insert(self, owner: int, neighbor: int, e: int) -> None:
         """Put ``(neighbor, e)`` in ``owner``'s block at its place in block order."""
-        n = int(self._len[owner])
-        if n == int(self._cap[owner]):
-            self._move_block(owner, max(_MIN_BLOCK, 2 * n))
+        self._merge(owner, [(neighbor, e, float(self._w[e]))])
+
+    def _merge(self, owner: int, entries: list[tuple[int, int, float]]) -> None:
+        """Put ``(neighbor, edge, weight)`` entries in ``owner``'s block, each at its
+        place in block order, with one pass over the block."""
+        names, kind = self._names, self._kind
+        n, k = int(self._len[owner]), len(entries)
+        if n + k > int(self._cap[owner]):
+            self._move_block(owner, max(_MIN_BLOCK, 2 * (n + k)))
         s = int(self._start[owner])
         nbr = self._nbr
-        names = self._names
-        if self._kind[owner] == _MEMORY:
-            kinds = self._kind[nbr[s : s + n]]
-            code = self._kind[neighbor]
-            lo = int(np.searchsorted(kinds, code, side="left"))
-            hi = int(np.searchsorted(kinds, code, side="right"))
-        else:
+        hub = kind[owner] != _MEMORY
+        # Each new entry's place: first the run of equal leading keys (weight for a
+        # hub, neighbor kind for a memory) by searchsorted, then by name in it.
+        held: npt.NDArray[np.generic]
+        if hub:
+            entries.sort(key=lambda x: (-x[2], names[x[0]]))
             # Weights descending: search the negated weights, which ascend.
-            negated = -self._w[self._eid[s : s + n]]
-            w = -self._w[e]
-            lo = int(np.searchsorted(negated, w, side="left"))
-            hi = int(np.searchsorted(negated, w, side="right"))
-        name = names[neighbor]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if names[nbr[s + mid]] < name:
-                lo = mid + 1
-            else:
-                hi = mid
-        at = s + lo
-        if lo < n:
-            nbr[at + 1 : s + n + 1] = nbr[at : s + n]
-            self._eid[at + 1 : s + n + 1] = self._eid[at : s + n]
-            self._wt[at + 1 : s + n + 1] = self._wt[at : s + n]
-        nbr[at] = neighbor
-        self._eid[at] = e
-        self._wt[at] = self._w[e]
-        self._len[owner] = n + 1
-        if self._kind[owner] == _MEMORY and self._kind[neighbor] == _MEMORY:
-            self._nassoc[owner] += 1
+            held = -self._wt[s : s + n]
+            keys: npt.NDArray[np.generic] = np.array([-w for _, _, w in entries])
+        else:
+            codes = kind[[v for v, _, _ in entries]].tolist()
+            order = sorted(range(k), key=lambda i: (codes[i], names[entries[i][0]]))
+            entries = [entries[i] for i in order]
+            held = kind[nbr[s : s + n]]
+            keys = np.array([codes[i] for i in order], dtype=held.dtype)
+            self._nassoc[owner] += sum(1 for c in codes if c == _MEMORY)
+        self._len[owner] = n + k
+        end = s + n + k
+        if n == 0:
+            # A new block (a memory just added): the sorted entries are the block.
+            nbr[s:end] = [v for v, _, _ in entries]
+            self._eid[s:end] = [e for _, e, _ in entries]
+            self._wt[s:end] = [w for _, _, w in entries]
+            return
+        starts = np.searchsorted(held, keys, side="left").tolist()
+        stops = np.searchsorted(held, keys, side="right").tolist()
+        places = []
+        for (neighbor, _, _), lo, hi in zip(entries, starts, stops, strict=True):
+            name = names[neighbor]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if names[nbr[s + mid]] < name:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            places.append(lo)
+        if k == 1:
+            # One entry: shift the tail by one cell (numpy copes with the overlap).
+            at = s + places[0]
+            for array in (nbr, self._eid, self._wt):
+                array[at + 1 : end] = array[at : end - 1]
+            (nbr[at], self._eid[at], self._wt[at]) = entries[0]
+            return
+        # Entry i lands at its place + i (places ascend; equal places keep the
+        # order of entries); the old entries fill the other cells, in order.
+        landing = np.asarray(places, dtype=np.int64) + np.arange(k)
+        old = np.ones(n + k, dtype=bool)
+        old[landing] = False
+        for array, values in (
+            (nbr, [v for v, _, _ in entries]),
+            (self._eid, [e for _, e, _ in entries]),
+            (self._wt, [w for _, _, w in entries]),
+        ):
+            block = array[s:end]
+            block[old] = array[s : s + n].copy()
+            block[landing] = values
 
     def _remove(self, owner: int, e: int) -> None:
         s, n = int(self._start[owner]), int(self._len[owner])
