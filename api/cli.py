@@ -30,6 +30,7 @@ from api.auth import is_loopback
 from engine.config import HippoSettings
 from engine.errors import DataDirLockedError, HippoError, InvalidInputError
 from engine.model import NewMemory, RecallResult
+from engine.retrieve import DEFAULT_RECIPE
 from engine.service import Hippocampus
 
 _SNIPPET = 80
@@ -438,8 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument(
         "--recipe",
-        default="HYBRID_GRAPH",
-        help="BM25, DENSE, HYBRID, HYBRID_GRAPH (default), WEIGHTED or SEED_COMPOSITE",
+        default=DEFAULT_RECIPE,
+        help="BM25, DENSE, HYBRID, HYBRID_GRAPH, WEIGHTED or SEED_COMPOSITE (default %(default)s)",
     )
     p.add_argument("--explain", action="store_true", help="show the graph paths behind each hit")
     p.set_defaults(run=_cmd_recall)

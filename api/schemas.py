@@ -294,7 +294,7 @@ class RecallIn(_Request):
     recipe: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
         default=None,
         description=(
-            "How to search and fuse: BM25, DENSE, HYBRID, HYBRID_GRAPH (default), "
+            "How to search and fuse: BM25, DENSE (default), HYBRID, HYBRID_GRAPH, "
             "WEIGHTED or SEED_COMPOSITE."
         ),
     )

@@ -3,7 +3,7 @@
 Each corpus passage becomes one memory (title and text) in a fresh collection;
 each question is recalled with every method and scored against its gold
 passages. Methods map to recipes: bm25 → BM25, dense → DENSE, hybrid → HYBRID,
-default → the engine's default recipe. Recalls run with learning off, so the
+graph → HYBRID_GRAPH, default → the engine's default recipe. Recalls run with learning off, so the
 graph is the same for every method and question order does not matter.
 
     .venv/bin/python bench/quality.py --data ../shared/data
@@ -28,7 +28,13 @@ from engine.retrieve.config import DEFAULT_RECIPE, RECIPES
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
 
-METHODS = {"bm25": "BM25", "dense": "DENSE", "hybrid": "HYBRID", "default": DEFAULT_RECIPE}
+METHODS = {
+    "bm25": "BM25",
+    "dense": "DENSE",
+    "hybrid": "HYBRID",
+    "graph": "HYBRID_GRAPH",
+    "default": DEFAULT_RECIPE,
+}
 COLLECTION = "bench:quality"
 
 

@@ -588,6 +588,14 @@ class Hippocampus:
             except EmbeddingError:
                 logger.warning("query embedding failed; recalling by text and graph only")
                 warnings.append("the embedder failed: results come from text and graph only")
+                if not config.lexical:
+                    config = config.model_copy(
+                        update={
+                            "lexical": True,
+                            "graph": True,
+                            "weights": {**config.weights, "lexical": 1.0, "graph": 1.0},
+                        }
+                    )
         found = retrieve(
             self.store,
             self.extractor,

@@ -148,7 +148,7 @@ def test_embedding_failure_stores_memory_flagged_and_reindex_embeds_it(
     assert svc.stats(C).pending_embeddings == 1
     embedder.failing = False
     assert svc.recall(C, "connection pool exhausted", recipe="DENSE").hits == []
-    by_text = svc.recall(C, "connection pool exhausted").hits  # lexical search still finds it
+    by_text = svc.recall(C, "connection pool exhausted", recipe="HYBRID").hits  # found by BM25
     assert [(h.memory.id, h.similarity) for h in by_text] == [(out.memory.id, None)]
     assert svc.reindex(C) == 1
     assert svc.stats(C).pending_embeddings == 0
