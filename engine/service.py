@@ -64,6 +64,7 @@ from engine.model import (
     RetrievalMeta,
     Tier,
     content_hash,
+    target_kind,
     utcnow,
 )
 from engine.retrieve.config import DEFAULT_RECIPE, RECIPES, SearchConfig
@@ -71,8 +72,6 @@ from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
 from engine.store import GraphStore, MemoryRecord, Vector
 
 logger = logging.getLogger(__name__)
-
-_HUB_OF = {edge_type: kind for kind, edge_type in HUB_EDGE.items()}
 
 MEMBERSHIP_WEIGHT = 0.5
 """Starting weight of a memory's edges to its domains, triggers and concepts.
@@ -765,8 +764,7 @@ class Hippocampus:
             for kind, name in frontier:
                 if kind == MEMORY_NODE:
                     for edge in self.store.edges_of(collection, name):
-                        hub = _HUB_OF.get(edge.type)
-                        other = (hub.value if hub else MEMORY_NODE, edge.target)
+                        other = (target_kind(edge.type), edge.target)
                         edges[(edge.type.value, edge.source, edge.target)] = edge
                         reached.append(other)
                 else:
@@ -789,8 +787,7 @@ class Hippocampus:
         kept = [
             e
             for e in edges.values()
-            if (MEMORY_NODE, e.source) in nodes
-            and ((_HUB_OF[e.type].value if e.type in _HUB_OF else MEMORY_NODE), e.target) in nodes
+            if (MEMORY_NODE, e.source) in nodes and (target_kind(e.type), e.target) in nodes
         ]
         return Subgraph(
             center=f"{start[0]}:{start[1]}",

@@ -8,10 +8,8 @@ from collections.abc import Iterable
 import numpy as np
 from pydantic import BaseModel
 
-from engine.model import Edge, HubKind
-from engine.model.graph import HUB_EDGE
+from engine.model import Edge, HubKind, target_kind
 
-_KIND_OF = {edge_type: kind for kind, edge_type in HUB_EDGE.items()}
 EXACT_CLUSTERING_MAX_NODES = 20_000
 """Above this many nodes the clustering coefficient is estimated by sampling."""
 
@@ -55,10 +53,7 @@ def graph_health(edges: Iterable[Edge], memory_ids: Iterable[str], *, seed: int 
     by_type: Counter[str] = Counter()
     weights: list[float] = []
     for edge in edges:
-        target_kind = _KIND_OF.get(edge.type)
-        target = (
-            ("Memory", edge.target) if target_kind is None else (target_kind.value, edge.target)
-        )
+        target = (target_kind(edge.type), edge.target)
         if target not in graph:
             kinds[target[0]] += 1
         graph.add_edge(("Memory", edge.source), target)

@@ -11,7 +11,15 @@ from engine.model.association import (
     PathStep,
 )
 from engine.model.event import Event
-from engine.model.graph import HUB_EDGE, MEMORY_EDGES, Edge, EdgeType, HubKind
+from engine.model.graph import (
+    HUB_EDGE,
+    HUB_OF_EDGE,
+    MEMORY_EDGES,
+    Edge,
+    EdgeType,
+    HubKind,
+    target_kind,
+)
 from engine.model.memory import (
     KNOWN_CATEGORIES,
     Memory,
@@ -27,6 +35,7 @@ from engine.model.recall import RecallFilters, RecallHit, RecallResult
 
 __all__ = [
     "HUB_EDGE",
+    "HUB_OF_EDGE",
     "KNOWN_CATEGORIES",
     "MEMORY_EDGES",
     "MEMORY_NODE",
@@ -51,5 +60,6 @@ __all__ = [
     "Tier",
     "content_hash",
     "normalize_content",
+    "target_kind",
     "utcnow",
 ]

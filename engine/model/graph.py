@@ -34,6 +34,17 @@ HUB_EDGE: dict[HubKind, EdgeType] = {
 }
 """The edge type from a memory to each kind of hub node."""
 
+HUB_OF_EDGE: dict[EdgeType, HubKind] = {edge_type: kind for kind, edge_type in HUB_EDGE.items()}
+"""The kind of hub node each hub edge type points at."""
+
+
+def target_kind(edge_type: EdgeType) -> str:
+    """The label of the node an edge of this type points at: a hub kind, or
+    ``Memory`` for memory-to-memory edges."""
+    kind = HUB_OF_EDGE.get(edge_type)
+    return kind.value if kind is not None else "Memory"
+
+
 MEMORY_EDGES = frozenset({EdgeType.ASSOCIATED, EdgeType.CONFLICTS_WITH, EdgeType.SYNTHESIZED_FROM})
 """Edge types whose target is another memory rather than a hub node."""
 
