@@ -161,10 +161,13 @@ class GraphStore(Protocol):
         *,
         params: ExpandParams,
         filters: RecallFilters,
+        paths: bool = True,
     ) -> list[Expansion]:
         """Walk weighted edges from the anchors (see :class:`ExpandParams`) and
         return the memories reached that pass ``filters``, strongest first. A
-        memory anchor itself is not returned through its own anchor."""
+        memory anchor itself is not returned through its own anchor. With
+        ``paths=False`` the expansions carry no paths (``anchors`` still counts
+        them): a recall that explains nothing need not build them."""
         ...
 
     def reinforce_edges(self, collection: str, updates: Sequence[EdgeUpdate]) -> None:

@@ -786,12 +786,7 @@ class EmbeddedStore:
         """Walk weighted edges from the anchors and return the memories reached that
         pass ``filters``, strongest first; see
         :meth:`~engine.store.embedded.graph.CollectionGraph.expand` for the exact
-        rules (per-anchor best paths, frontier and fan-out, tie-breaking).
-
-        Beyond the contract, ``paths=False`` returns the expansions without their
-        paths (``anchors`` still counts them): building one pydantic object per
-        path and step costs more than the walk when many anchors reach many
-        results."""
+        rules (per-anchor best paths, frontier and fan-out, tie-breaking)."""
         graph = self._graph(collection)
         return graph.expand(anchors, params, filters, self._index(collection), paths=paths)
 
