@@ -26,12 +26,13 @@ from engine.model.memory import (
     MemoryPatch,
     NewMemory,
     RetrievalMeta,
+    Review,
     Tier,
     content_hash,
     normalize_content,
     utcnow,
 )
-from engine.model.recall import RecallFilters, RecallHit, RecallResult
+from engine.model.recall import RecallFilters, RecallHit, RecallResult, SurfacedBefore
 
 __all__ = [
     "HUB_EDGE",
@@ -57,6 +58,8 @@ __all__ = [
     "RecallHit",
     "RecallResult",
     "RetrievalMeta",
+    "Review",
+    "SurfacedBefore",
     "Tier",
     "content_hash",
     "normalize_content",
