@@ -51,6 +51,8 @@ class HippoSettings(BaseSettings):
         api_keys: ``KEY=collection,collection;KEY2=*``. Empty: loopback only.
         maintenance_interval_s: how often the server writes what retrievals taught
             and runs the (once a day) edge decay pass; 0 turns the schedule off.
+        scheduler: spaced repetition: ``fsrs`` (stability-based, learns from
+            engagement) or ``seed`` (days since last use / (uses + 1) >= 0.7).
     """
 
     model_config = SettingsConfigDict(env_prefix="HIPPO_", env_nested_delimiter="__")
@@ -67,6 +69,7 @@ class HippoSettings(BaseSettings):
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     log_level: str = "INFO"
     maintenance_interval_s: float = Field(default=60.0, ge=0.0)
+    scheduler: Literal["fsrs", "seed"] = "fsrs"
     limits: Limits = Limits()
     neo4j: Neo4jSettings = Neo4jSettings()
 

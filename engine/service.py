@@ -11,7 +11,9 @@ import base64
 import logging
 import re
 import threading
+import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -62,6 +64,7 @@ from engine.model import (
     RecallHit,
     RecallResult,
     RetrievalMeta,
+    SurfacedBefore,
     Tier,
     content_hash,
     target_kind,
@@ -69,7 +72,15 @@ from engine.model import (
 )
 from engine.retrieve.config import DEFAULT_RECIPE, RECIPES, SearchConfig
 from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
+from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from engine.store import GraphStore, MemoryRecord, Vector
+from engine.surface import (
+    EngagementOutcome,
+    MessageOutcome,
+    SurfaceConfig,
+    SurfaceMetrics,
+    Surfacer,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +92,7 @@ surfaces a memory; use and co-retrieval raise it."""
 _ID_PATTERN = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}$")
 _CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
 EXPORT_FORMAT = "hippocampus-jsonl/1"
+_LATENCIES_KEPT = 1000
 
 
 @dataclass(frozen=True)
@@ -139,6 +151,14 @@ class Subgraph(BaseModel):
     edges: list[Edge]
 
 
+class Latency(BaseModel):
+    """Recall latency over this process's most recent recalls of a collection."""
+
+    recalls: int
+    p50_ms: float | None
+    p95_ms: float | None
+
+
 class ImportReport(BaseModel):
     memories: int = 0
     edges: int = 0
@@ -166,6 +186,9 @@ class Hippocampus:
         limits: input size limits.
         embed_batch_size: texts per embedding call when remembering many.
         learning: how retrieval and use reinforce edges, and how they decay.
+        surfacing: gates, thresholds and learning of proactive surfacing.
+        scheduler: spaced repetition (FSRS-style by default).
+        seed: makes surfacing's exploration reproducible.
     """
 
     def __init__(
@@ -177,6 +200,9 @@ class Hippocampus:
         limits: Limits | None = None,
         embed_batch_size: int = 64,
         learning: LearningConfig | None = None,
+        surfacing: SurfaceConfig | None = None,
+        scheduler: Scheduler | None = None,
+        seed: int = 0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -186,6 +212,17 @@ class Hippocampus:
         self.learning = learning or LearningConfig()
         self._pending: dict[str, tuple[list[EdgeUpdate], list[Event]]] = {}
         self._pending_lock = threading.Lock()
+        self._latencies: dict[str, deque[float]] = {}
+        self.scheduler: Scheduler = scheduler or FsrsScheduler()
+        self.surfacer = Surfacer(
+            store,
+            extractor,
+            self._embed_query,
+            model=lambda: self.embedder.name,
+            scheduler=self.scheduler,
+            config=surfacing,
+            seed=seed,
+        )
 
     @classmethod
     def from_settings(cls, settings: HippoSettings) -> Hippocampus:
@@ -214,6 +251,7 @@ class Hippocampus:
             extractor,
             limits=settings.limits,
             embed_batch_size=settings.embed_batch_size,
+            scheduler=FsrsScheduler() if settings.scheduler == "fsrs" else SeedScheduler(),
         )
 
     def close(self) -> None:
@@ -548,6 +586,7 @@ class Hippocampus:
         explain: bool = False,
         learn: bool = True,
         now: datetime | None = None,
+        conversation_id: str | None = None,
     ) -> RecallResult:
         """Memories relevant to ``query``, best first: dense and lexical search,
         associative expansion through the graph, fused by ``recipe``.
@@ -563,6 +602,9 @@ class Hippocampus:
             explain: attach to each hit the strongest paths that reached it.
             learn: let this retrieval reinforce edges among its top results (a
                 bare retrieval: far weaker than real use) and log it.
+            conversation_id: the conversation this explicit recall was made in:
+                its top results that had been surfaced there are reported (and
+                counted for recall-before-search and lead time).
 
         Raises:
             InvalidInputError: an empty or oversized query, a bad limit or recipe.
@@ -580,6 +622,7 @@ class Hippocampus:
             raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
         config = self.recipe(recipe)
         at = now or utcnow()
+        started = time.perf_counter()
         warnings: list[str] = []
         if query_vector is None and (config.dense or config.graph):
             try:
@@ -637,12 +680,23 @@ class Hippocampus:
                     payload={"query": text, "recipe": config.name},
                 ),
             )
+        self._latencies.setdefault(collection, deque(maxlen=_LATENCIES_KEPT)).append(
+            (time.perf_counter() - started) * 1000.0
+        )
+        before: list[SurfacedBefore] = []
+        if conversation_id is not None:
+            top = [h.memory.id for h in hits[: self.surfacer.config.max_insights]]
+            before = [
+                SurfacedBefore(memory_id=mid, lead=lead)
+                for mid, lead in self.surfacer.explicit_recall(collection, conversation_id, top)
+            ]
         return RecallResult(
             query=text,
             hits=hits,
             embedder=self.embedder.name,
             recipe=config.name,
             warnings=warnings,
+            surfaced_before=before,
         )
 
     def recipe(self, recipe: str | SearchConfig) -> SearchConfig:
@@ -856,6 +910,127 @@ class Hippocampus:
         self.store.append_events(
             collection, [Event(type="use", at=at, memory_ids=ids, payload={"context": names})]
         )
+
+    # -- proactive surfacing and spaced repetition ------------------------------------
+
+    def message(
+        self,
+        collection: str,
+        conversation_id: str,
+        text: str,
+        *,
+        role: str = "user",
+        at: datetime | None = None,
+        conversation_type: str | None = None,
+    ) -> MessageOutcome:
+        """Take a conversation message in; returns 0-3 insights to offer now and the
+        conversation's state (see :mod:`engine.surface`).
+
+        Raises:
+            InvalidInputError: bad id, text, role, type or time.
+        """
+        self.check_collection(collection)
+        return self.surfacer.message(
+            collection,
+            conversation_id,
+            text,
+            role=role,
+            at=at or utcnow(),
+            conversation_type=conversation_type,
+            max_chars=self.limits.max_content_chars,
+        )
+
+    def engage(
+        self, collection: str, surfacing_id: str, engagement: str, *, now: datetime | None = None
+    ) -> EngagementOutcome:
+        """Record how an offered insight was received (used, helpful, ignored,
+        dismissed) and learn from it.
+
+        Raises:
+            NotFoundError: no such surfacing. ConflictError: already recorded.
+        """
+        self.check_collection(collection)
+        return self.surfacer.engage(collection, surfacing_id, engagement, at=now or utcnow())
+
+    def feedback(
+        self,
+        collection: str,
+        memory_id: str,
+        *,
+        helpful: bool,
+        context: Sequence[str] = (),
+        now: datetime | None = None,
+    ) -> Memory:
+        """Direct feedback on a memory: helpful counts as the seed's "helpful"
+        engagement (and strengthens its edges to the ``context`` concepts), not
+        helpful as "dismissed" (an explicit rejection; the context is marked
+        irrelevant).
+
+        Raises:
+            NotFoundError: no such memory.
+        """
+        self.check_collection(collection)
+        memory = self.get(collection, memory_id)
+        names = list(unique_names(context, 50))
+        self.flush_learning()
+        return self.surfacer.apply(
+            collection,
+            memory,
+            "helpful" if helpful else "dismissed",
+            "feedback:" + ",".join(names[:5]) if names else "feedback",
+            names,
+            now or utcnow(),
+        )
+
+    def resurface(
+        self, collection: str, *, limit: int = 10, now: datetime | None = None
+    ) -> list[tuple[Memory, float]]:
+        """Memories due for spaced repetition by the configured scheduler, the most
+        valuable first (confidence × importance), with how overdue each is (due
+        at 1.0). Active memories only.
+
+        Raises:
+            InvalidInputError: a bad limit.
+        """
+        self.check_collection(collection)
+        if not 1 <= limit <= self.limits.max_recall_limit:
+            raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
+        at = now or utcnow()
+        due = []
+        for memory in self.store.iter_memories(collection):
+            if memory.tier != Tier.ACTIVE:
+                continue
+            urgency = self.scheduler.urgency(memory, at)
+            if urgency >= 1.0:
+                value = memory.retrieval.confidence * memory.importance
+                due.append((value, urgency, memory))
+        due.sort(key=lambda item: (-item[0], -item[1], item[2].id))
+        return [(memory, urgency) for _, urgency, memory in due[:limit]]
+
+    def latency(self, collection: str) -> Latency:
+        """p50 / p95 of this process's recent recalls of the collection."""
+        self.check_collection(collection)
+        samples = sorted(self._latencies.get(collection, ()))
+        if not samples:
+            return Latency(recalls=0, p50_ms=None, p95_ms=None)
+
+        def at(q: float) -> float:
+            return round(samples[min(len(samples) - 1, int(q * len(samples)))], 3)
+
+        return Latency(recalls=len(samples), p50_ms=at(0.5), p95_ms=at(0.95))
+
+    def surfacing_metrics(self, collection: str) -> SurfaceMetrics:
+        """Precision, dismissal rates, recall-before-search and lead time."""
+        self.check_collection(collection)
+        return self.surfacer.metrics(collection)
+
+    def _embed_query(self, text: str) -> Vector | None:
+        try:
+            vector: Vector = np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
+        except EmbeddingError:
+            logger.warning("query embedding failed; surfacing by text and graph only")
+            return None
+        return vector
 
     def _learn(self, collection: str, updates: list[EdgeUpdate], event: Event) -> None:
         """Queue what a retrieval taught; written in batches (see flush_learning)."""
