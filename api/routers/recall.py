@@ -25,7 +25,9 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
     """Memories most relevant to `query`, best first: dense and lexical search and
     associative expansion, fused by `recipe`. Archived memories are searched only
     with `filters.include_archived`; quarantined ones never. With `explain`, each
-    result carries the graph paths that reached it."""
+    result carries the graph paths that reached it. With `conversation_id`, the
+    results already offered in that conversation are reported in
+    `surfaced_before` and counted for recall-before-search."""
     result = service.recall(
         collection,
         body.query,
@@ -34,6 +36,7 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
         min_score=body.min_score,
         explain=body.explain,
         recipe=body.recipe if body.recipe is not None else DEFAULT_RECIPE,
+        conversation_id=body.conversation_id,
     )
     return RecallOut.from_engine(result)
 
