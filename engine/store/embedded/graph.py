@@ -743,7 +743,10 @@ class CollectionGraph:
                 break
             step = f_value * damping
             if params.hub_degree_penalty:
-                factor = 1.0 / (1.0 + np.log1p(degree / params.hub_degree_pivot))
+                # log(1 + x), not log1p: the Neo4j store's Cypher has only log(), and
+                # equal paths must stay equal to the last bit in both stores, or
+                # ties (and so frontiers and fan-outs) would break differently.
+                factor = 1.0 / (1.0 + np.log(1.0 + degree / params.hub_degree_pivot))
                 step = np.where(hub, step * factor, step)
             # Per-candidate copies of frontier values by repeat, not by gathering
             # through an owner index: repeat streams, a gather does not.
@@ -1346,4 +1349,4 @@ class CollectionGraph:
 def degree_factor(degree: int, pivot: float) -> float:
     """The damping a hub of ``degree`` memories applies to paths through it
     (computed as the walk does, to the last bit)."""
-    return float(1.0 / (1.0 + np.log1p(np.float64(degree) / pivot)))
+    return float(1.0 / (1.0 + np.log(1.0 + np.float64(degree) / pivot)))
