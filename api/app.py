@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from api.auth import KeyRing
 from api.errors import BodySizeLimitMiddleware, install_error_handlers
 from api.maintenance import MaintenanceLoop
-from api.routers import graph, health, maintenance, memories, recall, stats
+from api.routers import browser, graph, health, maintenance, memories, recall, stats
 from engine.config import HippoSettings
 from engine.service import Hippocampus
 
@@ -86,6 +86,7 @@ def create_app(
         graph.router,
         stats.router,
         maintenance.router,
+        browser.router,
     ):
         app.include_router(router)
     return app
