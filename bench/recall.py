@@ -6,7 +6,8 @@ Builds an embedded store with N synthetic memories. To keep the build short,
 memory vectors are precomputed and cached under ``.bench-cache/`` (hashing
 vectors by default; ``--vectors minilm`` embeds with the real model once, which
 takes long on a small CPU, then reuses the cache), hub edges come from the cheap
-keyword extractor, and records go to ``store.add_memories`` directly. Query
+keyword extractor, and records go to ``store.add_memories`` directly. Recall
+itself runs as in production, spaCy extraction of the query included. Query
 vectors are embedded once, before timing, by the same embedder as the memories
 (so the rankings mean something).
 
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synth import SynthMemory, memories, queries
 from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-from engine.extract import KeywordConceptExtractor
+from engine.extract import KeywordConceptExtractor, SpacyConceptExtractor
 from engine.model import (
     HUB_EDGE,
     Edge,
@@ -150,7 +151,7 @@ def run(n: int, n_queries: int, vectors_kind: str, seed: int, recipe: str) -> di
         edges = build(store, items, vectors, embedder.name)
         build_s = time.perf_counter() - t0
         log(f"  built {n} memories with {edges} hub edges in {build_s:.1f} s")
-        service = Hippocampus(store, embedder, KeywordConceptExtractor())
+        service = Hippocampus(store, embedder, SpacyConceptExtractor())
         try:
             for i in range(min(20, n_queries)):  # warm caches and the reader pool
                 service.recall(

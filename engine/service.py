@@ -616,6 +616,7 @@ class Hippocampus:
             filters=filters or RecallFilters(),
             limit=limit,
             now=at,
+            explain=explain,
         )
         candidates = found.candidates
         if min_score is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -76,8 +77,14 @@ class ExpandParams(BaseModel):
             than one shared by a few.
         frontier: at most this many nodes carried from one hop to the next.
         hub_degree_penalty: when true, walking through a hub is damped by its
-            specificity, ``1 / (1 + log(1 + degree / hub_degree_pivot))``.
-        hub_degree_pivot: degree below which a hub counts as specific.
+            specificity, as ``hub_degree_mode`` says.
+        hub_degree_mode: ``log`` damps by ``1 / (1 + ln(1 + degree / pivot))``,
+            gently: a hub of 20 memories keeps 0.59 of a path; ``inverse`` by
+            ``1 / degree``, as if the walk left the hub for one of its memories at
+            random: a name two memories share is a strong bridge, a word two
+            hundred share next to none.
+        hub_degree_pivot: for ``log``, the degree below which a hub counts as
+            specific.
         max_results: most memories returned.
     """
 
@@ -88,6 +95,7 @@ class ExpandParams(BaseModel):
     hub_fanout: int = Field(default=64, ge=1, le=10_000)
     frontier: int = Field(default=256, ge=1, le=100_000)
     hub_degree_penalty: bool = True
+    hub_degree_mode: Literal["log", "inverse"] = "log"
     hub_degree_pivot: float = Field(default=20.0, gt=0.0)
     max_results: int = Field(default=200, ge=1, le=10_000)
 

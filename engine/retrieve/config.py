@@ -27,9 +27,19 @@ class SearchConfig(BaseModel):
             + 0.3·usefulness over the dense candidates).
         weights: per signal; signals are dense, lexical, graph, confidence,
             quality, usefulness, recency.
+        normalize: for ``weighted``, the signals scaled to their best first
+            (BM25 has no fixed scale; path strengths do, and keep it unless named).
         rrf_k: the RRF constant.
         candidates: how many candidates each of dense and lexical search returns.
         seeds: how many of the best dense/lexical hits anchor graph expansion.
+        seed_temperature: with a value, the seeds are the best dense hits, each
+            anchoring with strength ``exp((similarity - best) / seed_temperature)``
+            so the walk trusts the clear winners; without, the best hits of dense
+            and lexical search fused by rank, strengths normalized to the best.
+        query_triggers: anchor the Trigger hubs the query's triggers name (its
+            head nouns and verbs: broad, so they add reach more than precision).
+        query_subphrases: match the word runs inside the query's phrases to hubs
+            too ("redis connection pool" also anchors "connection pool").
         hub_matches: how many hub nodes similar to the query anchor expansion
             (beside the hubs named by the query's concepts).
         hub_min_similarity: the least similarity for such a hub.
@@ -54,6 +64,10 @@ class SearchConfig(BaseModel):
     rrf_k: float = Field(default=60.0, gt=0.0)
     candidates: int = Field(default=50, ge=1, le=1000)
     seeds: int = Field(default=5, ge=0, le=100)
+    seed_temperature: float | None = Field(default=None, gt=0.0)
+    query_triggers: bool = True
+    query_subphrases: bool = True
+    normalize: tuple[str, ...] = ("lexical", "graph")
     hub_matches: int = Field(default=8, ge=0, le=100)
     hub_min_similarity: float = Field(default=0.6, ge=-1.0, le=1.0)
     expand: ExpandParams = ExpandParams()
@@ -94,11 +108,32 @@ SEED_COMPOSITE = SearchConfig(
     weights={"dense": 1.0},
 )
 
+ASSOCIATIVE = SearchConfig(
+    name="ASSOCIATIVE",
+    lexical=False,
+    fusion="weighted",
+    normalize=(),
+    weights={"dense": 1.0, "graph": 1.2},
+    seed_temperature=0.03,
+    query_triggers=False,
+    query_subphrases=False,
+    hub_matches=0,
+    expand=ExpandParams(max_depth=2, damping=1.0, hub_degree_mode="inverse"),
+)
+"""Similarity plus what the graph adds: the best dense hits and the concepts the
+query names anchor a two-hop walk, each hub passing on 1/degree of what reaches
+it, and a memory's score is its similarity + 1.2 × the sum of its best paths.
+A rare name shared with a strong hit (the bridge of a multi-hop question) or a
+learned association lifts a memory that similarity alone ranks low.
+
+Measured choices (bench/quality.py, MiniLM): BM25 beside it, query triggers,
+sub-phrases and hub names matched by embedding each cost MuSiQue R@5; the
+graph weight is flat from 1.0 to 1.6."""
+
 RECIPES: dict[str, SearchConfig] = {
-    r.name: r for r in (BM25, DENSE, HYBRID, HYBRID_GRAPH, WEIGHTED, SEED_COMPOSITE)
+    r.name: r for r in (BM25, DENSE, HYBRID, HYBRID_GRAPH, ASSOCIATIVE, WEIGHTED, SEED_COMPOSITE)
 }
-# Measured with bench/quality.py (MiniLM): on MuSiQue-100 dense alone scored R@5
-# 0.622 against 0.580 for HYBRID_GRAPH, and bench/recall.py put HYBRID_GRAPH at
-# several times dense's latency at 100k memories. Until the graph recipe wins on
-# both, dense is the default and the graph is chosen per request.
-DEFAULT_RECIPE = DENSE.name
+# Measured with bench/quality.py (MiniLM), R@5: on MuSiQue-100 ASSOCIATIVE 0.708
+# against dense alone 0.622 and HYBRID_GRAPH (rank fusion) 0.580; on HotpotQA-100
+# 0.875 against 0.790 and 0.825.
+DEFAULT_RECIPE = ASSOCIATIVE.name

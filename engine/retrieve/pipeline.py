@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
+
 from engine.extract import ConceptExtractor
 from engine.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters
 from engine.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, HubMatch
@@ -53,11 +55,21 @@ def query_hubs(
     model: str,
     config: SearchConfig,
 ) -> list[HubMatch]:
-    """Hub nodes the query is about: those its concepts and triggers name, then
-    those whose name embedding is close to the query's."""
+    """Hub nodes the query is about: the concepts (and, if the config says so, the
+    triggers) it names, then those whose name embedding is close to the query's."""
     extraction = extractor.extract_many([query])[0]
-    names = list(dict.fromkeys([*_subphrases(extraction.concepts), *extraction.triggers]))
-    found = {(h.kind, h.name): h for h in store.match_hubs(collection, names)} if names else {}
+    concepts = _subphrases(extraction.concepts) if config.query_subphrases else extraction.concepts
+    triggers = extraction.triggers if config.query_triggers else ()
+    # A name anchors the hub of its own kind: the trigger "love" (from "loved")
+    # says nothing about the concept "love".
+    wanted = {(HubKind.CONCEPT.value, n) for n in concepts}
+    wanted.update((HubKind.TRIGGER.value, n) for n in triggers)
+    names = list(dict.fromkeys([*concepts, *triggers]))
+    found = {
+        (h.kind, h.name): h
+        for h in (store.match_hubs(collection, names) if names else [])
+        if (h.kind, h.name) in wanted
+    }
     if query_vector is not None and config.hub_matches > 0:
         for hub in store.search_hubs(
             collection,
@@ -83,8 +95,10 @@ def retrieve(
     filters: RecallFilters,
     limit: int,
     now: datetime,
+    explain: bool = False,
 ) -> Retrieval:
-    """Run one recall and return the ranked candidates (at most ``limit``)."""
+    """Run one recall and return the ranked candidates (at most ``limit``); with
+    ``explain``, each carries the graph paths that reached it."""
     dense: dict[str, float] = {}
     if config.dense and query_vector is not None:
         dense = dict(
@@ -104,11 +118,12 @@ def retrieve(
             store, extractor, collection, query, query_vector, model=model, config=config
         )
         anchors = [Anchor(kind=h.kind, name=h.name, strength=_unit(h.similarity)) for h in hubs]
-        seeds = rrf({"dense": dense, "lexical": lexical}, {"dense": 1.0, "lexical": 1.0})
-        for mid, strength in _top(max_normalized(seeds), config.seeds):
+        for mid, strength in _seeds(dense, lexical, config):
             anchors.append(Anchor(kind=MEMORY_NODE, name=mid, strength=_unit(strength)))
         if anchors:
-            found = store.expand(collection, anchors, params=config.expand, filters=filters)
+            found = store.expand(
+                collection, anchors, params=config.expand, filters=filters, paths=explain
+            )
             for e in found:
                 direct = e.memory_id in dense or e.memory_id in lexical
                 # The seed's false-positive guard: one weak path alone surfaces nothing.
@@ -120,6 +135,12 @@ def retrieve(
                     graph[e.memory_id] = e.strength
                     expansions[e.memory_id] = e
 
+    if dense and query_vector is not None:
+        # Memories the graph found beyond the dense candidates still have a
+        # similarity to the query: fusion should see it, not a zero.
+        missing = [mid for mid in graph if mid not in dense]
+        if missing:
+            dense.update(_similarities(store, collection, missing, query_vector))
     signals: dict[str, dict[str, float]] = {"dense": dense, "lexical": lexical, "graph": graph}
     pool = set(dense) | set(lexical) | set(graph)
     memories: dict[str, Memory] = {}
@@ -130,7 +151,7 @@ def retrieve(
     if config.fusion == "rrf":
         fused = rrf(signals, config.weights, k=config.rrf_k)
     elif config.fusion == "weighted":
-        fused = weighted(signals, config.weights, normalize=("lexical", "graph"))
+        fused = weighted(signals, config.weights, normalize=config.normalize)
     else:
         fused = {
             mid: seed_composite(
@@ -189,6 +210,30 @@ def _metadata_signals(
 def _quality(memory: Memory) -> float:
     q = memory.retrieval.quality_score
     return 0.5 if q is None else q
+
+
+def _seeds(
+    dense: Mapping[str, float], lexical: Mapping[str, float], config: SearchConfig
+) -> list[tuple[str, float]]:
+    """The memories expansion starts from, with their strengths."""
+    if config.seed_temperature is None or not dense:
+        fused = rrf({"dense": dense, "lexical": lexical}, {"dense": 1.0, "lexical": 1.0})
+        return _top(max_normalized(fused), config.seeds)
+    top = _top(dense, config.seeds)
+    best = top[0][1]
+    return [(mid, math.exp((sim - best) / config.seed_temperature)) for mid, sim in top]
+
+
+def _similarities(
+    store: GraphStore, collection: str, ids: list[str], query_vector: Vector
+) -> dict[str, float]:
+    vectors = store.get_vectors(collection, ids)
+    if not vectors:
+        return {}
+    found = list(vectors)
+    matrix = np.asarray([vectors[mid] for mid in found], dtype=np.float32)
+    query = np.asarray(query_vector, dtype=np.float32)
+    return dict(zip(found, (matrix @ query).tolist(), strict=True))
 
 
 def _subphrases(phrases: tuple[str, ...]) -> list[str]:

@@ -7,10 +7,10 @@ above ``engine/store/`` knows which implementation it holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -225,6 +225,19 @@ class GraphStore(Protocol):
         ...
 
     # -- collections ------------------------------------------------------------
+
+    # -- state ----------------------------------------------------------------------
+
+    def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Small JSON documents the engine keeps beside the graph (conversation
+        state, surfacings, learned surfacing models), by key; absent keys are
+        left out. Kept in the store so that several API processes share them."""
+        ...
+
+    def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
+        """Write state documents (replacing those with the same keys) in one
+        transaction."""
+        ...
 
     def list_collections(self) -> list[str]:
         """Collections holding at least one memory."""

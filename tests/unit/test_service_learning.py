@@ -54,14 +54,6 @@ def _associated_weight(svc: Hippocampus, a: str, b: str) -> float | None:
     return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "known gap: under reciprocal rank fusion a memory reached only by one learned "
-        "ASSOCIATED path (0.6) is outranked by memories that dense, BM25 and many shared "
-        "query hubs all find; fusion of learned edges needs rework"
-    ),
-)
 def test_repeated_co_use_brings_the_partner_up_with_the_path_explained(
     svc: Hippocampus,
 ) -> None:

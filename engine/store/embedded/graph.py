@@ -568,7 +568,8 @@ class CollectionGraph:
           are ignored. Each anchor is walked on its own.
         - A step from node ``u`` with strength ``s`` over an edge of weight ``w``
           reaches its neighbor with ``s × damping × w``, times, when ``u`` is a hub
-          and ``hub_degree_penalty`` is on, ``1 / (1 + ln(1 + degree(u) / pivot))``.
+          and ``hub_degree_penalty`` is on, the factor ``hub_degree_mode`` gives for
+          its degree (:func:`degree_factor`).
           Edges are walked both ways; from a hub only its ``hub_fanout`` strongest
           edges (ties by memory id).
         - Per anchor, hop by hop up to ``max_depth``: every frontier node is
@@ -743,11 +744,7 @@ class CollectionGraph:
                 break
             step = f_value * damping
             if params.hub_degree_penalty:
-                # log(1 + x), not log1p: the Neo4j store's Cypher has only log(), and
-                # equal paths must stay equal to the last bit in both stores, or
-                # ties (and so frontiers and fan-outs) would break differently.
-                factor = 1.0 / (1.0 + np.log(1.0 + degree / params.hub_degree_pivot))
-                step = np.where(hub, step * factor, step)
+                step = np.where(hub, step * _degree_factors(degree, params), step)
             # Per-candidate copies of frontier values by repeat, not by gathering
             # through an owner index: repeat streams, a gather does not.
             cells = _segments(start[f_node], counts)
@@ -1346,7 +1343,16 @@ class CollectionGraph:
         self._wt[cells] = self._w[edge[order]]
 
 
-def degree_factor(degree: int, pivot: float) -> float:
+def _degree_factors(degree: I64, params: ExpandParams) -> F64:
+    if params.hub_degree_mode == "inverse":
+        return 1.0 / np.maximum(degree, 1).astype(np.float64)
+    # log(1 + x), not log1p: the Neo4j store's Cypher has only log(), and equal
+    # paths must stay equal to the last bit in both stores, or ties (and so
+    # frontiers and fan-outs) would break differently.
+    return 1.0 / (1.0 + np.log(1.0 + degree / params.hub_degree_pivot))
+
+
+def degree_factor(degree: int, params: ExpandParams) -> float:
     """The damping a hub of ``degree`` memories applies to paths through it
     (computed as the walk does, to the last bit)."""
-    return float(1.0 / (1.0 + np.log(1.0 + np.float64(degree) / pivot)))
+    return float(_degree_factors(np.array([degree], dtype=np.int64), params)[0])

@@ -82,3 +82,12 @@ CREATE TABLE IF NOT EXISTS events (
     payload    TEXT NOT NULL        -- JSON object
 );
 CREATE INDEX IF NOT EXISTS events_by_collection ON events (collection, seq);
+
+-- Small JSON documents kept beside the graph: conversation state, surfacings,
+-- learned surfacing models (GraphStore.get_states / put_states).
+CREATE TABLE IF NOT EXISTS states (
+    collection TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,       -- JSON object
+    PRIMARY KEY (collection, key)
+) WITHOUT ROWID;

@@ -24,7 +24,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -905,6 +905,36 @@ class EmbeddedStore:
             if len(page) < _CHUNK:
                 return
             after = page[-1][0]
+
+    # -- state ----------------------------------------------------------------------
+
+    def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """State documents by key; absent keys are left out."""
+        found: dict[str, dict[str, Any]] = {}
+        with self._reading("read state") as conn:
+            for chunk in _chunks(list(dict.fromkeys(keys))):
+                marks = ", ".join("?" * len(chunk))
+                for key, value in conn.execute(
+                    f"SELECT key, value FROM states WHERE collection = ? AND key IN ({marks})",
+                    (collection, *chunk),
+                ):
+                    found[key] = json.loads(value)
+        return found
+
+    def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
+        """Write state documents in one transaction, replacing same-key ones."""
+        if not items:
+            return
+        rows = [
+            (collection, key, json.dumps(value, separators=(",", ":"), allow_nan=False))
+            for key, value in items.items()
+        ]
+        with self._write_lock, self._transaction("write state") as conn:
+            conn.executemany(
+                "INSERT INTO states (collection, key, value) VALUES (?, ?, ?)"
+                " ON CONFLICT (collection, key) DO UPDATE SET value = excluded.value",
+                rows,
+            )
 
     # -- collections ----------------------------------------------------------------
 

@@ -55,6 +55,14 @@ def test_mmr_skips_a_near_duplicate() -> None:
 
 
 def test_recipes_are_named_and_the_default_exists() -> None:
-    assert set(RECIPES) == {"BM25", "DENSE", "HYBRID", "HYBRID_GRAPH", "WEIGHTED", "SEED_COMPOSITE"}
+    assert set(RECIPES) == {
+        "BM25",
+        "DENSE",
+        "HYBRID",
+        "HYBRID_GRAPH",
+        "ASSOCIATIVE",
+        "WEIGHTED",
+        "SEED_COMPOSITE",
+    }
     assert all(name == cfg.name for name, cfg in RECIPES.items())
     assert DEFAULT_RECIPE in RECIPES

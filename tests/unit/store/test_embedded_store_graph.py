@@ -295,6 +295,15 @@ def test_path_strength_is_the_product_of_weights_damping_and_hub_degree_factors(
     assert all(e.anchors == 1 for e in found.values())
 
 
+def test_inverse_degree_mode_divides_a_path_through_a_hub_by_its_degree(
+    redis_graph: EmbeddedStore,
+) -> None:
+    found = expand(redis_graph, [concept("redis", 0.9)], hub_degree_mode="inverse", damping=1.0)
+    # redis has 3 memories, pool 2: a hub passes on 1/degree of what reaches it.
+    assert found["m2"].strength == pytest.approx(0.9 / 3 * 0.8)
+    assert found["m4"].strength == pytest.approx(0.9 / 3 * 0.5 * 0.6 / 2 * 0.5)
+
+
 def test_without_the_degree_penalty_hubs_cost_only_damping(redis_graph: EmbeddedStore) -> None:
     found = expand(redis_graph, [concept("redis")], hub_degree_penalty=False, damping=0.5)
     assert found["m2"].strength == pytest.approx(0.5 * 0.8)
@@ -538,7 +547,7 @@ def reference_expand(
                     entries = [kv for kv in entries if kv[0][0] == MEMORY_NODE]
                 step = value * params.damping
                 if hub and params.hub_degree_penalty:
-                    step = step * degree_factor(len(adj[node]), params.hub_degree_pivot)
+                    step = step * degree_factor(len(adj[node]), params)
                 for other, weight in entries:
                     candidate = step * weight
                     held = found[other][0] if other in found else best.get(other, 0.0)
@@ -609,6 +618,7 @@ def test_expansion_matches_a_plain_walk_on_random_graphs(
         ExpandParams(hub_fanout=3, frontier=4, max_results=15),
         ExpandParams(max_depth=2, hub_degree_penalty=False, frontier=2),
         ExpandParams(max_depth=1),
+        ExpandParams(max_depth=2, hub_degree_mode="inverse", damping=1.0),
     ):
         got = store.expand(C, anchors, params=params, filters=RecallFilters())
         want = reference_expand(set(ids), edges, anchors, params, lambda m: m not in archived)

@@ -1,0 +1,178 @@
+"""One recall end to end on a hand-built graph with chosen similarities: seeds,
+query anchors, what the graph adds to similarity, and explanations."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.extract import Extraction
+from engine.model import Edge, EdgeType, Memory, RecallFilters, RetrievalMeta
+from engine.model import content_hash as hash_of
+from engine.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
+from engine.retrieve.pipeline import Retrieval, retrieve
+from engine.store import MemoryRecord, Vector
+from engine.store.embedded import EmbeddedStore
+
+C = "org:acme"
+MODEL = "test-3"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+NOTHING = Extraction()
+QUERY_VECTOR = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+
+# Similarity to the query, and the concepts each memory is about. "ballet" names
+# the ballet; its passage names the composer, whose own passage names the
+# country: a two-hop chain that similarity alone ranks low.
+MEMORIES: dict[str, tuple[float, tuple[str, ...]]] = {
+    "ballet": (0.90, ("ballet", "johann strauss")),
+    "composer": (0.35, ("johann strauss", "austria")),
+    "near1": (0.42, ("opera", "vienna")),
+    "near2": (0.40, ("opera", "season")),
+    "far": (0.10, ("season",)),
+}
+
+
+class FixedExtractor:
+    """Reads the query's concepts and triggers from a table."""
+
+    name = "fixed"
+
+    def __init__(self, table: dict[str, Extraction]) -> None:
+        self.table = table
+
+    def extract_many(self, texts: Sequence[str]) -> list[Extraction]:
+        return [self.table.get(t, Extraction()) for t in texts]
+
+
+def unit(similarity: float) -> Vector:
+    return np.array([similarity, math.sqrt(1.0 - similarity**2), 0.0], dtype=np.float32)
+
+
+def memory(memory_id: str, concepts: Sequence[str]) -> Memory:
+    text = f"memory {memory_id}"
+    return Memory(
+        id=memory_id,
+        collection=C,
+        content=text,
+        category="insight",
+        created_at=T0,
+        updated_at=T0,
+        content_hash=hash_of(text),
+        embedding_model=MODEL,
+        retrieval=RetrievalMeta(concepts=list(concepts)),
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[EmbeddedStore]:
+    s = EmbeddedStore(tmp_path / "data")
+    s.add_memories(
+        C,
+        [
+            MemoryRecord(
+                memory=memory(mid, concepts),
+                vector=unit(sim),
+                edges=tuple(
+                    Edge(source=mid, type=EdgeType.ABOUT, target=c, weight=0.5) for c in concepts
+                ),
+            )
+            for mid, (sim, concepts) in MEMORIES.items()
+        ],
+    )
+    yield s
+    s.close()
+
+
+def run(
+    store: EmbeddedStore,
+    config: SearchConfig,
+    query: str = "who ruled the country of the ballet's composer",
+    extraction: Extraction = NOTHING,
+    *,
+    explain: bool = False,
+    limit: int = 3,
+) -> Retrieval:
+    return retrieve(
+        store,
+        FixedExtractor({query: extraction}),
+        C,
+        query,
+        QUERY_VECTOR,
+        model=MODEL,
+        config=config,
+        filters=RecallFilters(),
+        limit=limit,
+        now=T0,
+        explain=explain,
+    )
+
+
+def ranked(found: Retrieval) -> list[str]:
+    return [c.memory_id for c in found.candidates]
+
+
+def test_dense_alone_ranks_the_second_hop_below_lookalikes(store: EmbeddedStore) -> None:
+    assert ranked(run(store, DENSE)) == ["ballet", "near1", "near2"]
+
+
+def test_a_rare_name_shared_with_the_best_hit_lifts_the_second_hop(store: EmbeddedStore) -> None:
+    found = run(store, ASSOCIATIVE, explain=True)
+    assert ranked(found) == ["ballet", "composer", "near1"]
+    composer = found.candidates[1]
+    # The ballet seeds at strength 1; "johann strauss" has two memories, so the
+    # path is 1 × 0.5 × 1/2 × 0.5; the score adds 1.2 × that to the similarity.
+    assert composer.graph == pytest.approx(0.125)
+    assert composer.similarity == pytest.approx(0.35, abs=1e-6)
+    assert composer.score == pytest.approx(0.35 + 1.2 * 0.125, abs=1e-6)
+    (path,) = composer.paths
+    assert path.anchor.name == "ballet"
+    assert [(s.type, s.kind, s.name) for s in path.steps] == [
+        (EdgeType.ABOUT, "Concept", "johann strauss"),
+        (EdgeType.ABOUT, "Memory", "composer"),
+    ]
+
+
+def test_seed_strength_falls_off_with_the_gap_to_the_best_hit(store: EmbeddedStore) -> None:
+    found = run(store, ASSOCIATIVE, limit=5)
+    far = next(c for c in found.candidates if c.memory_id == "far")
+    # "far" is reached through "season" (two memories) from near2, a seed whose
+    # strength is exp((0.40 - 0.90) / 0.03): next to nothing.
+    seed = math.exp((0.40 - 0.90) / 0.03)
+    assert far.graph == pytest.approx(seed * 0.5 * 0.5 * 0.5, rel=1e-4)
+
+
+def test_graph_only_hits_pass_the_gate_with_two_anchors_and_keep_their_similarity(
+    store: EmbeddedStore,
+) -> None:
+    # With one dense candidate, "composer" is found by the graph alone.
+    narrow = ASSOCIATIVE.model_copy(update={"candidates": 1})
+    # One weak path (0.125 < 0.5) from the ballet alone: rejected.
+    assert "composer" not in ranked(run(store, narrow, limit=5))
+    # The query naming "austria" is a second, independent anchor: accepted, and
+    # ranked by its real similarity, not a zero.
+    found = run(store, narrow, extraction=Extraction(concepts=("austria",)), limit=5)
+    composer = next(c for c in found.candidates if c.memory_id == "composer")
+    assert composer.similarity == pytest.approx(0.35, abs=1e-6)
+    assert composer.graph == pytest.approx(0.125 + 1.0 * 0.5)
+
+
+def test_query_concepts_anchor_their_hubs_but_trigger_names_do_not(
+    store: EmbeddedStore,
+) -> None:
+    by_concept = run(store, ASSOCIATIVE, extraction=Extraction(concepts=("austria",)))
+    assert [h.name for h in by_concept.hubs] == ["austria"]
+    assert "composer" in ranked(by_concept)
+    # "austria" as a trigger (a head noun or verb) is not the concept hub.
+    by_trigger = run(store, ASSOCIATIVE, extraction=Extraction(triggers=("austria",)))
+    assert by_trigger.hubs == []
+
+
+def test_without_explain_no_paths_are_built(store: EmbeddedStore) -> None:
+    found = run(store, ASSOCIATIVE)
+    assert found.candidates[1].graph is not None
+    assert all(c.paths == [] for c in found.candidates)
