@@ -5,9 +5,10 @@
 // store's (CollectionGraph.expand), so both give the same answer:
 //
 // - A step from a node held with strength s over an edge of weight w reaches
-//   its neighbour with s * $damping * w; leaving a hub, also times
-//   1 / (1 + ln(1 + degree / $pivot)) when $penalty is set (degree: the
-//   memories the hub links).
+//   its neighbour with s * $damping * w; leaving a hub, when $penalty is set,
+//   also times 1 / degree if $degree_mode is 'inverse', else
+//   1 / (1 + ln(1 + degree / $pivot)) (degree: the memories the hub links, at
+//   least 1).
 // - A hub is left only through its $fanout strongest edges (ties: memory id).
 //   The last hop leaves memories only through ASSOCIATED: only memories are
 //   results.
@@ -24,9 +25,10 @@
 //   strength descending, then id.
 //
 // Parameters: $collection; $anchors [{kind, name, strength}], merged by (kind,
-// name) and sorted; $max_depth, $damping, $fanout, $frontier, $penalty, $pivot,
-// $max_results; $paths (false: no steps are built); filters $tiers,
-// $categories, $domains, $tags, $exclude_conversation_id.
+// name) and sorted; $max_depth, $damping, $fanout, $frontier, $penalty,
+// $degree_mode ('log' or 'inverse'), $pivot, $max_results; $paths (false: no
+// steps are built); filters $tiers, $categories, $domains, $tags,
+// $exclude_conversation_id.
 // Each memory comes back with `reached`: per anchor (its index in $anchors),
 // the strength and the steps of its best path, in anchor order.
 
@@ -75,8 +77,12 @@ CALL (start, barrier) {
       WITH f.n AS u, f.v AS s
       WHERE NOT u:Memory
       WITH u, s, CASE WHEN $penalty
-        THEN 1.0 / (1.0 + log(1.0 + toFloat(COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) }) / $pivot))
-        ELSE 1.0 END AS factor
+        THEN COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } END AS degree
+      WITH u, s, CASE
+        WHEN degree IS NULL THEN 1.0
+        WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
+        ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
+      END AS factor
       MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
       WITH s, factor, r, v
       ORDER BY r.weight DESC, v.id
@@ -144,8 +150,12 @@ CALL (start, barrier) {
       WITH f.n AS u, f.v AS s
       WHERE NOT u:Memory
       WITH u, s, CASE WHEN $penalty
-        THEN 1.0 / (1.0 + log(1.0 + toFloat(COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) }) / $pivot))
-        ELSE 1.0 END AS factor
+        THEN COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } END AS degree
+      WITH u, s, CASE
+        WHEN degree IS NULL THEN 1.0
+        WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
+        ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
+      END AS factor
       MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
       WITH s, factor, r, v
       ORDER BY r.weight DESC, v.id
@@ -207,8 +217,12 @@ CALL (start, barrier) {
       WITH f.n AS u, f.v AS s
       WHERE NOT u:Memory
       WITH u, s, CASE WHEN $penalty
-        THEN 1.0 / (1.0 + log(1.0 + toFloat(COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) }) / $pivot))
-        ELSE 1.0 END AS factor
+        THEN COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } END AS degree
+      WITH u, s, CASE
+        WHEN degree IS NULL THEN 1.0
+        WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
+        ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
+      END AS factor
       MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
       WITH s, factor, r, v
       ORDER BY r.weight DESC, v.id

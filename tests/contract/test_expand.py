@@ -3,7 +3,8 @@ candidates, strengths and paths on the same graph; the numbers below are worked
 out by hand from the rules (``GraphStore.expand``, ``ExpandParams``):
 
 - a step multiplies by the damping (0.85) and the edge weight, and leaving a hub
-  also by ``1 / (1 + ln(1 + degree / 20))``;
+  also by ``1 / (1 + ln(1 + degree / 20))``, or with ``hub_degree_mode="inverse"``
+  by ``1 / degree``;
 - per anchor, each memory keeps its best path; a memory's strength is the sum
   over anchors; paths never run through another anchor's node.
 """
@@ -119,6 +120,65 @@ def test_max_depth_and_the_degree_penalty_change_the_numbers(
     flat = expand(store, incident, [concept("timeout")], hub_degree_penalty=False, damping=0.5)
     assert flat["a"].strength == pytest.approx(0.5 * 0.9)
     assert flat["d"].strength == pytest.approx(0.5 * 0.9 * 0.5 * 0.5 * 0.5 * 0.9)
+
+
+# The walk of the ASSOCIATIVE recipe: two hops, no damping, 1 / degree per hub.
+INVERSE: dict[str, object] = {"max_depth": 2, "damping": 1.0, "hub_degree_mode": "inverse"}
+
+
+def test_the_inverse_degree_mode_passes_on_one_over_degree_from_a_hub(
+    store: GraphStore, incident: str
+) -> None:
+    deploy = Anchor(kind="Trigger", name="deploy", strength=0.5)
+    found = expand(store, incident, [concept("timeout"), deploy], **INVERSE)
+    # timeout links two memories: a = 1/2 x 0.9, b = 1/2 x 0.6; e one hop on from
+    # a (the last hop leaves memories only through ASSOCIATED). deploy links only
+    # c: 0.5 x 1/1 x 0.6, the same bits as b, so the tie goes by id.
+    assert list(found) == ["a", "b", "c", "e"]
+    expected = {"a": 0.5 * 0.9, "b": 0.5 * 0.6, "c": 0.5 * 0.6, "e": 0.5 * 0.9 * 0.5}
+    for memory_id, strength in expected.items():
+        assert found[memory_id].strength == pytest.approx(strength, rel=1e-12)
+    assert found["b"].strength == found["c"].strength
+    (e_path,) = found["e"].paths
+    assert steps(e_path) == [("ABOUT", 0.9, "Memory", "a"), ("ASSOCIATED", 0.5, "Memory", "e")]
+
+    # The log mode damps the same walk by factor(2) and factor(1) instead; with the
+    # penalty off, the mode does nothing.
+    logged = expand(store, incident, [concept("timeout")], max_depth=2, damping=1.0)
+    assert logged["a"].strength == pytest.approx(F2 * 0.9, rel=1e-12)
+    flat = expand(store, incident, [concept("timeout")], hub_degree_penalty=False, **INVERSE)
+    assert flat["a"].strength == pytest.approx(0.9, rel=1e-12)
+
+
+def test_in_the_inverse_mode_a_rare_hub_is_a_stronger_bridge_than_a_common_one(
+    store: GraphStore, collection: str
+) -> None:
+    # ballet shares "strauss" with one memory and "music" with three.
+    add(
+        store,
+        collection,
+        ["ballet", "composer", "m1", "m2", "m3"],
+        [
+            edge("ballet", ABOUT, "strauss", 0.5),
+            edge("ballet", ABOUT, "music", 0.5),
+            edge("composer", ABOUT, "strauss", 0.5),
+            *(edge(m, ABOUT, "music", 0.5) for m in ("m1", "m2", "m3")),
+        ],
+    )
+    found = expand(store, collection, [seed("ballet")], **INVERSE)
+    assert list(found) == ["composer", "m1", "m2", "m3"]
+    assert found["composer"].strength == pytest.approx(0.5 * (1 / 2) * 0.5, rel=1e-12)
+    for m in ("m1", "m2", "m3"):
+        assert found[m].strength == pytest.approx(0.5 * (1 / 4) * 0.5, rel=1e-12)
+    assert steps(found["composer"].paths[0]) == [
+        ("ABOUT", 0.5, "Concept", "strauss"),
+        ("ABOUT", 0.5, "Memory", "composer"),
+    ]
+    # The log mode barely tells them apart: 1 / (1 + ln 1.1) against 1 / (1 + ln 1.2).
+    logged = expand(store, collection, [seed("ballet")], max_depth=2, damping=1.0)
+    ratio = logged["composer"].strength / logged["m1"].strength
+    assert ratio == pytest.approx(factor(2) / factor(4), rel=1e-12)
+    assert ratio < 1.1
 
 
 def test_expansions_without_paths_keep_strengths_and_anchor_counts(
@@ -298,6 +358,8 @@ def test_the_same_random_graph_expands_the_same_in_a_fresh_embedded_store(
             ExpandParams(),
             ExpandParams(hub_fanout=3, frontier=4, max_results=15),
             ExpandParams(max_depth=2, hub_degree_penalty=False, frontier=2),
+            ExpandParams(max_depth=2, damping=1.0, hub_degree_mode="inverse"),
+            ExpandParams(hub_degree_mode="inverse", hub_fanout=3, frontier=4),
         ):
             got = store.expand(collection, anchors, params=params, filters=RecallFilters())
             want = reference.expand(collection, anchors, params=params, filters=RecallFilters())

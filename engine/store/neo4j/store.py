@@ -655,6 +655,7 @@ class Neo4jStore:
             "fanout": params.hub_fanout,
             "frontier": params.frontier,
             "penalty": params.hub_degree_penalty,
+            "degree_mode": params.hub_degree_mode,
             "pivot": params.hub_degree_pivot,
             "max_results": params.max_results,
             "paths": paths,

@@ -3,12 +3,14 @@ transactions, error mapping, schema setup, result conversion.
 
 It answers each statement (recognised by its text) with rows a test scripts, and
 keeps managed-transaction semantics: the statements of a transaction function are
-committed together when it returns, and dropped when it raises.
+committed together when it returns, and dropped when it raises. Like Neo4j, it
+refuses a statement run without a value for every ``$parameter`` it names.
 """
 
 from __future__ import annotations
 
 import importlib.resources
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,13 @@ def _statement_names() -> dict[str, str]:
 
 
 _NAMES = _statement_names()
+_PARAMETER = re.compile(r"\$([A-Za-z_]\w*)")
+
+
+def _parameters(text: str) -> set[str]:
+    """The ``$parameters`` a statement names outside its comments."""
+    code = "\n".join(line.split("//", 1)[0] for line in text.splitlines())
+    return set(_PARAMETER.findall(code))
 
 
 class FakeResult(list[dict[str, Any]]):
@@ -104,6 +113,8 @@ class FakeTransaction:
     def run(self, query: str, parameters: dict[str, Any] | None = None) -> FakeResult:
         name = _NAMES[query]
         params = dict(parameters or {})
+        missing = _parameters(query) - set(params)
+        assert not missing, f"{name} run without ${', $'.join(sorted(missing))}"
         if self._driver.failure is not None and self._driver.fail_on == name:
             raise self._driver.failure
         self.pending.append((name, params))
