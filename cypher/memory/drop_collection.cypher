@@ -17,5 +17,8 @@ CALL () {
   UNION ALL
   MATCH (n:DecayPass {collection: $collection})
   RETURN n
+  UNION ALL
+  MATCH (n:State {collection: $collection})
+  RETURN n
 }
 DETACH DELETE n

@@ -251,6 +251,26 @@ def event_of(row: Mapping[str, Any]) -> Event:
     )
 
 
+def state_value(key: str, document: Mapping[str, Any]) -> str:
+    """A state document as its ``State`` node holds it: JSON text (Neo4j has no map
+    properties), written as the embedded store writes it.
+
+    Raises:
+        InvalidInputError: the document is not plain JSON (a value JSON cannot
+            hold, or a float that is not finite).
+    """
+    try:
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"state {key!r} is not a JSON document: {e}", field="items") from e
+
+
+def state_of(value: str) -> dict[str, Any]:
+    """A state document read back."""
+    document: dict[str, Any] = json.loads(value)
+    return document
+
+
 def filter_params(filters: RecallFilters) -> dict[str, Any]:
     """The filter parameters every search statement takes."""
     return {

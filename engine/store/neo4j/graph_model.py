@@ -23,6 +23,8 @@ DECAY_PASS_LABEL = "DecayPass"
 """One node per decay pass applied to a collection: passes are idempotent per period."""
 SCHEMA_VERSION_LABEL = "SchemaVersion"
 """One node naming the version of the schema :meth:`Neo4jStore.setup` last applied."""
+STATE_LABEL = "State"
+"""One node per state document of a collection (``GraphStore.get_states``), by key."""
 
 LABELS: tuple[str, ...] = (
     MEMORY_LABEL,
@@ -30,6 +32,7 @@ LABELS: tuple[str, ...] = (
     EVENT_LABEL,
     DECAY_PASS_LABEL,
     SCHEMA_VERSION_LABEL,
+    STATE_LABEL,
 )
 RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
 NODE_KINDS: frozenset[str] = frozenset({MEMORY_LABEL, *HUB_LABELS})
@@ -48,6 +51,8 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "unused_before": "DecayPass: its cutoff",
     "decayed": "DecayPass: how many edges lost weight",
     "version": "SchemaVersion: the schema version",
+    "key": "State: the document's key, unique within its collection",
+    "value": "State: the document as JSON text (Neo4j has no map properties)",
 }
 
 

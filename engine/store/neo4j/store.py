@@ -13,6 +13,7 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
     (:Memory)-[:SYNTHESIZED_FROM]->(:Memory)
     (:Event {collection, type, at, memory_ids, payload, ...})
     (:DecayPass {collection, period, ...})   (:SchemaVersion {name, version})
+    (:State {collection, key, value})        value: the document as JSON text
 
 Every node carries its ``collection`` and every statement matches on it. Hub
 nodes also hold their name vector (``embedding``, ``embedding_model``).
@@ -33,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -85,6 +86,7 @@ _SCHEMA: tuple[str, ...] = (
     "schema/concept_key",
     "schema/decay_pass_key",
     "schema/schema_version_key",
+    "schema/state_key",
     "schema/memory_hash",
     "schema/memory_created",
     "schema/event_order",
@@ -818,6 +820,26 @@ class Neo4jStore:
                 "position": last["position"],
             }
 
+    # -- state ------------------------------------------------------------------------
+
+    def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """State documents by key; absent keys are left out."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        rows = self._read("read state", _records("memory/get_states", {"keys": wanted}, collection))
+        return {row["key"]: convert.state_of(row["value"]) for row in rows}
+
+    def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
+        """Write state documents in one transaction, replacing same-key ones.
+
+        Raises:
+            InvalidInputError: a document JSON cannot hold (nothing is written).
+        """
+        rows = [{"key": key, "value": convert.state_value(key, doc)} for key, doc in items.items()]
+        if rows:
+            self._write("write state", _records("memory/put_states", {"items": rows}, collection))
+
     # -- collections ------------------------------------------------------------------
 
     def list_collections(self) -> list[str]:
@@ -855,8 +877,8 @@ class Neo4jStore:
 
     def drop_collection(self, collection: str) -> None:
         """Delete every node of the collection with its edges (the memories, hubs,
-        event log and decay passes), in one transaction. Not part of the store
-        contract: for tests and operators."""
+        event log, decay passes and state documents), in one transaction. Not part
+        of the store contract: for tests and operators."""
         self._write("drop a collection", _records("memory/drop_collection", {}, collection))
 
     def verify_connectivity(self) -> None:

@@ -103,3 +103,14 @@ def test_events_keep_their_payload_and_name_their_conversation() -> None:
         convert.event_row(Event(type="x", at=T0, payload={"conversation_id": 7}))["conversation_id"]
         is None
     )
+
+
+def test_a_state_document_is_json_text_and_only_plain_json_is_taken() -> None:
+    document = {"note": "café", "scores": [0.25, -1e-9], "done": None}
+    text = convert.state_value("conv:1", document)
+    assert text == '{"note":"café","scores":[0.25,-1e-09],"done":null}'
+    assert convert.state_of(text) == document
+    for bad in ({"x": float("nan")}, {"x": float("inf")}, {"when": T0}, {"ids": {"a", "b"}}):
+        with pytest.raises(InvalidInputError) as raised:
+            convert.state_value("conv:1", bad)
+        assert raised.value.field == "items" and "conv:1" in raised.value.message

@@ -24,6 +24,7 @@ from engine.errors import (
     ConfigError,
     ConflictError,
     HippoError,
+    InvalidInputError,
     NotFoundError,
     StoreError,
     StoreUnavailableError,
@@ -243,6 +244,25 @@ def test_expansion_rows_become_expansions_with_paths_strongest_first() -> None:
         )
         == []
     )
+
+
+def test_state_documents_are_written_in_one_statement_or_not_at_all() -> None:
+    driver = FakeDriver(answers={"memory/get_states": [{"key": "k", "value": '{"turn":2}'}]})
+    store = make(driver)
+    store.put_states(C, {"k": {"turn": 2}, "j": {}})
+    assert driver.ran() == ["memory/put_states"]
+    assert driver.params_of("memory/put_states")["items"] == [
+        {"key": "k", "value": '{"turn":2}'},
+        {"key": "j", "value": "{}"},
+    ]
+    with pytest.raises(InvalidInputError):
+        store.put_states(C, {"fine": {}, "broken": {"x": float("nan")}})
+    assert store.get_states(C, ["k", "k", "absent"]) == {"k": {"turn": 2}}
+    assert driver.params_of("memory/get_states")["keys"] == ["k", "absent"]
+    # Nothing to read or write runs nothing.
+    store.put_states(C, {})
+    assert store.get_states(C, []) == {}
+    assert driver.ran() == ["memory/put_states", "memory/get_states"]
 
 
 def test_dense_search_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
