@@ -5,7 +5,8 @@ to Neo4j and back, or a collection to a new name in the same store). Copied, in
 this order: memories with their vectors, then every edge (weights, counters and
 dates as they are), then hub name vectors, then the event log. The decay passes
 already applied are not: the first pass in the target runs even if the source
-ran one for the same period.
+ran one for the same period. Nor are state documents (``get_states``): the
+contract reads them only by key, and has no call that lists a collection's keys.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def copy_collection(
     progress: Callable[[int], None] | None = None,
 ) -> CopyReport:
     """Copy ``collection`` of ``source`` into ``target`` (as ``into``, by default the
-    same name), nothing lost: memories, vectors, edges, hub vectors and events.
+    same name): memories, vectors, edges, hub vectors and events, nothing lost
+    (state documents are not copied: see the module's docstring).
 
     Each batch is written in one call, all or nothing; a copy that stops half way
     leaves the batches written so far (copy into a fresh collection again).
