@@ -15,7 +15,17 @@ from fastapi import FastAPI
 from api.auth import KeyRing
 from api.errors import BodySizeLimitMiddleware, install_error_handlers
 from api.maintenance import MaintenanceLoop
-from api.routers import graph, health, maintenance, memories, metrics, recall, stats, surfacing
+from api.routers import (
+    browser,
+    graph,
+    health,
+    maintenance,
+    memories,
+    metrics,
+    recall,
+    stats,
+    surfacing,
+)
 from engine.config import HippoSettings
 from engine.service import Hippocampus
 
@@ -88,6 +98,7 @@ def create_app(
         maintenance.router,
         surfacing.router,
         metrics.router,
+        browser.router,
     ):
         app.include_router(router)
     return app

@@ -21,10 +21,24 @@ COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$")
 
 
 class Neo4jSettings(BaseModel):
+    """Where the Neo4j store lives and how patient it is.
+
+    Attributes:
+        max_retry_s: how long a transaction is retried (with backoff) on transient
+            errors before the call fails with 503: a request waits at most about
+            this long while Neo4j is away.
+        timeout_s: how long opening a connection may take.
+        vector_dimensions: the dimension of the vector index; by default that of
+            the configured embedding model.
+    """
+
     uri: str = "bolt://localhost:7687"
     user: str = "neo4j"
     password: str = ""
     database: str = "neo4j"
+    max_retry_s: float = Field(default=5.0, ge=0.0)
+    timeout_s: float = Field(default=5.0, gt=0.0)
+    vector_dimensions: int | None = Field(default=None, ge=1)
 
 
 class Limits(BaseModel):

@@ -25,7 +25,6 @@ from pydantic import BaseModel, Field, ValidationError
 from engine.config import COLLECTION_PATTERN, HippoSettings, Limits
 from engine.embed import Embedder, make_embedder
 from engine.errors import (
-    ConfigError,
     ConflictError,
     EmbeddingError,
     InvalidInputError,
@@ -74,6 +73,7 @@ from engine.retrieve.config import DEFAULT_RECIPE, RECIPES, SearchConfig
 from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
 from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from engine.store import GraphStore, MemoryRecord, Vector
+from engine.store.factory import open_store
 from engine.surface import (
     EngagementOutcome,
     MessageOutcome,
@@ -226,24 +226,34 @@ class Hippocampus:
 
     @classmethod
     def from_settings(cls, settings: HippoSettings) -> Hippocampus:
-        """Build the engine the settings describe (store, embedder, extractor)."""
-        store: GraphStore
-        if settings.store == "embedded":
-            from engine.store.embedded import EmbeddedStore
+        """Build the engine the settings describe (store, embedder, extractor).
 
-            store = EmbeddedStore(settings.data_dir, synchronous=settings.sqlite_synchronous)
-        else:
-            raise ConfigError("HIPPO_STORE=neo4j: the Neo4j store is not available in this build")
-        try:
-            embedder = make_embedder(
+        The embedded store is opened first, so that a data directory in use is
+        reported before a model loads; the Neo4j store is configured after the
+        embedder, whose dimension its vector index takes. Configuring it contacts
+        nothing: a Neo4j that is down makes the engine unready, not unbuildable.
+        """
+
+        def build_embedder() -> Embedder:
+            return make_embedder(
                 settings.embedder,
                 model_path=settings.model_path,
                 batch_size=settings.embed_batch_size,
                 precision=settings.embed_precision,
             )
+
+        store: GraphStore | None = None
+        try:
+            if settings.store == "embedded":
+                store = open_store(settings)
+                embedder = build_embedder()
+            else:
+                embedder = build_embedder()
+                store = open_store(settings, dimensions=embedder.dim)
             extractor = make_extractor()
         except Exception:
-            store.close()
+            if store is not None:
+                store.close()
             raise
         return cls(
             store,

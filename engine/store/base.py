@@ -152,6 +152,11 @@ class GraphStore(Protocol):
         """Store ``(kind, name, vector, model)`` name embeddings of existing hubs."""
         ...
 
+    def iter_hub_vectors(self, collection: str) -> Iterator[tuple[str, str, Vector, str]]:
+        """``(kind, name, vector, model)`` of every hub that has a name embedding, by
+        kind then name."""
+        ...
+
     # -- graph ------------------------------------------------------------------
 
     def expand(
@@ -213,6 +218,10 @@ class GraphStore(Protocol):
 
     def append_events(self, collection: str, events: Sequence[Event]) -> None:
         """Append to the collection's event log."""
+        ...
+
+    def iter_events(self, collection: str) -> Iterator[Event]:
+        """The collection's event log, in the order it was appended."""
         ...
 
     # -- collections ------------------------------------------------------------

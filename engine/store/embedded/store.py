@@ -772,6 +772,18 @@ class EmbeddedStore:
             for kind, name, vector, model in known:
                 graph.put_hub_vector(kind, name, vector, model)
 
+    def iter_hub_vectors(self, collection: str) -> Iterator[tuple[str, str, Vector, str]]:
+        """``(kind, name, vector, model)`` of every hub that has a name embedding, by
+        kind then name; vectors as given."""
+        with self._reading("read hub vectors") as conn:
+            rows = conn.execute(
+                "SELECT kind, name, vector, vector_model FROM hubs"
+                " WHERE collection = ? AND vector IS NOT NULL ORDER BY kind, name",
+                (collection,),
+            ).fetchall()
+        for kind, name, blob, model in rows:
+            yield kind, name, np.frombuffer(blob, dtype=np.float32).copy(), model
+
     # -- graph ----------------------------------------------------------------------
 
     def expand(
@@ -871,6 +883,28 @@ class EmbeddedStore:
                 " VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
+
+    def iter_events(self, collection: str) -> Iterator[Event]:
+        """The collection's event log, in the order it was appended. Streams in pages
+        like :meth:`iter_memories`."""
+        after = 0
+        while True:
+            with self._reading("list events") as conn:
+                page = conn.execute(
+                    "SELECT seq, type, at, memory_ids, payload FROM events"
+                    " WHERE collection = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    (collection, after, _CHUNK),
+                ).fetchall()
+            for _, event_type, at, memory_ids, payload in page:
+                yield Event(
+                    type=event_type,
+                    at=datetime.fromisoformat(at),
+                    memory_ids=json.loads(memory_ids),
+                    payload=json.loads(payload),
+                )
+            if len(page) < _CHUNK:
+                return
+            after = page[-1][0]
 
     # -- state ----------------------------------------------------------------------
 
