@@ -224,8 +224,6 @@ class GraphStore(Protocol):
         """The collection's event log, in the order it was appended."""
         ...
 
-    # -- collections ------------------------------------------------------------
-
     # -- state ----------------------------------------------------------------------
 
     def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -238,6 +236,8 @@ class GraphStore(Protocol):
         """Write state documents (replacing those with the same keys) in one
         transaction."""
         ...
+
+    # -- collections ------------------------------------------------------------
 
     def list_collections(self) -> list[str]:
         """Collections holding at least one memory."""

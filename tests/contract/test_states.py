@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from engine.errors import InvalidInputError
 from engine.store import GraphStore
 from tests.contract.helpers import add
 
@@ -73,3 +76,11 @@ def test_state_documents_do_not_make_a_collection(
     listed = store.list_collections()
     assert other in listed
     assert collection not in listed
+
+
+def test_a_document_json_cannot_hold_is_refused_and_nothing_written(
+    store: GraphStore, collection: str
+) -> None:
+    with pytest.raises(InvalidInputError):
+        store.put_states(collection, {"good": {"x": 1}, "bad": {"x": float("nan")}})
+    assert store.get_states(collection, ["good", "bad"]) == {}

@@ -925,10 +925,13 @@ class EmbeddedStore:
         """Write state documents in one transaction, replacing same-key ones."""
         if not items:
             return
-        rows = [
-            (collection, key, json.dumps(value, separators=(",", ":"), allow_nan=False))
-            for key, value in items.items()
-        ]
+        rows = []
+        for key, value in items.items():
+            try:
+                text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+            except (TypeError, ValueError) as e:
+                raise InvalidInputError(f"state {key!r} is not plain JSON: {e}") from e
+            rows.append((collection, key, text))
         with self._write_lock, self._transaction("write state") as conn:
             conn.executemany(
                 "INSERT INTO states (collection, key, value) VALUES (?, ?, ?)"
