@@ -143,7 +143,7 @@ class Tally:
             "precision": _ratio(self.used + self.helpful, self.surfaced),
             "dismissal_rate": _ratio(self.dismissed, self.surfaced),
             "recall_before_search": _ratio(self.before, self.needs),
-            "median_lead_time": statistics.median(self.leads) if self.leads else None,
+            "median_lead_time": float(statistics.median(self.leads)) if self.leads else None,
             "needed_memory_before": _ratio(self.need_before, self.needs),
             "surfaced": self.surfaced,
         }
