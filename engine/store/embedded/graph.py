@@ -185,6 +185,9 @@ class _Walked:
         states: the paths kept before the last hop.
         current: per state, whether it still holds its cell's best path.
         ends: the last hop's candidates.
+        touched: every cell of ``grid`` (raveled) the walk wrote, with repeats: a
+            walk reaches a small part of a large graph, and summing or clearing
+            just those cells beats streaming the whole scratch.
     """
 
     anchors: list[Anchor]
@@ -192,6 +195,7 @@ class _Walked:
     states: _States
     current: Mask
     ends: _Ends
+    touched: I64
 
 
 class _Scratch:
@@ -641,17 +645,32 @@ class CollectionGraph:
         for part in parts:
             scratch = _SCRATCH.take(len(part) * nn)
             walk = self._walk(part, params, scratch, barrier, paths=paths and len(parts) == 1)
-            # Summing the anchors' rows streams the scratch once: cheaper than
-            # gathering the scattered cells the walk wrote. Groups add in order.
-            strength += walk.grid.sum(axis=0)
             if len(parts) == 1:
-                picked = self._pick(strength, params, mask)
-                count[picked] = np.count_nonzero(walk.grid[:, picked], axis=0)
+                # Only the cells the walk wrote can be non-zero: sum those per node
+                # (in anchor order, as a dense sum over the anchors' rows would).
+                cells = np.unique(walk.touched)
+                flat = walk.grid.reshape(-1)
+                value = flat[cells]
+                cells, value = cells[value > 0.0], value[value > 0.0]
+                # Anchor by anchor, in order, so sums round exactly as the dense
+                # sum over the anchors' rows would (ties depend on it).
+                bounds = np.searchsorted(cells, np.arange(len(part) + 1) * nn)
+                for a in range(len(part)):
+                    lo, hi = bounds[a], bounds[a + 1]
+                    nodes = cells[lo:hi] - a * nn
+                    strength[nodes] += value[lo:hi]
+                    count[nodes] += 1
+                reached = np.unique(cells % nn)
+                picked = self._pick(strength, params, mask, among=reached)
                 if paths:
                     walked.append((walk, walk.grid[:, picked].T.copy()))
+                flat[walk.touched] = 0.0
             else:
+                # Summing the anchors' rows streams the scratch once. Groups add
+                # in order.
+                strength += walk.grid.sum(axis=0)
                 count += np.count_nonzero(walk.grid, axis=0)
-            walk.grid[:] = 0.0
+                walk.grid[:] = 0.0
             # Only a walk that got this far left the scratch clean.
             _SCRATCH.give(scratch)
         if len(parts) > 1:
@@ -725,6 +744,7 @@ class CollectionGraph:
         s_node, s_anchor, s_value = [nodes], [anchor_ids], [strengths]
         s_parent, s_weight = [np.full(g, -1, dtype=np.int64)], [np.zeros(g)]
         keys = anchor_ids * nn + nodes
+        touched = [keys]
         best[keys] = strengths
         ref[keys] = anchor_ids
         n_states = g
@@ -754,6 +774,7 @@ class CollectionGraph:
             key = np.repeat(f_anchor * nn, counts) + neighbor
             if last:
                 np.maximum.at(best, key, value)
+                touched.append(key)
                 if paths:
                     anchor = np.repeat(f_anchor, counts)
                     end = _Ends(neighbor, anchor, value, np.repeat(f_state, counts), weight)
@@ -773,6 +794,7 @@ class CollectionGraph:
             if key.shape[0] == 0:
                 break
             np.maximum.at(best, key, value)
+            touched.append(key)
             pos = np.flatnonzero(value == best[key])
             won = key[pos]
             np.minimum.at(win, won, pos)
@@ -814,13 +836,19 @@ class CollectionGraph:
             states=states,
             current=current,
             ends=end,
+            touched=np.concatenate(touched),
         )
 
-    def _pick(self, strength: F64, params: ExpandParams, mask: Mask | None) -> list[int]:
+    def _pick(
+        self, strength: F64, params: ExpandParams, mask: Mask | None, among: I64 | None = None
+    ) -> list[int]:
         """The memory nodes to return: reached (with a positive strength), passing
         the filter mask, the ``max_results`` strongest, by strength descending
-        then id."""
-        candidates = np.flatnonzero((strength > 0.0) & (self._kind[: self._n_nodes] == _MEMORY))
+        then id. ``among``: the only nodes that can have a strength (sorted)."""
+        if among is None:
+            candidates = np.flatnonzero((strength > 0.0) & (self._kind[: self._n_nodes] == _MEMORY))
+        else:
+            candidates = among[(strength[among] > 0.0) & (self._kind[among] == _MEMORY)]
         if mask is not None:
             slot = self._slot[candidates]
             inside = (slot >= 0) & (slot < mask.shape[0])
