@@ -84,7 +84,7 @@ class SurfaceConfig:
     threshold_step: float = 0.02
     threshold_bounds: tuple[float, float] = (0.3, 0.97)
     candidates: int = 20
-    context_messages: int = 3
+    context_messages: int = 2
     topic_window: int = 12
     predicted_topics: int = 16
     learn: bool = True
