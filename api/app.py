@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from api.auth import KeyRing
 from api.errors import BodySizeLimitMiddleware, install_error_handlers
 from api.maintenance import MaintenanceLoop
-from api.routers import graph, health, maintenance, memories, recall, stats
+from api.routers import graph, health, maintenance, memories, rag, recall, resources, stats
 from engine.config import HippoSettings
 from engine.service import Hippocampus
 
@@ -82,7 +82,9 @@ def create_app(
     for router in (
         health.router,
         memories.router,
+        resources.router,
         recall.router,
+        rag.router,
         graph.router,
         stats.router,
         maintenance.router,

@@ -6,8 +6,8 @@ thing and closes it again. Only ``serve`` keeps the engine open; while it runs
 it owns the data directory, so the other commands refuse to touch it (use the
 REST API instead).
 
-Exit codes: 0 done, 1 the engine refused or failed (``error: …`` on stderr),
-2 bad usage, 130 interrupted.
+Exit codes: 0 done, 1 the engine refused or failed (``error: …`` on stderr; a
+memory the quality gate rejected included), 2 bad usage, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -169,20 +169,32 @@ def _cmd_remember(args: argparse.Namespace) -> int:
         raise InvalidInputError(_first_error(e)) from e
     with _engine(_settings(args)) as service:
         outcome = service.remember(args.collection, item)
+    memory = outcome.memory
     if args.json:
         _print_json(
             {
-                "id": outcome.memory.id,
+                "id": memory.id if memory is not None else None,
                 "created": outcome.created,
+                "rejected": outcome.rejected,
                 "duplicate_of": outcome.duplicate_of,
+                "conflicts_with": outcome.conflicts_with,
                 "embedded": outcome.embedded,
+                "quality": outcome.quality,
+                "sanitized": outcome.sanitized,
                 "reasons": outcome.reasons,
             }
         )
-        return 0
-    print(outcome.memory.id)
+        return 1 if outcome.rejected else 0
+    if memory is None:
+        print(f"error: not stored (quality {outcome.quality or 0.0:.2f})", file=sys.stderr)
+        for reason in outcome.reasons:
+            print(f"reason: {reason}", file=sys.stderr)
+        return 1
+    print(memory.id)
     if outcome.duplicate_of is not None:
         print(f"duplicate_of: {outcome.duplicate_of}")
+    for other in outcome.conflicts_with:
+        print(f"conflicts_with: {other}")
     for reason in outcome.reasons:
         print(f"reason: {reason}")
     return 0
@@ -319,11 +331,30 @@ def _read_jsonl(stream: IO[bytes], advance: Any) -> Iterator[dict[str, Any]]:
 
 def _cmd_reindex(args: argparse.Namespace) -> int:
     with _engine(_settings(args)) as service:
-        pending = service.stats(args.collection).pending_embeddings
+        pending = service.pending_count(args.collection)
+        name = service.embedder.name
+        print(f"{pending} memories of {args.collection} wait for a {name} vector", file=sys.stderr)
         with _progress(pending, "memories", "reindex") as bar:
             done = service.reindex(args.collection, progress=bar.update)
-        name = service.embedder.name
     print(f"re-embedded {done} memories of {args.collection} with {name}")
+    return 0
+
+
+def _cmd_tiers(args: argparse.Namespace) -> int:
+    with _engine(_settings(args)) as service:
+        report = service.apply_tiers(args.collection)
+    if args.json:
+        _print_json(report.model_dump(mode="json"))
+        return 0
+    print(
+        f"tier pass on {args.collection}: {report.examined} examined, {report.archived} "
+        f"archived, {report.quarantined} quarantined, {report.restored} restored"
+    )
+    for change in report.changes:
+        print(f"  {change['id']}: {change['from']} -> {change['to']} ({change['reason']})")
+    if report.retrained is not None:
+        run = report.retrained
+        print(f"quality model retrained: {'kept' if run.accepted else 'discarded'} ({run.reason})")
     return 0
 
 
@@ -347,6 +378,12 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         ("events", stats.events),
         ("embedder", stats.embedder),
         ("extractor", stats.extractor),
+        ("quality min score", stats.quality.min_score),
+        ("quality model", f"v{stats.quality.model_version}"),
+        (
+            "quality trained at",
+            stats.quality.trained_at.isoformat() if stats.quality.trained_at else "never (prior)",
+        ),
     ]
     for title, counts in (
         ("category", stats.by_category),
@@ -458,6 +495,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("decay", "one temporal decay pass over the edges (once a day counts)", collection)
     p.set_defaults(run=_cmd_decay)
+
+    p = add(
+        "tiers", "apply the tier policy: archive idle memories, quarantine bad ones", collection
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_cmd_tiers)
 
     p = add("stats", "counts for a collection", collection)
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -25,7 +25,9 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
     """Memories most relevant to `query`, best first: dense and lexical search and
     associative expansion, fused by `recipe`. Archived memories are searched only
     with `filters.include_archived`; quarantined ones never. With `explain`, each
-    result carries the graph paths that reached it."""
+    result carries the graph paths that reached it. With `format: "summary"`,
+    `summary` holds the results as a "Related knowledge already captured" block
+    (category, title, score, and the number of memories in the collection)."""
     result = service.recall(
         collection,
         body.query,
@@ -35,7 +37,8 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
         explain=body.explain,
         recipe=body.recipe if body.recipe is not None else DEFAULT_RECIPE,
     )
-    return RecallOut.from_engine(result)
+    summary = service.context_summary(collection, result) if body.format == "summary" else None
+    return RecallOut.from_engine(result, summary)
 
 
 @router.post("/associate", response_model=AssociateOut)

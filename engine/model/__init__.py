@@ -32,6 +32,7 @@ from engine.model.memory import (
     utcnow,
 )
 from engine.model.recall import RecallFilters, RecallHit, RecallResult
+from engine.model.resource import Resource
 
 __all__ = [
     "HUB_EDGE",
@@ -56,6 +57,7 @@ __all__ = [
     "RecallFilters",
     "RecallHit",
     "RecallResult",
+    "Resource",
     "RetrievalMeta",
     "Tier",
     "content_hash",

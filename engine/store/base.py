@@ -7,10 +7,10 @@ above ``engine/store/`` knows which implementation it holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -103,6 +103,20 @@ class GraphStore(Protocol):
         by ``model`` and that pass ``filters``; best first."""
         ...
 
+    def search_vectors_many(
+        self,
+        collection: str,
+        vectors: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`search_vectors` for each row of a 2-D ``vectors``: one list per row,
+        in order. A store may answer them in one pass (remembering a batch checks
+        every new memory against the stored ones)."""
+        ...
+
     def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
         Ids that no longer exist are skipped."""
@@ -114,6 +128,10 @@ class GraphStore(Protocol):
 
     def pending_embeddings(self, collection: str, model: str, limit: int) -> list[Memory]:
         """Memories with no vector, or a vector from another model, oldest first."""
+        ...
+
+    def count_pending_embeddings(self, collection: str, model: str) -> int:
+        """How many memories :meth:`pending_embeddings` would list with no limit."""
         ...
 
     # -- lexical ----------------------------------------------------------------
@@ -213,6 +231,17 @@ class GraphStore(Protocol):
 
     def append_events(self, collection: str, events: Sequence[Event]) -> None:
         """Append to the collection's event log."""
+        ...
+
+    # -- state ------------------------------------------------------------------
+
+    def get_state(self, collection: str, key: str) -> dict[str, Any] | None:
+        """The JSON document stored under ``key`` for the collection (a learned
+        model, a pass's bookkeeping), or ``None``."""
+        ...
+
+    def put_state(self, collection: str, key: str, value: Mapping[str, Any]) -> None:
+        """Store a JSON document under ``key``, replacing the old one atomically."""
         ...
 
     # -- collections ------------------------------------------------------------

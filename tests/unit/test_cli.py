@@ -304,3 +304,27 @@ def test_a_data_dir_held_by_another_store_is_reported_as_in_use(
     assert err.startswith("error: ")
     assert "use its REST API, or stop the server" in err
     assert _cli(run, data, "stats")[0] == 0
+
+
+def test_a_memory_the_gate_rejects_exits_1_with_its_reasons(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    code, out, err = _cli(run, data, "remember", "fixed the thing, works now", "-c", "team")
+    assert code == 1 and out == ""
+    assert err.splitlines()[0].startswith("error: not stored (quality 0.")
+    assert "reason: rejected by the quality gate" in err
+    code, out, _ = _cli(run, data, "remember", "fixed it", "-c", "team", "--json")
+    assert code == 1 and json.loads(out)["rejected"] is True
+    code, out, _ = _cli(run, data, "stats", "-c", "team")
+    assert "quality model" in out and "never (prior)" in out
+
+
+def test_tiers_applies_the_policy_and_reports(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _cli(run, data, "remember", "Payment gateway timeouts during checkout", "-c", "team")
+    code, out, _ = _cli(run, data, "tiers", "-c", "team")
+    assert code == 0
+    assert out.splitlines() == [
+        "tier pass on team: 1 examined, 0 archived, 0 quarantined, 0 restored"
+    ]
+    code, out, _ = _cli(run, data, "tiers", "-c", "team", "--json")
+    assert code == 0 and json.loads(out)["examined"] == 1

@@ -82,3 +82,13 @@ CREATE TABLE IF NOT EXISTS events (
     payload    TEXT NOT NULL        -- JSON object
 );
 CREATE INDEX IF NOT EXISTS events_by_collection ON events (collection, seq);
+
+-- Small JSON documents per collection: learned models (the quality gate's) and
+-- the bookkeeping of maintenance passes. Written whole, in one transaction.
+CREATE TABLE IF NOT EXISTS state (
+    collection TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,       -- a JSON object
+    updated_at TEXT NOT NULL,       -- ISO 8601
+    PRIMARY KEY (collection, key)
+) WITHOUT ROWID;

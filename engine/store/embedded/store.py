@@ -24,7 +24,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -566,6 +566,20 @@ class EmbeddedStore:
         self._check_open()
         return self._index(collection).search(vector, model=model, k=k, filters=filters)
 
+    def search_vectors_many(
+        self,
+        collection: str,
+        vectors: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`search_vectors` for each row of ``vectors`` (one result list per
+        row, in order), sharing one pass over the index where the filters allow."""
+        self._check_open()
+        return self._index(collection).search_many(vectors, model=model, k=k, filters=filters)
+
     def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
         Ids that no longer exist are skipped.
@@ -627,6 +641,12 @@ class EmbeddedStore:
                 (collection, model, dim * 4 if dim is not None else None, limit),
             ).fetchall()
         return [Memory.model_validate_json(row[0]) for row in rows]
+
+    def count_pending_embeddings(self, collection: str, model: str) -> int:
+        """How many memories :meth:`pending_embeddings` would list with no limit: those
+        the index holds no vector of ``model`` for."""
+        index = self._index(collection)
+        return len(index) - index.vector_count(model)
 
     # -- edges ----------------------------------------------------------------------
 
@@ -870,6 +890,40 @@ class EmbeddedStore:
                 "INSERT INTO events (collection, type, at, memory_ids, payload)"
                 " VALUES (?, ?, ?, ?, ?)",
                 rows,
+            )
+
+    # -- state ----------------------------------------------------------------------
+
+    def get_state(self, collection: str, key: str) -> dict[str, Any] | None:
+        """The JSON document stored under ``key`` for the collection, or ``None``."""
+        with self._reading("read state") as conn:
+            row = conn.execute(
+                "SELECT value FROM state WHERE collection = ? AND key = ?", (collection, key)
+            ).fetchone()
+        if row is None:
+            return None
+        value = json.loads(row[0])
+        return value if isinstance(value, dict) else None
+
+    def put_state(self, collection: str, key: str, value: Mapping[str, Any]) -> None:
+        """Store a JSON document under ``key``, replacing the old one in one transaction.
+
+        Raises:
+            InvalidInputError: an empty key, or a value JSON cannot represent.
+        """
+        if not key:
+            raise InvalidInputError("a state document needs a key", field="key")
+        try:
+            text = json.dumps(dict(value), separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidInputError(f"state {key!r} is not JSON: {e}", field="value") from e
+        at = datetime.now(UTC).isoformat()
+        with self._write_lock, self._transaction("write state") as conn:
+            conn.execute(
+                "INSERT INTO state (collection, key, value, updated_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (collection, key) DO UPDATE SET"
+                " value = excluded.value, updated_at = excluded.updated_at",
+                (collection, key, text, at),
             )
 
     # -- collections ----------------------------------------------------------------
