@@ -1,12 +1,17 @@
 # Two commands do all the set-up on a fresh machine: `make run` and `make test`.
-# Each creates .venv when missing and installs the pinned dependencies first.
+# Each creates .venv when missing and installs the pinned dependencies first;
+# `make test` also installs the pinned Node tools (npm ci, into ignored folders).
 
 PYTHON ?= python3
+NPM ?= npm
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+CYPHER_LINT := tools/cypher-lint
+COMPOSE_SCHEMA := tools/compose-schema
+NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: install run test lint typecheck unit bench-ingest bench-recall clean
+.PHONY: install run test lint typecheck unit cypher-lint node-tools bench-ingest bench-recall clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,19 +24,37 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# Node tools, each from its committed lockfile: Neo4j's Cypher language support
+# for the lint, and the Compose Specification's JSON schema.
+$(CYPHER_LINT)/$(NODE_STAMP): $(CYPHER_LINT)/package.json $(CYPHER_LINT)/package-lock.json
+	cd $(CYPHER_LINT) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(COMPOSE_SCHEMA)/$(NODE_STAMP): $(COMPOSE_SCHEMA)/package.json $(COMPOSE_SCHEMA)/package-lock.json
+	cd $(COMPOSE_SCHEMA) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+node-tools: $(CYPHER_LINT)/$(NODE_STAMP) $(COMPOSE_SCHEMA)/$(NODE_STAMP)
+
 run: install
 	$(BIN)/hippo serve
 
 lint: install
-	$(BIN)/ruff check engine api bench tests
+	$(BIN)/ruff check engine api bench tests tools
 
 typecheck: install
 	$(BIN)/mypy
 
-unit: install
+unit: install node-tools
 	$(BIN)/python -m pytest -q
 
-test: install lint typecheck unit
+# Every .cypher file (the store's statements and the Browser guide's queries)
+# against Neo4j's grammar, semantic analysis, procedure catalog and the graph
+# schema derived from the models.
+cypher-lint: install node-tools
+	$(BIN)/python $(CYPHER_LINT)/lint.py
+
+test: install lint typecheck unit cypher-lint
 
 bench-ingest: install
 	$(BIN)/python bench/ingest.py --n 10000
@@ -41,3 +64,4 @@ bench-recall: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(CYPHER_LINT)/node_modules $(COMPOSE_SCHEMA)/node_modules

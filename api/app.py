@@ -15,7 +15,19 @@ from fastapi import FastAPI
 from api.auth import KeyRing
 from api.errors import BodySizeLimitMiddleware, install_error_handlers
 from api.maintenance import MaintenanceLoop
-from api.routers import graph, health, maintenance, memories, rag, recall, resources, stats
+from api.routers import (
+    browser,
+    graph,
+    health,
+    maintenance,
+    memories,
+    metrics,
+    rag,
+    recall,
+    resources,
+    stats,
+    surfacing,
+)
 from engine.config import HippoSettings
 from engine.service import Hippocampus
 
@@ -88,6 +100,9 @@ def create_app(
         graph.router,
         stats.router,
         maintenance.router,
+        surfacing.router,
+        metrics.router,
+        browser.router,
     ):
         app.include_router(router)
     return app

@@ -1,10 +1,10 @@
 """``hippo``: run the server, or work on a data directory from a shell.
 
 Every command builds :class:`~engine.config.HippoSettings` from the environment
-(``HIPPO_*``) with the command-line flags on top, opens the engine, does one
-thing and closes it again. Only ``serve`` keeps the engine open; while it runs
-it owns the data directory, so the other commands refuse to touch it (use the
-REST API instead).
+(``HIPPO_*``) with the command-line flags on top, opens the engine (``setup`` and
+``migrate``: the stores alone), does one thing and closes it again. Only
+``serve`` keeps the engine open; while it runs it owns the embedded data
+directory, so the other commands refuse to touch it (use the REST API instead).
 
 Exit codes: 0 done, 1 the engine refused or failed (``error: …`` on stderr; a
 memory the quality gate rejected included), 2 bad usage, 130 interrupted.
@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, NoReturn, TextIO
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TextIO
 
 from pydantic import ValidationError
 
@@ -32,6 +32,10 @@ from engine.errors import DataDirLockedError, HippoError, InvalidInputError
 from engine.model import NewMemory, RecallResult
 from engine.retrieve import DEFAULT_RECIPE
 from engine.service import Hippocampus
+from engine.store.factory import open_store
+
+if TYPE_CHECKING:
+    from engine.store.neo4j import Neo4jStore
 
 _SNIPPET = 80
 
@@ -113,8 +117,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         # data dir or a missing model is reported here, plainly, before uvicorn runs.
         app = create_app(settings, service=service)
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        where = settings.data_dir.resolve() if settings.store == "embedded" else settings.neo4j.uri
         print(
-            f"hippo: store {settings.store} at {settings.data_dir.resolve()}, "
+            f"hippo: store {settings.store} at {where}, "
             f"embedder {service.embedder.name}, extractor {service.extractor.name}",
             flush=True,
         )
@@ -398,6 +403,71 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_setup(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if settings.store != "neo4j":
+        print("the embedded store needs no setup: it creates its tables when it opens")
+        return 0
+    dimensions = settings.neo4j.vector_dimensions or _embedder_dimensions(settings)
+    with contextlib.closing(_neo4j_store(settings, dimensions)) as store:
+        print(
+            f"setting up Neo4j at {settings.neo4j.uri} (database {settings.neo4j.database}, "
+            f"{dimensions}-d vector index); waiting until every index is online",
+            flush=True,
+        )
+        store.setup(timeout_s=args.timeout)
+    print("the Neo4j schema is ready")
+    return 0
+
+
+def _embedder_dimensions(settings: HippoSettings) -> int:
+    from engine.embed import make_embedder
+
+    embedder = make_embedder(
+        settings.embedder,
+        model_path=settings.model_path,
+        batch_size=settings.embed_batch_size,
+        precision=settings.embed_precision,
+    )
+    return embedder.dim
+
+
+def _neo4j_store(settings: HippoSettings, dimensions: int | None = None) -> Neo4jStore:
+    from engine.store.neo4j import Neo4jStore
+
+    store = open_store(settings, kind="neo4j", dimensions=dimensions)
+    assert isinstance(store, Neo4jStore)
+    return store
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    from engine.store.copy import copy_collection
+
+    into = args.into or args.collection
+    if args.source == args.target and into == args.collection:
+        raise _UsageError(
+            "copying a collection onto itself: name another store with --to, "
+            "or another collection with --into"
+        )
+    settings = _settings(args)
+    with contextlib.ExitStack() as stack:
+        source = stack.enter_context(contextlib.closing(open_store(settings, kind=args.source)))
+        target = source
+        if args.target != args.source:
+            target = stack.enter_context(contextlib.closing(open_store(settings, kind=args.target)))
+        for store in {id(source): source, id(target): target}.values():
+            store.check()
+        bar = stack.enter_context(_progress(None, "memories", "migrate"))
+        report = copy_collection(source, target, args.collection, into=into, progress=bar.update)
+    renamed = f" as {into}" if into != args.collection else ""
+    print(
+        f"copied {args.collection} from {args.source} to {args.target}{renamed}: "
+        f"{report.memories} memories ({report.vectors} with vectors), {report.edges} edges, "
+        f"{report.hub_vectors} hub vectors, {report.events} events"
+    )
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from engine.demo import DEMO_QUERIES, load_demo
 
@@ -505,6 +575,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("stats", "counts for a collection", collection)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_cmd_stats)
+
+    p = add("setup", "create the Neo4j schema (constraints, vector and full-text indexes)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds to wait for the indexes to come online (default: %(default)s)",
+    )
+    p.set_defaults(run=_cmd_setup)
+
+    p = add("migrate", "copy a collection between the embedded store and Neo4j", collection)
+    p.add_argument(
+        "--from", dest="source", choices=("embedded", "neo4j"), required=True, help="read from"
+    )
+    p.add_argument(
+        "--to", dest="target", choices=("embedded", "neo4j"), required=True, help="write to"
+    )
+    p.add_argument("--into", help="the collection's name in the target (default: the same)")
+    p.set_defaults(run=_cmd_migrate)
 
     p = add("demo", "load example memories and run a few recalls")
     p.add_argument("--collection", "-c", default="demo", help="default: %(default)s")

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -44,11 +45,13 @@ from engine.model.resource import Resource
 from engine.service import (
     Association,
     CollectionStats,
+    Latency,
     RememberOutcome,
     ResourceOutcome,
     Subgraph,
     TierReport,
 )
+from engine.surface import EngagementOutcome, Insight, MessageOutcome, SurfaceMetrics
 
 _LIMITS = Limits()
 
@@ -223,6 +226,14 @@ class RememberBatchOut(BaseModel):
         return cls(results=[RememberOut.from_engine(o) for o in outcomes])
 
 
+class ReviewOut(BaseModel):
+    stability: float = Field(description="Days until recall probability falls to 90%.")
+    difficulty: float
+    last_review: datetime
+    reviews: int
+    lapses: int
+
+
 class RetrievalOut(BaseModel):
     domains: list[str]
     triggers: list[str]
@@ -230,7 +241,11 @@ class RetrievalOut(BaseModel):
     confidence: float
     usage_count: int
     last_used: datetime | None
-    recent_dismissals: float
+    recent_dismissals: float = Field(
+        description="As of dismissed_at; fades with a half-life (7 days by default)."
+    )
+    dismissed_at: datetime | None
+    review: ReviewOut | None = Field(description="Spaced-repetition state (FSRS-style).")
     irrelevant_contexts: list[str]
     quality_score: float | None
     usefulness: float
@@ -282,6 +297,8 @@ class MemoryOut(BaseModel):
                 usage_count=r.usage_count,
                 last_used=r.last_used,
                 recent_dismissals=r.recent_dismissals,
+                dismissed_at=r.dismissed_at,
+                review=ReviewOut.model_validate(r.review.model_dump()) if r.review else None,
                 irrelevant_contexts=list(r.irrelevant_contexts),
                 quality_score=r.quality_score,
                 usefulness=r.usefulness,
@@ -321,8 +338,8 @@ class RecallIn(_Request):
     recipe: Annotated[str, Field(min_length=1, max_length=40)] | None = Field(
         default=None,
         description=(
-            "How to search and fuse: BM25, DENSE (default), HYBRID, HYBRID_GRAPH, "
-            "WEIGHTED or SEED_COMPOSITE."
+            "How to search and fuse: ASSOCIATIVE (default), DENSE, BM25, HYBRID, "
+            "HYBRID_GRAPH, WEIGHTED or SEED_COMPOSITE."
         ),
     )
     explain: bool = Field(
@@ -333,6 +350,13 @@ class RecallIn(_Request):
         description=(
             "summary: also return the results as a 'Related knowledge already captured' "
             "text block (category, title, score, the collection's size), ready for a prompt."
+        ),
+    )
+    conversation_id: MemoryId | None = Field(
+        default=None,
+        description=(
+            "The conversation this explicit recall is made in: results already offered "
+            "there are reported in surfaced_before (recall-before-search, lead time)."
         ),
     )
 
@@ -403,6 +427,11 @@ class RecallHitOut(BaseModel):
         )
 
 
+class SurfacedBeforeOut(BaseModel):
+    memory_id: str
+    lead: int = Field(description="Messages between the offer and this recall.")
+
+
 class RecallOut(BaseModel):
     query: str
     recipe: str
@@ -411,6 +440,9 @@ class RecallOut(BaseModel):
     warnings: list[str]
     summary: str | None = Field(
         default=None, description='With format "summary": the results as a text block.'
+    )
+    surfaced_before: list[SurfacedBeforeOut] = Field(
+        description="With conversation_id: top results already offered in that conversation."
     )
 
     @classmethod
@@ -422,6 +454,10 @@ class RecallOut(BaseModel):
             embedder=result.embedder,
             warnings=list(result.warnings),
             summary=summary,
+            surfaced_before=[
+                SurfacedBeforeOut(memory_id=b.memory_id, lead=b.lead)
+                for b in result.surfaced_before
+            ],
         )
 
 
@@ -713,6 +749,29 @@ class QualityOut(BaseModel):
     )
 
 
+class SurfacingMetricsOut(BaseModel):
+    """Proactive surfacing in this collection."""
+
+    surfaced: int
+    engagements: dict[str, int]
+    precision: float | None = Field(description="(used + helpful) / surfaced")
+    dismissal_rate: float | None
+    dismissal_rate_by_type: dict[str, float]
+    explicit_recalls: int = Field(description="Recalls made with a conversation_id.")
+    recall_before_search: float | None = Field(
+        description="Explicit recalls whose top results had been offered earlier / explicit recalls"
+    )
+    median_lead_time: float | None = Field(description="Messages from offer to explicit recall.")
+
+
+class LatencyOut(BaseModel):
+    """Recall latency in this process (the most recent recalls)."""
+
+    recalls: int
+    p50_ms: float | None
+    p95_ms: float | None
+
+
 class StatsOut(BaseModel):
     collection: str
     memories: int
@@ -726,13 +785,129 @@ class StatsOut(BaseModel):
     extractor: str
     quality: QualityOut
     graph: GraphHealthOut | None = None
+    surfacing: SurfacingMetricsOut | None = None
+    latency: LatencyOut | None = None
 
     @classmethod
-    def from_engine(cls, stats: CollectionStats, health: GraphHealth | None) -> StatsOut:
+    def from_engine(
+        cls,
+        stats: CollectionStats,
+        health: GraphHealth | None,
+        surfacing: SurfaceMetrics | None = None,
+        latency: Latency | None = None,
+    ) -> StatsOut:
         out = cls.model_validate(stats.model_dump())
         if health is not None:
             out.graph = GraphHealthOut.model_validate(health.model_dump())
+        if surfacing is not None:
+            out.surfacing = SurfacingMetricsOut.model_validate(surfacing.model_dump())
+        if latency is not None:
+            out.latency = LatencyOut.model_validate(latency.model_dump())
         return out
+
+
+# -- surfacing -------------------------------------------------------------------
+
+
+ConversationType = Literal["debugging", "help-seeking", "exploration", "casual", "general"]
+
+
+class MessageIn(_Request):
+    text: Content
+    role: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:@\- ]+$")] = (
+        "user"
+    )
+    at: AwareDatetime | None = Field(default=None, description="When it was said; default now.")
+    conversation_type: ConversationType | None = Field(
+        default=None, description="Inferred from the text when not given."
+    )
+
+
+class GateOut(BaseModel):
+    name: str
+    value: float
+    limit: float
+
+
+class InsightOut(BaseModel):
+    surfacing_id: str = Field(description="Send engagement to /surfacings/{surfacing_id}.")
+    confidence: float = Field(description="Estimated chance that it gets used.")
+    matched_topics: list[str]
+    gates: list[GateOut]
+    memory: MemoryOut
+
+    @classmethod
+    def from_engine(cls, insight: Insight) -> InsightOut:
+        return cls(
+            surfacing_id=insight.surfacing_id,
+            confidence=insight.confidence,
+            matched_topics=list(insight.matched_topics),
+            gates=[GateOut.model_validate(g.model_dump()) for g in insight.gates],
+            memory=MemoryOut.from_engine(insight.memory),
+        )
+
+
+class ConversationOut(BaseModel):
+    id: str
+    messages: int
+    type: str
+    type_given: bool
+    domain: str | None
+    momentum: float = Field(description="Messages per minute over the last few.")
+    recent_topics: list[str]
+    predicted_topics: list[str]
+    participants: list[str]
+
+
+class MessageOut(BaseModel):
+    insights: list[InsightOut]
+    conversation: ConversationOut
+    held_back: str | None = Field(description="Why nothing could be offered, when a gate said so.")
+
+    @classmethod
+    def from_engine(cls, outcome: MessageOutcome) -> MessageOut:
+        return cls(
+            insights=[InsightOut.from_engine(i) for i in outcome.insights],
+            conversation=ConversationOut.model_validate(outcome.conversation.model_dump()),
+            held_back=outcome.held_back,
+        )
+
+
+class EngagementIn(_Request):
+    engagement: Literal["used", "helpful", "ignored", "dismissed"]
+
+
+class EngagementOut(BaseModel):
+    surfacing_id: str
+    engagement: str
+    threshold: float = Field(description="The conversation type's confidence bar now.")
+    memory: MemoryOut
+
+    @classmethod
+    def from_engine(cls, outcome: EngagementOutcome) -> EngagementOut:
+        return cls(
+            surfacing_id=outcome.surfacing_id,
+            engagement=outcome.engagement,
+            threshold=outcome.threshold,
+            memory=MemoryOut.from_engine(outcome.memory),
+        )
+
+
+class FeedbackIn(_Request):
+    helpful: bool
+    context: Names = Field(
+        default_factory=list, description="Concepts of the context the memory was used in."
+    )
+
+
+class DueOut(BaseModel):
+    urgency: float = Field(description="How overdue: due at 1.0.")
+    memory: MemoryOut
+
+
+class ResurfaceOut(BaseModel):
+    scheduler: str
+    results: list[DueOut]
 
 
 class HealthOut(BaseModel):

@@ -24,10 +24,24 @@ COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$")
 
 
 class Neo4jSettings(BaseModel):
+    """Where the Neo4j store lives and how patient it is.
+
+    Attributes:
+        max_retry_s: how long a transaction is retried (with backoff) on transient
+            errors before the call fails with 503: a request waits at most about
+            this long while Neo4j is away.
+        timeout_s: how long opening a connection may take.
+        vector_dimensions: the dimension of the vector index; by default that of
+            the configured embedding model.
+    """
+
     uri: str = "bolt://localhost:7687"
     user: str = "neo4j"
     password: str = ""
     database: str = "neo4j"
+    max_retry_s: float = Field(default=5.0, ge=0.0)
+    timeout_s: float = Field(default=5.0, gt=0.0)
+    vector_dimensions: int | None = Field(default=None, ge=1)
 
 
 class Limits(BaseModel):
@@ -65,6 +79,8 @@ class HippoSettings(BaseSettings):
         maintenance_interval_s: how often the server writes what retrievals taught
             and runs the (once a day) edge decay and tier passes; 0 turns the
             schedule off.
+        scheduler: spaced repetition: ``fsrs`` (stability-based, learns from
+            engagement) or ``seed`` (days since last use / (uses + 1) >= 0.7).
         quality: the quality gate (``HIPPO_QUALITY__MIN_SCORE``,
             ``HIPPO_QUALITY__SOURCE_TRUST='{"human": 1.0}'`` ...).
         dedup: when a memory duplicates or contradicts a stored one.
@@ -87,6 +103,7 @@ class HippoSettings(BaseSettings):
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     log_level: str = "INFO"
     maintenance_interval_s: float = Field(default=60.0, ge=0.0)
+    scheduler: Literal["fsrs", "seed"] = "fsrs"
     limits: Limits = Limits()
     quality: QualityConfig = QualityConfig()
     dedup: DedupConfig = DedupConfig()

@@ -12,7 +12,9 @@ import dataclasses
 import logging
 import re
 import threading
+import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,7 +26,6 @@ from pydantic import BaseModel, Field, ValidationError
 from engine.config import COLLECTION_PATTERN, HippoSettings, Limits
 from engine.embed import Embedder, make_embedder
 from engine.errors import (
-    ConfigError,
     ConflictError,
     EmbeddingError,
     InvalidInputError,
@@ -78,6 +79,7 @@ from engine.model import (
     RecallHit,
     RecallResult,
     RetrievalMeta,
+    SurfacedBefore,
     Tier,
     content_hash,
     target_kind,
@@ -87,7 +89,16 @@ from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
 from engine.retrieve.config import DEFAULT_RECIPE, RECIPES, SearchConfig
 from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
 from engine.retrieve.summary import context_summary
+from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from engine.store import GraphStore, MemoryRecord, Vector
+from engine.store.factory import open_store
+from engine.surface import (
+    EngagementOutcome,
+    MessageOutcome,
+    SurfaceConfig,
+    SurfaceMetrics,
+    Surfacer,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +114,7 @@ _READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", EXPORT_FORMAT})
 QUALITY_MODEL_KEY = "quality_model"
 TIER_PASS_KEY = "tier_pass"
 _EXPORTED_STATE = (QUALITY_MODEL_KEY,)
+_LATENCIES_KEPT = 1000
 
 
 @dataclass(frozen=True)
@@ -236,6 +248,14 @@ class Subgraph(BaseModel):
     edges: list[Edge]
 
 
+class Latency(BaseModel):
+    """Recall latency over this process's most recent recalls of a collection."""
+
+    recalls: int
+    p50_ms: float | None
+    p95_ms: float | None
+
+
 class ImportReport(BaseModel):
     memories: int = 0
     edges: int = 0
@@ -274,6 +294,9 @@ class Hippocampus:
         tiers: when memories are archived or quarantined.
         records_min_score: the least similarity a record needs to be found by
             :meth:`search_records`.
+        surfacing: gates, thresholds and learning of proactive surfacing.
+        scheduler: spaced repetition (FSRS-style by default).
+        seed: makes surfacing's exploration reproducible.
     """
 
     def __init__(
@@ -289,6 +312,9 @@ class Hippocampus:
         dedup: DedupConfig | None = None,
         tiers: TierPolicy | None = None,
         records_min_score: float = 0.3,
+        surfacing: SurfaceConfig | None = None,
+        scheduler: Scheduler | None = None,
+        seed: int = 0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -302,27 +328,48 @@ class Hippocampus:
         self.records_min_score = records_min_score
         self._pending: dict[str, tuple[list[EdgeUpdate], list[Event]]] = {}
         self._pending_lock = threading.Lock()
+        self._latencies: dict[str, deque[float]] = {}
+        self.scheduler: Scheduler = scheduler or FsrsScheduler()
+        self.surfacer = Surfacer(
+            store,
+            extractor,
+            self._embed_query,
+            model=lambda: self.embedder.name,
+            scheduler=self.scheduler,
+            config=surfacing,
+            seed=seed,
+        )
 
     @classmethod
     def from_settings(cls, settings: HippoSettings) -> Hippocampus:
-        """Build the engine the settings describe (store, embedder, extractor)."""
-        store: GraphStore
-        if settings.store == "embedded":
-            from engine.store.embedded import EmbeddedStore
+        """Build the engine the settings describe (store, embedder, extractor).
 
-            store = EmbeddedStore(settings.data_dir, synchronous=settings.sqlite_synchronous)
-        else:
-            raise ConfigError("HIPPO_STORE=neo4j: the Neo4j store is not available in this build")
-        try:
-            embedder = make_embedder(
+        The embedded store is opened first, so that a data directory in use is
+        reported before a model loads; the Neo4j store is configured after the
+        embedder, whose dimension its vector index takes. Configuring it contacts
+        nothing: a Neo4j that is down makes the engine unready, not unbuildable.
+        """
+
+        def build_embedder() -> Embedder:
+            return make_embedder(
                 settings.embedder,
                 model_path=settings.model_path,
                 batch_size=settings.embed_batch_size,
                 precision=settings.embed_precision,
             )
+
+        store: GraphStore | None = None
+        try:
+            if settings.store == "embedded":
+                store = open_store(settings)
+                embedder = build_embedder()
+            else:
+                embedder = build_embedder()
+                store = open_store(settings, dimensions=embedder.dim)
             extractor = make_extractor()
         except Exception:
-            store.close()
+            if store is not None:
+                store.close()
             raise
         return cls(
             store,
@@ -334,6 +381,7 @@ class Hippocampus:
             dedup=settings.dedup,
             tiers=settings.tiers,
             records_min_score=settings.records_min_score,
+            scheduler=FsrsScheduler() if settings.scheduler == "fsrs" else SeedScheduler(),
         )
 
     def close(self) -> None:
@@ -1171,6 +1219,7 @@ class Hippocampus:
         explain: bool = False,
         learn: bool = True,
         now: datetime | None = None,
+        conversation_id: str | None = None,
     ) -> RecallResult:
         """Memories relevant to ``query``, best first: dense and lexical search,
         associative expansion through the graph, fused by ``recipe``.
@@ -1186,6 +1235,9 @@ class Hippocampus:
             explain: attach to each hit the strongest paths that reached it.
             learn: let this retrieval reinforce edges among its top results (a
                 bare retrieval: far weaker than real use) and log it.
+            conversation_id: the conversation this explicit recall was made in:
+                its top results that had been surfaced there are reported (and
+                counted for recall-before-search and lead time).
 
         Raises:
             InvalidInputError: an empty or oversized query, a bad limit or recipe.
@@ -1203,6 +1255,7 @@ class Hippocampus:
             raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
         config = self.recipe(recipe)
         at = now or utcnow()
+        started = time.perf_counter()
         warnings: list[str] = []
         if query_vector is None and (config.dense or config.graph):
             try:
@@ -1260,12 +1313,23 @@ class Hippocampus:
                     payload={"query": text, "recipe": config.name},
                 ),
             )
+        self._latencies.setdefault(collection, deque(maxlen=_LATENCIES_KEPT)).append(
+            (time.perf_counter() - started) * 1000.0
+        )
+        before: list[SurfacedBefore] = []
+        if conversation_id is not None:
+            top = [h.memory.id for h in hits[: self.surfacer.config.max_insights]]
+            before = [
+                SurfacedBefore(memory_id=mid, lead=lead)
+                for mid, lead in self.surfacer.explicit_recall(collection, conversation_id, top)
+            ]
         return RecallResult(
             query=text,
             hits=hits,
             embedder=self.embedder.name,
             recipe=config.name,
             warnings=warnings,
+            surfaced_before=before,
         )
 
     def recipe(self, recipe: str | SearchConfig) -> SearchConfig:
@@ -1480,6 +1544,127 @@ class Hippocampus:
             collection, [Event(type="use", at=at, memory_ids=ids, payload={"context": names})]
         )
 
+    # -- proactive surfacing and spaced repetition ------------------------------------
+
+    def message(
+        self,
+        collection: str,
+        conversation_id: str,
+        text: str,
+        *,
+        role: str = "user",
+        at: datetime | None = None,
+        conversation_type: str | None = None,
+    ) -> MessageOutcome:
+        """Take a conversation message in; returns 0-3 insights to offer now and the
+        conversation's state (see :mod:`engine.surface`).
+
+        Raises:
+            InvalidInputError: bad id, text, role, type or time.
+        """
+        self.check_collection(collection)
+        return self.surfacer.message(
+            collection,
+            conversation_id,
+            text,
+            role=role,
+            at=at or utcnow(),
+            conversation_type=conversation_type,
+            max_chars=self.limits.max_content_chars,
+        )
+
+    def engage(
+        self, collection: str, surfacing_id: str, engagement: str, *, now: datetime | None = None
+    ) -> EngagementOutcome:
+        """Record how an offered insight was received (used, helpful, ignored,
+        dismissed) and learn from it.
+
+        Raises:
+            NotFoundError: no such surfacing. ConflictError: already recorded.
+        """
+        self.check_collection(collection)
+        return self.surfacer.engage(collection, surfacing_id, engagement, at=now or utcnow())
+
+    def feedback(
+        self,
+        collection: str,
+        memory_id: str,
+        *,
+        helpful: bool,
+        context: Sequence[str] = (),
+        now: datetime | None = None,
+    ) -> Memory:
+        """Direct feedback on a memory: helpful counts as the seed's "helpful"
+        engagement (and strengthens its edges to the ``context`` concepts), not
+        helpful as "dismissed" (an explicit rejection; the context is marked
+        irrelevant).
+
+        Raises:
+            NotFoundError: no such memory.
+        """
+        self.check_collection(collection)
+        memory = self.get(collection, memory_id)
+        names = list(unique_names(context, 50))
+        self.flush_learning()
+        return self.surfacer.apply(
+            collection,
+            memory,
+            "helpful" if helpful else "dismissed",
+            "feedback:" + ",".join(names[:5]) if names else "feedback",
+            names,
+            now or utcnow(),
+        )
+
+    def resurface(
+        self, collection: str, *, limit: int = 10, now: datetime | None = None
+    ) -> list[tuple[Memory, float]]:
+        """Memories due for spaced repetition by the configured scheduler, the most
+        valuable first (confidence × importance), with how overdue each is (due
+        at 1.0). Active memories only.
+
+        Raises:
+            InvalidInputError: a bad limit.
+        """
+        self.check_collection(collection)
+        if not 1 <= limit <= self.limits.max_recall_limit:
+            raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
+        at = now or utcnow()
+        due = []
+        for memory in self.store.iter_memories(collection):
+            if memory.tier != Tier.ACTIVE:
+                continue
+            urgency = self.scheduler.urgency(memory, at)
+            if urgency >= 1.0:
+                value = memory.retrieval.confidence * memory.importance
+                due.append((value, urgency, memory))
+        due.sort(key=lambda item: (-item[0], -item[1], item[2].id))
+        return [(memory, urgency) for _, urgency, memory in due[:limit]]
+
+    def latency(self, collection: str) -> Latency:
+        """p50 / p95 of this process's recent recalls of the collection."""
+        self.check_collection(collection)
+        samples = sorted(self._latencies.get(collection, ()))
+        if not samples:
+            return Latency(recalls=0, p50_ms=None, p95_ms=None)
+
+        def at(q: float) -> float:
+            return round(samples[min(len(samples) - 1, int(q * len(samples)))], 3)
+
+        return Latency(recalls=len(samples), p50_ms=at(0.5), p95_ms=at(0.95))
+
+    def surfacing_metrics(self, collection: str) -> SurfaceMetrics:
+        """Precision, dismissal rates, recall-before-search and lead time."""
+        self.check_collection(collection)
+        return self.surfacer.metrics(collection)
+
+    def _embed_query(self, text: str) -> Vector | None:
+        try:
+            vector: Vector = np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
+        except EmbeddingError:
+            logger.warning("query embedding failed; surfacing by text and graph only")
+            return None
+        return vector
+
     def _learn(self, collection: str, updates: list[EdgeUpdate], event: Event) -> None:
         """Queue what a retrieval taught; written in batches (see flush_learning)."""
         with self._pending_lock:
@@ -1635,7 +1820,7 @@ class Hippocampus:
                     for c in applied
                 ],
             )
-        self.store.put_state(collection, TIER_PASS_KEY, {"at": at.isoformat()})
+        self.store.put_states(collection, {TIER_PASS_KEY: {"at": at.isoformat()}})
         retrained = self.maybe_retrain_quality(collection, feedback, now=at)
         return TierReport(
             collection=collection,
@@ -1659,7 +1844,7 @@ class Hippocampus:
     def tier_pass_due(self, collection: str, *, now: datetime | None = None) -> bool:
         """Whether the tier policy has not run on the collection this (UTC) day."""
         at = now or utcnow()
-        state = self.store.get_state(collection, TIER_PASS_KEY)
+        state = self.store.get_states(collection, [TIER_PASS_KEY]).get(TIER_PASS_KEY)
         if state is None:
             return True
         try:
@@ -1674,7 +1859,7 @@ class Hippocampus:
         """The collection's quality model: the last one trained and kept, else the
         prior. Read from the store on every call, so processes sharing a store
         share it."""
-        state = self.store.get_state(collection, QUALITY_MODEL_KEY)
+        state = self.store.get_states(collection, [QUALITY_MODEL_KEY]).get(QUALITY_MODEL_KEY)
         if state is None:
             return QualityModel()
         try:
@@ -1730,7 +1915,7 @@ class Hippocampus:
             now=at,
             config=self.quality_config,
         )
-        self.store.put_state(collection, QUALITY_MODEL_KEY, model.model_dump(mode="json"))
+        self.store.put_states(collection, {QUALITY_MODEL_KEY: model.model_dump(mode="json")})
         run = model.last_training
         assert run is not None
         logger.info(
@@ -1838,10 +2023,10 @@ class Hippocampus:
                 if key not in seen:
                     seen.add(key)
                     yield {"type": "edge", "edge": edge.model_dump(mode="json")}
+        stored = self.store.get_states(collection, _EXPORTED_STATE)
         for state_key in _EXPORTED_STATE:
-            value = self.store.get_state(collection, state_key)
-            if value is not None:
-                yield {"type": "state", "key": state_key, "value": value}
+            if state_key in stored:
+                yield {"type": "state", "key": state_key, "value": stored[state_key]}
 
     def import_records(
         self,
@@ -1914,9 +2099,9 @@ class Hippocampus:
         for i in range(0, len(edges), 1000):
             self.store.upsert_edges(collection, edges[i : i + 1000])
         report.edges = len(edges)
-        for state in states:
-            if self.store.get_state(collection, state.key) is None:
-                self.store.put_state(collection, state.key, state.value)
+        if states:
+            held = self.store.get_states(collection, [s.key for s in states])
+            self.store.put_states(collection, {s.key: s.value for s in states if s.key not in held})
         return report
 
 

@@ -6,6 +6,12 @@ import pytest
 
 from engine.embed import HashingEmbedder, SentenceTransformerEmbedder
 from engine.extract import SpacyConceptExtractor
+from tests.contract.backends import neo4j_plan
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say once whether the contract suite runs against Neo4j, and if not why."""
+    return neo4j_plan()[1]
 
 
 @pytest.fixture(scope="session")

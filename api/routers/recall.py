@@ -25,9 +25,12 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
     """Memories most relevant to `query`, best first: dense and lexical search and
     associative expansion, fused by `recipe`. Archived memories are searched only
     with `filters.include_archived`; quarantined ones never. With `explain`, each
-    result carries the graph paths that reached it. With `format: "summary"`,
-    `summary` holds the results as a "Related knowledge already captured" block
-    (category, title, score, and the number of memories in the collection)."""
+    result carries the graph paths that reached it. With `conversation_id`, the
+    results already offered in that conversation are reported in
+    `surfaced_before` and counted for recall-before-search. With
+    `format: "summary"`, `summary` holds the results as a "Related knowledge
+    already captured" block (category, title, score, and the number of memories
+    in the collection)."""
     result = service.recall(
         collection,
         body.query,
@@ -36,6 +39,7 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
         min_score=body.min_score,
         explain=body.explain,
         recipe=body.recipe if body.recipe is not None else DEFAULT_RECIPE,
+        conversation_id=body.conversation_id,
     )
     summary = service.context_summary(collection, result) if body.format == "summary" else None
     return RecallOut.from_engine(result, summary)

@@ -14,6 +14,13 @@ router = APIRouter(prefix="/v1/collections/{collection}", tags=["stats"], respon
 def stats(collection: CollectionDep, service: ServiceDep, graph: bool = True) -> StatsOut:
     """Memories by category and tier, pending embeddings, hubs, edges, events, and
     (unless `graph=false`) graph health: nodes, edges by type, mean degree,
-    clustering coefficient, components, weight histogram."""
+    clustering coefficient, components, weight histogram; proactive surfacing
+    (precision, dismissal rates, recall-before-search, lead time) and recall
+    latency."""
     health = service.graph_health(collection) if graph else None
-    return StatsOut.from_engine(service.stats(collection), health)
+    return StatsOut.from_engine(
+        service.stats(collection),
+        health,
+        service.surfacing_metrics(collection),
+        service.latency(collection),
+    )

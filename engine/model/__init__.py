@@ -26,12 +26,13 @@ from engine.model.memory import (
     MemoryPatch,
     NewMemory,
     RetrievalMeta,
+    Review,
     Tier,
     content_hash,
     normalize_content,
     utcnow,
 )
-from engine.model.recall import RecallFilters, RecallHit, RecallResult
+from engine.model.recall import RecallFilters, RecallHit, RecallResult, SurfacedBefore
 from engine.model.resource import Resource
 
 __all__ = [
@@ -59,6 +60,8 @@ __all__ = [
     "RecallResult",
     "Resource",
     "RetrievalMeta",
+    "Review",
+    "SurfacedBefore",
     "Tier",
     "content_hash",
     "normalize_content",

@@ -34,12 +34,35 @@ class Tier(StrEnum):
     QUARANTINED = "quarantined"
 
 
+class Review(BaseModel):
+    """A memory's FSRS-style review state (see engine.schedule).
+
+    Attributes:
+        stability: days until recall probability falls to 90%.
+        difficulty: 1 (easy) to 10 (hard).
+        last_review: when it was last reviewed (engaged with).
+        reviews / lapses: counts.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    stability: float = Field(gt=0.0)
+    difficulty: float = Field(ge=1.0, le=10.0)
+    last_review: datetime
+    reviews: int = Field(default=1, ge=0)
+    lapses: int = Field(default=0, ge=0)
+
+
 class RetrievalMeta(BaseModel):
     """How a memory is found and how useful it has been.
 
     ``duplicates`` counts the times the same (or nearly the same) content was
     remembered again and merged into this memory; ``conversation_ids`` then
     gains the repeat's conversation (provenance).
+
+    ``recent_dismissals`` is the count as of ``dismissed_at``; it fades with a
+    half-life (see engine.surface.rules.faded_dismissals), so a memory dismissed
+    last quarter can be offered again.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -51,6 +74,8 @@ class RetrievalMeta(BaseModel):
     usage_count: int = Field(default=0, ge=0)
     last_used: datetime | None = None
     recent_dismissals: float = Field(default=0.0, ge=0.0)
+    dismissed_at: datetime | None = None
+    review: Review | None = None
     irrelevant_contexts: list[str] = Field(default_factory=list)
     quality_score: float | None = Field(default=None, ge=0.0, le=1.0)
     usefulness: float = Field(default=0.5, ge=0.0, le=1.0)

@@ -40,9 +40,18 @@ class RecallHit(BaseModel):
     paths: list[GraphPath] | None = None
 
 
+class SurfacedBefore(BaseModel):
+    """A top result of a recall made in a conversation that had already been
+    offered there, ``lead`` messages earlier."""
+
+    memory_id: str
+    lead: int
+
+
 class RecallResult(BaseModel):
     query: str
     hits: list[RecallHit]
     embedder: str
-    recipe: str = "DENSE"
+    recipe: str = "ASSOCIATIVE"
     warnings: list[str] = Field(default_factory=list)
+    surfaced_before: list[SurfacedBefore] = Field(default_factory=list)

@@ -118,7 +118,7 @@ ASSOCIATIVE = SearchConfig(
     query_triggers=False,
     query_subphrases=False,
     hub_matches=0,
-    expand=ExpandParams(max_depth=2, damping=1.0, hub_degree_mode="inverse"),
+    expand=ExpandParams(max_depth=2, damping=1.0, hub_degree_mode="inverse", max_results=100),
 )
 """Similarity plus what the graph adds: the best dense hits and the concepts the
 query names anchor a two-hop walk, each hub passing on 1/degree of what reaches

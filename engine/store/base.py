@@ -170,6 +170,11 @@ class GraphStore(Protocol):
         """Store ``(kind, name, vector, model)`` name embeddings of existing hubs."""
         ...
 
+    def iter_hub_vectors(self, collection: str) -> Iterator[tuple[str, str, Vector, str]]:
+        """``(kind, name, vector, model)`` of every hub that has a name embedding, by
+        kind then name."""
+        ...
+
     # -- graph ------------------------------------------------------------------
 
     def expand(
@@ -233,15 +238,22 @@ class GraphStore(Protocol):
         """Append to the collection's event log."""
         ...
 
-    # -- state ------------------------------------------------------------------
-
-    def get_state(self, collection: str, key: str) -> dict[str, Any] | None:
-        """The JSON document stored under ``key`` for the collection (a learned
-        model, a pass's bookkeeping), or ``None``."""
+    def iter_events(self, collection: str) -> Iterator[Event]:
+        """The collection's event log, in the order it was appended."""
         ...
 
-    def put_state(self, collection: str, key: str, value: Mapping[str, Any]) -> None:
-        """Store a JSON document under ``key``, replacing the old one atomically."""
+    # -- state ----------------------------------------------------------------------
+
+    def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Small JSON documents the engine keeps beside the graph (conversation
+        state, surfacings, learned models, the bookkeeping of maintenance
+        passes), by key; absent keys are left out. Kept in the store so that
+        several API processes share them."""
+        ...
+
+    def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
+        """Write state documents (replacing those with the same keys) in one
+        transaction."""
         ...
 
     # -- collections ------------------------------------------------------------

@@ -328,3 +328,89 @@ def test_tiers_applies_the_policy_and_reports(run: Runner, tmp_path: Path) -> No
     ]
     code, out, _ = _cli(run, data, "tiers", "-c", "team", "--json")
     assert code == 0 and json.loads(out)["examined"] == 1
+
+
+# -- setup and migrate ------------------------------------------------------------
+
+
+def test_setup_has_nothing_to_do_for_the_embedded_store(run: Runner, tmp_path: Path) -> None:
+    code, out, _ = _cli(run, tmp_path / "data", "setup")
+    assert code == 0
+    assert "needs no setup" in out
+
+
+def test_setup_reports_a_neo4j_it_cannot_reach(
+    run: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIPPO_STORE", "neo4j")
+    monkeypatch.setenv("HIPPO_NEO4J__URI", "bolt://127.0.0.1:1")
+    monkeypatch.setenv("HIPPO_NEO4J__MAX_RETRY_S", "0")
+    code, _, err = _cli(run, tmp_path / "data", "setup")
+    assert code == 1
+    assert err.startswith("error: ") and "Neo4j is unavailable" in err
+    assert "Traceback" not in err
+
+
+def test_migrate_copies_a_collection_with_everything_it_holds(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for text in (
+        "The nightly export job timed out: the Postgres connection pool was exhausted",
+        "Raise the pool size before the export window",
+    ):
+        assert _cli(run, data, "remember", text, "-c", "team")[0] == 0
+    _cli(run, data, "recall", "connection pool exhausted", "-c", "team")
+    code, out, _ = _cli(
+        run,
+        data,
+        "migrate",
+        "--from",
+        "embedded",
+        "--to",
+        "embedded",
+        "-c",
+        "team",
+        "--into",
+        "copy",
+    )
+    assert code == 0, out
+    assert "copied team from embedded to embedded as copy: 2 memories (2 with vectors)" in out
+
+    service = _open(data)
+    try:
+        store = service.store
+        originals = {m.id: m for m in store.iter_memories("team")}
+        copies = {
+            m.id: m.model_copy(update={"collection": "team"}) for m in store.iter_memories("copy")
+        }
+        assert copies == originals
+        assert sorted(map(str, store.iter_edges("copy"))) == sorted(
+            map(str, store.iter_edges("team"))
+        )
+        events = list(store.iter_events("team"))
+        assert events and list(store.iter_events("copy")) == events
+    finally:
+        service.close()
+
+    # Into a collection that already holds memories: refused, nothing written.
+    code, _, err = _cli(
+        run,
+        data,
+        "migrate",
+        "--from",
+        "embedded",
+        "--to",
+        "embedded",
+        "-c",
+        "team",
+        "--into",
+        "copy",
+    )
+    assert code == 1 and "already holds memories" in err
+
+
+def test_migrate_refuses_to_copy_a_collection_onto_itself(run: Runner, tmp_path: Path) -> None:
+    code, _, err = _cli(
+        run, tmp_path / "data", "migrate", "--from", "embedded", "--to", "embedded", "-c", "team"
+    )
+    assert code == 2
+    assert "onto itself" in err

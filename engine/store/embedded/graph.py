@@ -1346,7 +1346,10 @@ class CollectionGraph:
 def _degree_factors(degree: I64, params: ExpandParams) -> F64:
     if params.hub_degree_mode == "inverse":
         return 1.0 / np.maximum(degree, 1).astype(np.float64)
-    return 1.0 / (1.0 + np.log1p(degree / params.hub_degree_pivot))
+    # log(1 + x), not log1p: the Neo4j store's Cypher has only log(), and equal
+    # paths must stay equal to the last bit in both stores, or ties (and so
+    # frontiers and fan-outs) would break differently.
+    return 1.0 / (1.0 + np.log(1.0 + degree / params.hub_degree_pivot))
 
 
 def degree_factor(degree: int, params: ExpandParams) -> float:

@@ -83,12 +83,12 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_by_collection ON events (collection, seq);
 
--- Small JSON documents per collection: learned models (the quality gate's) and
--- the bookkeeping of maintenance passes. Written whole, in one transaction.
-CREATE TABLE IF NOT EXISTS state (
+-- Small JSON documents kept beside the graph: conversation state, surfacings,
+-- learned models (surfacing, the quality gate), maintenance bookkeeping
+-- (GraphStore.get_states / put_states).
+CREATE TABLE IF NOT EXISTS states (
     collection TEXT NOT NULL,
     key        TEXT NOT NULL,
-    value      TEXT NOT NULL,       -- a JSON object
-    updated_at TEXT NOT NULL,       -- ISO 8601
+    value      TEXT NOT NULL,       -- JSON object
     PRIMARY KEY (collection, key)
 ) WITHOUT ROWID;

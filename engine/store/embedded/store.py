@@ -792,6 +792,18 @@ class EmbeddedStore:
             for kind, name, vector, model in known:
                 graph.put_hub_vector(kind, name, vector, model)
 
+    def iter_hub_vectors(self, collection: str) -> Iterator[tuple[str, str, Vector, str]]:
+        """``(kind, name, vector, model)`` of every hub that has a name embedding, by
+        kind then name; vectors as given."""
+        with self._reading("read hub vectors") as conn:
+            rows = conn.execute(
+                "SELECT kind, name, vector, vector_model FROM hubs"
+                " WHERE collection = ? AND vector IS NOT NULL ORDER BY kind, name",
+                (collection,),
+            ).fetchall()
+        for kind, name, blob, model in rows:
+            yield kind, name, np.frombuffer(blob, dtype=np.float32).copy(), model
+
     # -- graph ----------------------------------------------------------------------
 
     def expand(
@@ -892,38 +904,59 @@ class EmbeddedStore:
                 rows,
             )
 
+    def iter_events(self, collection: str) -> Iterator[Event]:
+        """The collection's event log, in the order it was appended. Streams in pages
+        like :meth:`iter_memories`."""
+        after = 0
+        while True:
+            with self._reading("list events") as conn:
+                page = conn.execute(
+                    "SELECT seq, type, at, memory_ids, payload FROM events"
+                    " WHERE collection = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    (collection, after, _CHUNK),
+                ).fetchall()
+            for _, event_type, at, memory_ids, payload in page:
+                yield Event(
+                    type=event_type,
+                    at=datetime.fromisoformat(at),
+                    memory_ids=json.loads(memory_ids),
+                    payload=json.loads(payload),
+                )
+            if len(page) < _CHUNK:
+                return
+            after = page[-1][0]
+
     # -- state ----------------------------------------------------------------------
 
-    def get_state(self, collection: str, key: str) -> dict[str, Any] | None:
-        """The JSON document stored under ``key`` for the collection, or ``None``."""
+    def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """State documents by key; absent keys are left out."""
+        found: dict[str, dict[str, Any]] = {}
         with self._reading("read state") as conn:
-            row = conn.execute(
-                "SELECT value FROM state WHERE collection = ? AND key = ?", (collection, key)
-            ).fetchone()
-        if row is None:
-            return None
-        value = json.loads(row[0])
-        return value if isinstance(value, dict) else None
+            for chunk in _chunks(list(dict.fromkeys(keys))):
+                marks = ", ".join("?" * len(chunk))
+                for key, value in conn.execute(
+                    f"SELECT key, value FROM states WHERE collection = ? AND key IN ({marks})",
+                    (collection, *chunk),
+                ):
+                    found[key] = json.loads(value)
+        return found
 
-    def put_state(self, collection: str, key: str, value: Mapping[str, Any]) -> None:
-        """Store a JSON document under ``key``, replacing the old one in one transaction.
-
-        Raises:
-            InvalidInputError: an empty key, or a value JSON cannot represent.
-        """
-        if not key:
-            raise InvalidInputError("a state document needs a key", field="key")
-        try:
-            text = json.dumps(dict(value), separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise InvalidInputError(f"state {key!r} is not JSON: {e}", field="value") from e
-        at = datetime.now(UTC).isoformat()
+    def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
+        """Write state documents in one transaction, replacing same-key ones."""
+        if not items:
+            return
+        rows = []
+        for key, value in items.items():
+            try:
+                text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+            except (TypeError, ValueError) as e:
+                raise InvalidInputError(f"state {key!r} is not plain JSON: {e}") from e
+            rows.append((collection, key, text))
         with self._write_lock, self._transaction("write state") as conn:
-            conn.execute(
-                "INSERT INTO state (collection, key, value, updated_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (collection, key) DO UPDATE SET"
-                " value = excluded.value, updated_at = excluded.updated_at",
-                (collection, key, text, at),
+            conn.executemany(
+                "INSERT INTO states (collection, key, value) VALUES (?, ?, ?)"
+                " ON CONFLICT (collection, key) DO UPDATE SET value = excluded.value",
+                rows,
             )
 
     # -- collections ----------------------------------------------------------------

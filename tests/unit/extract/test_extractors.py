@@ -43,6 +43,12 @@ def test_extraction_is_deterministic(spacy_extractor: SpacyConceptExtractor) -> 
     assert first[0] == first[2]
 
 
+def test_one_text_alone_is_extracted_as_in_a_batch(spacy_extractor: SpacyConceptExtractor) -> None:
+    texts = ["Raise the Redis connection pools before Black Friday", "Deploys run on Kubernetes"]
+    batch = spacy_extractor.extract_many(texts)
+    assert [spacy_extractor.extract_many([t])[0] for t in texts] == batch
+
+
 def test_caller_given_values_replace_extracted_ones_field_by_field() -> None:
     extracted = Extraction(domains=("mobile",), triggers=("load",), concepts=("dashboard",))
     merged = merge_given(extracted, domains=["Perf ", "perf"], triggers=None, concepts=[])

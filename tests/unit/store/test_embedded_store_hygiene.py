@@ -1,4 +1,5 @@
-"""EmbeddedStore: state documents, pending-embedding counts, batched vector search."""
+"""EmbeddedStore: learned models kept across restarts, pending-embedding counts,
+batched vector search."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import InvalidInputError
 from engine.model import Memory, RecallFilters, Tier, content_hash
 from engine.store import MemoryRecord, Vector
 from engine.store.embedded import EmbeddedStore
@@ -52,27 +52,19 @@ def store(tmp_path: Path) -> Iterator[EmbeddedStore]:
     s.close()
 
 
-def test_state_documents_round_trip_per_collection_and_survive_reopening(
-    tmp_path: Path,
-) -> None:
+def test_learned_models_in_state_documents_survive_reopening(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with EmbeddedStore(data) as store:
-        assert store.get_state(C, "quality_model") is None
-        store.put_state(C, "quality_model", {"version": 1, "weights": {"length": 2.5}})
-        store.put_state(C, "quality_model", {"version": 2, "weights": {"length": 3.0}})
-        store.put_state(OTHER, "quality_model", {"version": 7})
+        assert store.get_states(C, ["quality_model"]) == {}
+        store.put_states(C, {"quality_model": {"version": 1, "weights": {"length": 2.5}}})
+        store.put_states(C, {"quality_model": {"version": 2, "weights": {"length": 3.0}}})
+        store.put_states(OTHER, {"quality_model": {"version": 7}})
     with EmbeddedStore(data) as store:
-        assert store.get_state(C, "quality_model") == {"version": 2, "weights": {"length": 3.0}}
-        assert store.get_state(OTHER, "quality_model") == {"version": 7}
+        assert store.get_states(C, ["quality_model"]) == {
+            "quality_model": {"version": 2, "weights": {"length": 3.0}}
+        }
+        assert store.get_states(OTHER, ["quality_model"]) == {"quality_model": {"version": 7}}
         assert store.list_collections() == []  # state alone makes no collection
-
-
-def test_state_that_is_not_json_is_refused(store: EmbeddedStore) -> None:
-    with pytest.raises(InvalidInputError):
-        store.put_state(C, "k", {"x": float("nan")})
-    with pytest.raises(InvalidInputError):
-        store.put_state(C, "", {})
-    assert store.get_state(C, "k") is None
 
 
 def test_pending_count_covers_missing_and_other_model_vectors(store: EmbeddedStore) -> None:

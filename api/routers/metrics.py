@@ -1,0 +1,69 @@
+"""Prometheus exposition of surfacing figures and recall latency, per collection
+the caller's key may see."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import PlainTextResponse
+
+from api.auth import AccessDep
+from api.deps import ServiceDep
+
+router = APIRouter(tags=["metrics"])
+
+_HELP = {
+    "hippo_memories": ("gauge", "Memories stored."),
+    "hippo_surfaced_total": ("counter", "Insights offered proactively."),
+    "hippo_engagements_total": ("counter", "Engagements with offered insights, by kind."),
+    "hippo_surfacing_precision": ("gauge", "(used + helpful) / surfaced."),
+    "hippo_dismissal_rate": ("gauge", "dismissed / surfaced, by conversation type."),
+    "hippo_recall_before_search": (
+        "gauge",
+        "Explicit recalls whose top results had been offered earlier / explicit recalls.",
+    ),
+    "hippo_explicit_recalls_total": ("counter", "Recalls made inside a conversation."),
+    "hippo_lead_time_messages": ("gauge", "Median messages from offer to explicit recall."),
+    "hippo_recall_latency_ms": ("gauge", "Recall latency in this process, by quantile."),
+}
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+@router.get("/metrics", response_class=PlainTextResponse)
+def metrics(access: AccessDep, service: ServiceDep) -> PlainTextResponse:
+    """Prometheus text format. With API keys configured, a key sees only its own
+    collections."""
+    samples: dict[str, list[str]] = {name: [] for name in _HELP}
+
+    def add(name: str, value: float | None, **labels: str) -> None:
+        if value is None:
+            return
+        text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+        samples[name].append(f"{name}{{{text}}} {value:g}")
+
+    for c in service.collections():
+        if not access.allows(c):
+            continue
+        m = service.surfacing_metrics(c)
+        add("hippo_memories", service.stats(c).memories, collection=c)
+        add("hippo_surfaced_total", m.surfaced, collection=c)
+        for kind, n in m.engagements.items():
+            add("hippo_engagements_total", n, collection=c, engagement=kind)
+        add("hippo_surfacing_precision", m.precision, collection=c)
+        add("hippo_dismissal_rate", m.dismissal_rate, collection=c, type="all")
+        for t, rate in m.dismissal_rate_by_type.items():
+            add("hippo_dismissal_rate", rate, collection=c, type=t)
+        add("hippo_explicit_recalls_total", m.explicit_recalls, collection=c)
+        add("hippo_recall_before_search", m.recall_before_search, collection=c)
+        add("hippo_lead_time_messages", m.median_lead_time, collection=c)
+        latency = service.latency(c)
+        add("hippo_recall_latency_ms", latency.p50_ms, collection=c, quantile="0.5")
+        add("hippo_recall_latency_ms", latency.p95_ms, collection=c, quantile="0.95")
+    lines: list[str] = []
+    for name, (kind, text) in _HELP.items():
+        lines.append(f"# HELP {name} {text}")
+        lines.append(f"# TYPE {name} {kind}")
+        lines.extend(samples[name])
+    return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")

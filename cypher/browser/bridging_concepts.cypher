@@ -1,0 +1,8 @@
+// Concepts that bridge domains: talked about by memories of two or more
+// domains, the places where one part of the work informs another.
+MATCH (c:Concept {collection: $collection})<-[:ABOUT]-(m:Memory)-[:IN_DOMAIN]->(d:Domain)
+WITH c, collect(DISTINCT d.name) AS domains, count(DISTINCT m) AS memories
+WHERE size(domains) >= 2
+RETURN c.name AS concept, domains, memories
+ORDER BY size(domains) DESC, memories DESC, concept
+LIMIT 25

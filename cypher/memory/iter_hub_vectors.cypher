@@ -1,0 +1,15 @@
+// Every hub that has a name vector, by kind then name.
+CALL () {
+  MATCH (h:Domain {collection: $collection})
+  RETURN 'Domain' AS kind, h
+  UNION ALL
+  MATCH (h:Trigger {collection: $collection})
+  RETURN 'Trigger' AS kind, h
+  UNION ALL
+  MATCH (h:Concept {collection: $collection})
+  RETURN 'Concept' AS kind, h
+}
+WITH kind, h
+WHERE h.embedding IS NOT NULL
+RETURN kind, h.name AS name, h.embedding AS embedding, h.embedding_model AS embedding_model
+ORDER BY kind, name

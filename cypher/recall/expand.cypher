@@ -1,0 +1,280 @@
+// Associative expansion in one query. From each anchor, a walk of at most
+// $max_depth (1-3) hops over IN_DOMAIN, HAS_TRIGGER, ABOUT (both ways) and
+// ASSOCIATED edges keeps the best path to every node; a memory's strength is
+// the sum over anchors of its best path from each. The rules are the embedded
+// store's (CollectionGraph.expand), so both give the same answer:
+//
+// - A step from a node held with strength s over an edge of weight w reaches
+//   its neighbour with s * $damping * w; leaving a hub, when $penalty is set,
+//   also times 1 / degree if $degree_mode is 'inverse', else
+//   1 / (1 + ln(1 + degree / $pivot)) (degree: the memories the hub links, at
+//   least 1).
+// - A hub is left only through its $fanout strongest edges (ties: memory id).
+//   The last hop leaves memories only through ASSOCIATED: only memories are
+//   results.
+// - Per anchor, hop by hop, a node takes a new path only when it beats the
+//   node's best so far, and the first path found to reach that value wins. The
+//   next hop starts from the $frontier strongest improved nodes (ties: the first
+//   found), never from an anchor's node: a path through another anchor is that
+//   anchor's support, not a second one.
+// - "First found" is discovery order: the frontier in order, each node's edges
+//   in block order (from a memory: ASSOCIATED neighbours by id, then Domain,
+//   Trigger, Concept hubs by name; from a hub: by weight descending, then id).
+// - An anchor's own node is never its result; memories that fail the filters
+//   are walked through but not returned; at most $max_results memories, by
+//   strength descending, then id.
+//
+// Parameters: $collection; $anchors [{kind, name, strength}], merged by (kind,
+// name) and sorted; $max_depth, $damping, $fanout, $frontier, $penalty,
+// $degree_mode ('log' or 'inverse'), $pivot, $max_results; $paths (false: no
+// steps are built); filters $tiers, $categories, $domains, $tags,
+// $exclude_conversation_id.
+// Each memory comes back with `reached`: per anchor (its index in $anchors),
+// the strength and the steps of its best path, in anchor order.
+
+UNWIND range(0, size($anchors) - 1) AS ai
+WITH ai, $anchors[ai] AS anchor
+CALL (anchor) {
+  MATCH (n:Memory {collection: $collection, id: anchor.name})
+  WHERE anchor.kind = 'Memory'
+  RETURN n
+  UNION ALL
+  MATCH (n:Domain {collection: $collection, name: anchor.name})
+  WHERE anchor.kind = 'Domain'
+  RETURN n
+  UNION ALL
+  MATCH (n:Trigger {collection: $collection, name: anchor.name})
+  WHERE anchor.kind = 'Trigger'
+  RETURN n
+  UNION ALL
+  MATCH (n:Concept {collection: $collection, name: anchor.name})
+  WHERE anchor.kind = 'Concept'
+  RETURN n
+}
+WITH collect({ai: ai, node: n, strength: anchor.strength}) AS starts
+WITH starts, [s IN starts | s.node] AS barrier
+UNWIND starts AS start
+CALL (start, barrier) {
+  WITH start, barrier, [{n: start.node, v: start.strength, p: [], pos: 0}] AS best
+  WITH start, barrier, best, best AS frontier
+
+  // -- hop 1 ----------------------------------------------------------------
+  CALL (frontier) {
+    UNWIND range(0, size(frontier) - 1) AS fi
+    WITH fi, frontier[fi] AS f
+    CALL (f) {
+      WITH f.n AS u, f.v AS s
+      WHERE u:Memory
+      MATCH (u)-[r:ASSOCIATED]-(v:Memory)
+      RETURN v, r, s * $damping * r.weight AS value, 0 AS k1, v.id AS k2
+      UNION ALL
+      WITH f.n AS u, f.v AS s
+      WHERE u:Memory AND $max_depth > 1
+      MATCH (u)-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]->(v)
+      RETURN v, r, s * $damping * r.weight AS value,
+             CASE WHEN v:Domain THEN 1 WHEN v:Trigger THEN 2 ELSE 3 END AS k1, v.name AS k2
+      UNION ALL
+      WITH f.n AS u, f.v AS s
+      WHERE NOT u:Memory
+      WITH u, s, CASE WHEN $penalty
+        THEN COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } END AS degree
+      WITH u, s, CASE
+        WHEN degree IS NULL THEN 1.0
+        WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
+        ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
+      END AS factor
+      MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
+      WITH s, factor, r, v
+      ORDER BY r.weight DESC, v.id
+      LIMIT $fanout
+      RETURN v, r, s * $damping * factor * r.weight AS value, -r.weight AS k1, v.id AS k2
+    }
+    WITH fi, f, v, r, value, k1, k2
+    WHERE value > 0.0
+    WITH fi, f, v, r, value, k1, k2
+    ORDER BY fi, k1, k2
+    RETURN collect({
+      n: v,
+      v: value,
+      p: CASE WHEN $paths THEN f.p + [{
+        type: type(r),
+        weight: r.weight,
+        kind: CASE WHEN v:Memory THEN 'Memory' WHEN v:Domain THEN 'Domain' WHEN v:Trigger THEN 'Trigger' ELSE 'Concept' END,
+        name: CASE WHEN v:Memory THEN v.id ELSE v.name END
+      }] ELSE [] END
+    }) AS found
+  }
+  CALL (best, found) {
+    UNWIND [b IN best | {n: b.n, v: b.v, p: b.p, pos: -1}] + [i IN range(0, size(found) - 1) | {n: found[i].n, v: found[i].v, p: found[i].p, pos: i}] AS x
+    WITH x.n AS n, collect(x) AS xs
+    WITH n, xs,
+         reduce(h = 0.0, y IN xs | CASE WHEN y.pos < 0 THEN y.v ELSE h END) AS held,
+         reduce(t = 0.0, y IN xs | CASE WHEN y.pos >= 0 AND y.v > t THEN y.v ELSE t END) AS top
+    WITH top > held AS improved,
+         CASE WHEN top > held
+           THEN reduce(w = null, y IN xs |
+             CASE WHEN y.pos >= 0 AND y.v = top AND (w IS NULL OR y.pos < w.pos) THEN y ELSE w END)
+           ELSE head([y IN xs WHERE y.pos < 0])
+         END AS state
+    RETURN collect(state) AS merged, collect(CASE WHEN improved THEN state END) AS improved
+  }
+  CALL (improved, barrier) {
+    UNWIND improved AS y
+    WITH y
+    WHERE NOT y.n IN barrier
+    WITH y
+    ORDER BY y.v DESC, y.pos
+    LIMIT $frontier
+    WITH y
+    ORDER BY y.pos
+    RETURN collect(y) AS next
+  }
+  WITH start, barrier, merged AS best, CASE WHEN $max_depth >= 2 THEN next ELSE [] END AS frontier
+
+  // -- hop 2 ----------------------------------------------------------------
+  CALL (frontier) {
+    UNWIND range(0, size(frontier) - 1) AS fi
+    WITH fi, frontier[fi] AS f
+    CALL (f) {
+      WITH f.n AS u, f.v AS s
+      WHERE u:Memory
+      MATCH (u)-[r:ASSOCIATED]-(v:Memory)
+      RETURN v, r, s * $damping * r.weight AS value, 0 AS k1, v.id AS k2
+      UNION ALL
+      WITH f.n AS u, f.v AS s
+      WHERE u:Memory AND $max_depth > 2
+      MATCH (u)-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]->(v)
+      RETURN v, r, s * $damping * r.weight AS value,
+             CASE WHEN v:Domain THEN 1 WHEN v:Trigger THEN 2 ELSE 3 END AS k1, v.name AS k2
+      UNION ALL
+      WITH f.n AS u, f.v AS s
+      WHERE NOT u:Memory
+      WITH u, s, CASE WHEN $penalty
+        THEN COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } END AS degree
+      WITH u, s, CASE
+        WHEN degree IS NULL THEN 1.0
+        WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
+        ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
+      END AS factor
+      MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
+      WITH s, factor, r, v
+      ORDER BY r.weight DESC, v.id
+      LIMIT $fanout
+      RETURN v, r, s * $damping * factor * r.weight AS value, -r.weight AS k1, v.id AS k2
+    }
+    WITH fi, f, v, r, value, k1, k2
+    WHERE value > 0.0
+    WITH fi, f, v, r, value, k1, k2
+    ORDER BY fi, k1, k2
+    RETURN collect({
+      n: v,
+      v: value,
+      p: CASE WHEN $paths THEN f.p + [{
+        type: type(r),
+        weight: r.weight,
+        kind: CASE WHEN v:Memory THEN 'Memory' WHEN v:Domain THEN 'Domain' WHEN v:Trigger THEN 'Trigger' ELSE 'Concept' END,
+        name: CASE WHEN v:Memory THEN v.id ELSE v.name END
+      }] ELSE [] END
+    }) AS found
+  }
+  CALL (best, found) {
+    UNWIND [b IN best | {n: b.n, v: b.v, p: b.p, pos: -1}] + [i IN range(0, size(found) - 1) | {n: found[i].n, v: found[i].v, p: found[i].p, pos: i}] AS x
+    WITH x.n AS n, collect(x) AS xs
+    WITH n, xs,
+         reduce(h = 0.0, y IN xs | CASE WHEN y.pos < 0 THEN y.v ELSE h END) AS held,
+         reduce(t = 0.0, y IN xs | CASE WHEN y.pos >= 0 AND y.v > t THEN y.v ELSE t END) AS top
+    WITH top > held AS improved,
+         CASE WHEN top > held
+           THEN reduce(w = null, y IN xs |
+             CASE WHEN y.pos >= 0 AND y.v = top AND (w IS NULL OR y.pos < w.pos) THEN y ELSE w END)
+           ELSE head([y IN xs WHERE y.pos < 0])
+         END AS state
+    RETURN collect(state) AS merged, collect(CASE WHEN improved THEN state END) AS improved
+  }
+  CALL (improved, barrier) {
+    UNWIND improved AS y
+    WITH y
+    WHERE NOT y.n IN barrier
+    WITH y
+    ORDER BY y.v DESC, y.pos
+    LIMIT $frontier
+    WITH y
+    ORDER BY y.pos
+    RETURN collect(y) AS next
+  }
+  WITH start, merged AS best, CASE WHEN $max_depth >= 3 THEN next ELSE [] END AS frontier
+
+  // -- hop 3 (always the last: memories are left only through ASSOCIATED) ---
+  CALL (frontier) {
+    UNWIND range(0, size(frontier) - 1) AS fi
+    WITH fi, frontier[fi] AS f
+    CALL (f) {
+      WITH f.n AS u, f.v AS s
+      WHERE u:Memory
+      MATCH (u)-[r:ASSOCIATED]-(v:Memory)
+      RETURN v, r, s * $damping * r.weight AS value, 0 AS k1, v.id AS k2
+      UNION ALL
+      WITH f.n AS u, f.v AS s
+      WHERE NOT u:Memory
+      WITH u, s, CASE WHEN $penalty
+        THEN COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } END AS degree
+      WITH u, s, CASE
+        WHEN degree IS NULL THEN 1.0
+        WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
+        ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
+      END AS factor
+      MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
+      WITH s, factor, r, v
+      ORDER BY r.weight DESC, v.id
+      LIMIT $fanout
+      RETURN v, r, s * $damping * factor * r.weight AS value, -r.weight AS k1, v.id AS k2
+    }
+    WITH fi, f, v, r, value, k1, k2
+    WHERE value > 0.0
+    WITH fi, f, v, r, value, k1, k2
+    ORDER BY fi, k1, k2
+    RETURN collect({
+      n: v,
+      v: value,
+      p: CASE WHEN $paths THEN f.p + [{
+        type: type(r),
+        weight: r.weight,
+        kind: 'Memory',
+        name: v.id
+      }] ELSE [] END
+    }) AS found
+  }
+  CALL (best, found) {
+    UNWIND [b IN best | {n: b.n, v: b.v, p: b.p, pos: -1}] + [i IN range(0, size(found) - 1) | {n: found[i].n, v: found[i].v, p: found[i].p, pos: i}] AS x
+    WITH x.n AS n, collect(x) AS xs
+    WITH xs,
+         reduce(h = 0.0, y IN xs | CASE WHEN y.pos < 0 THEN y.v ELSE h END) AS held,
+         reduce(t = 0.0, y IN xs | CASE WHEN y.pos >= 0 AND y.v > t THEN y.v ELSE t END) AS top
+    WITH CASE WHEN top > held
+           THEN reduce(w = null, y IN xs |
+             CASE WHEN y.pos >= 0 AND y.v = top AND (w IS NULL OR y.pos < w.pos) THEN y ELSE w END)
+           ELSE head([y IN xs WHERE y.pos < 0])
+         END AS state
+    RETURN collect(state) AS merged
+  }
+
+  // -- the memories this anchor reached -------------------------------------
+  UNWIND merged AS b
+  WITH start, b.n AS node, b.v AS value, b.p AS steps
+  WHERE node:Memory AND node <> start.node
+  RETURN node, value, steps
+}
+WITH start.ai AS ai, node, value, steps
+WHERE node.tier IN $tiers
+  AND (size($categories) = 0 OR node.category IN $categories)
+  AND (size($domains) = 0 OR any(d IN coalesce(node.domains, []) WHERE d IN $domains))
+  AND (size($tags) = 0 OR any(t IN coalesce(node.tags, []) WHERE t IN $tags))
+  AND ($exclude_conversation_id IS NULL
+       OR NOT $exclude_conversation_id IN coalesce(node.conversation_ids, []))
+WITH node, ai, value, steps
+ORDER BY ai
+WITH node, collect({anchor: ai, strength: value, steps: steps}) AS reached
+WITH node, reached, reduce(total = 0.0, x IN reached | total + x.strength) AS strength
+ORDER BY strength DESC, node.id
+LIMIT $max_results
+RETURN node.id AS memory_id, strength, reached

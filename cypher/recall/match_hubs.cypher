@@ -1,0 +1,16 @@
+// Hubs of any kind named exactly one of $names, with their degree (memories
+// linked); in the order of $names, then Domain, Trigger, Concept.
+UNWIND range(0, size($names) - 1) AS i
+WITH i, $names[i] AS name
+CALL (name) {
+  MATCH (h:Domain {collection: $collection, name: name})
+  RETURN 'Domain' AS kind, 0 AS rank, h
+  UNION ALL
+  MATCH (h:Trigger {collection: $collection, name: name})
+  RETURN 'Trigger' AS kind, 1 AS rank, h
+  UNION ALL
+  MATCH (h:Concept {collection: $collection, name: name})
+  RETURN 'Concept' AS kind, 2 AS rank, h
+}
+RETURN kind, name, COUNT { (h)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } AS degree
+ORDER BY i, rank

@@ -1,0 +1,14 @@
+// Lexical recall through the full-text index (Lucene BM25 over content), among
+// the memories of $collection that pass the filters; best first.
+CALL db.index.fulltext.queryNodes($index, $query)
+YIELD node, score
+WITH node, score
+WHERE node.collection = $collection
+  AND node.tier IN $tiers
+  AND (size($categories) = 0 OR node.category IN $categories)
+  AND (size($domains) = 0 OR any(d IN coalesce(node.domains, []) WHERE d IN $domains))
+  AND (size($tags) = 0 OR any(t IN coalesce(node.tags, []) WHERE t IN $tags))
+  AND ($exclude_conversation_id IS NULL
+       OR NOT $exclude_conversation_id IN coalesce(node.conversation_ids, []))
+RETURN node.id AS id, score
+LIMIT $k

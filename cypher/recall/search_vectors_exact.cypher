@@ -1,0 +1,17 @@
+// Dense recall by exhaustive cosine over the collection: when the vector index
+// cannot answer (a query of another dimension than the index, or too few of its
+// nearest candidates belong to this collection and pass the filters).
+MATCH (m:Memory {collection: $collection})
+WHERE m.embedding_model = $model
+  AND size(m.embedding) = size($vector)
+  AND any(x IN m.embedding WHERE x <> 0.0)
+  AND m.tier IN $tiers
+  AND (size($categories) = 0 OR m.category IN $categories)
+  AND (size($domains) = 0 OR any(d IN coalesce(m.domains, []) WHERE d IN $domains))
+  AND (size($tags) = 0 OR any(t IN coalesce(m.tags, []) WHERE t IN $tags))
+  AND ($exclude_conversation_id IS NULL
+       OR NOT $exclude_conversation_id IN coalesce(m.conversation_ids, []))
+WITH m, 2.0 * vector.similarity.cosine(m.embedding, $vector) - 1.0 AS similarity
+RETURN m.id AS id, similarity
+ORDER BY similarity DESC, id
+LIMIT $k

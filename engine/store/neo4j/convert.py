@@ -1,0 +1,294 @@
+"""Between engine models and the values the Neo4j statements take and return.
+
+Pure functions: no driver calls. Datetimes go to Neo4j timezone-aware (a naive
+one is taken as UTC, as the embedded store does), so every temporal property is
+a ``DATETIME`` and compares with every other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from engine.errors import InvalidInputError
+from engine.model import (
+    HUB_EDGE,
+    MEMORY_EDGES,
+    Edge,
+    EdgeType,
+    EdgeUpdate,
+    Event,
+    Memory,
+    RecallFilters,
+    Tier,
+)
+from engine.store.base import Vector
+
+_LUCENE_WORD = re.compile(r"[^\W_]+")
+_MAX_QUERY_TERMS = 256  # well under Lucene's 1024 clauses per query
+_HUB_TYPES = frozenset(t.value for t in HUB_EDGE.values())
+
+
+def utc(moment: datetime) -> datetime:
+    """``moment`` with a timezone; naive datetimes are taken as UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def maybe_utc(moment: datetime | None) -> datetime | None:
+    return utc(moment) if moment is not None else None
+
+
+def native(value: Any) -> Any:
+    """A value read from Neo4j as plain Python: temporal values become ``datetime``."""
+    to_native = getattr(value, "to_native", None)
+    return to_native() if callable(to_native) else value
+
+
+def native_datetime(value: Any) -> datetime | None:
+    moment = native(value)
+    if moment is None:
+        return None
+    if not isinstance(moment, datetime):
+        raise TypeError(f"expected a datetime from Neo4j, got {type(moment).__name__}")
+    return moment
+
+
+def check_vector(value: Vector, owner: str) -> Vector:
+    """``value`` as a float32 vector, refused unless one-dimensional, not empty and finite."""
+    vector = np.ascontiguousarray(value, dtype=np.float32)
+    if vector.ndim != 1 or vector.shape[0] == 0:
+        raise InvalidInputError(
+            f"the vector of {owner!r} must be one-dimensional and not empty", field="vector"
+        )
+    if not np.isfinite(vector).all():
+        raise InvalidInputError(f"the vector of {owner!r} is not finite", field="vector")
+    return vector
+
+
+def vector_value(vector: Vector) -> list[float]:
+    """A vector as Neo4j stores it: a list of floats (float32 values, exactly)."""
+    values: list[float] = vector.astype(np.float64).tolist()
+    return values
+
+
+def vector_of(values: Sequence[float]) -> Vector:
+    """A stored vector back as float32 (exact: the values came from float32)."""
+    return np.asarray(values, dtype=np.float32)
+
+
+def check_collection(collection: str, memory: Memory) -> None:
+    if memory.collection != collection:
+        raise InvalidInputError(
+            f"memory {memory.id!r} belongs to {memory.collection!r}, not {collection!r}",
+            field="collection",
+        )
+
+
+def memory_properties(
+    memory: Memory, vector: Vector | None, *, with_vector: bool = True
+) -> dict[str, Any]:
+    """Every property of a Memory node. ``doc`` holds the memory whole (read back as
+    is); the other properties are copies for queries, indexes and Neo4j Browser.
+    ``embedding_model`` is the model of ``vector`` (``None`` without one); with
+    ``with_vector`` false, neither it nor ``embedding`` is included."""
+    r = memory.retrieval
+    model = memory.embedding_model if vector is not None else None
+    doc = memory.model_copy(update={"embedding_model": model}) if with_vector else memory
+    props: dict[str, Any] = {
+        "collection": memory.collection,
+        "id": memory.id,
+        "content": memory.content,
+        "category": memory.category,
+        "importance": memory.importance,
+        "tier": Tier(memory.tier).value,
+        "source": memory.source,
+        "tags": list(memory.tags),
+        "created_at": utc(memory.created_at),
+        "updated_at": utc(memory.updated_at),
+        "content_hash": memory.content_hash,
+        "domains": list(r.domains),
+        "triggers": list(r.triggers),
+        "concepts": list(r.concepts),
+        "confidence": r.confidence,
+        "usage_count": r.usage_count,
+        "last_used": maybe_utc(r.last_used),
+        "recent_dismissals": r.recent_dismissals,
+        "irrelevant_contexts": list(r.irrelevant_contexts),
+        "quality_score": r.quality_score,
+        "usefulness": r.usefulness,
+        "conversation_ids": list(r.conversation_ids),
+        "synthesized_from": list(r.synthesized_from),
+        "doc": doc.model_dump_json(),
+    }
+    if with_vector:
+        props["embedding"] = vector_value(vector) if vector is not None else None
+        props["embedding_model"] = model
+    return props
+
+
+def memory_of(doc: str, embedding_model: str | None) -> Memory:
+    """A memory read back: its document, with the model of the vector the store
+    holds (which re-embedding changes without rewriting the document)."""
+    memory = Memory.model_validate_json(doc)
+    if memory.embedding_model != embedding_model:
+        memory = memory.model_copy(update={"embedding_model": embedding_model})
+    return memory
+
+
+def edge_row(edge: Edge, created: datetime | None = None) -> dict[str, Any] | None:
+    """The ``upsert_edges`` row of an edge, ASSOCIATED oriented from its smaller id;
+    ``None`` for a memory edge from a memory to itself. ``created`` dates an edge
+    given no ``created_at``."""
+    source, target = edge.source, edge.target
+    edge_type = EdgeType(edge.type)
+    if edge_type in MEMORY_EDGES:
+        if source == target:
+            return None
+        if edge_type is EdgeType.ASSOCIATED and target < source:
+            source, target = target, source
+    given = edge.created_at if edge.created_at is not None else created
+    return {
+        "source": source,
+        "type": edge_type.value,
+        "target": target,
+        "weight": edge.weight,
+        "co_occurrences": edge.co_occurrences,
+        "last_co_occurred": maybe_utc(edge.last_co_occurred),
+        "kind": edge.kind,
+        "created_at": maybe_utc(given),
+    }
+
+
+def edge_rows(edges: Iterable[Edge], created: datetime | None = None) -> list[dict[str, Any]]:
+    """Rows of ``edges`` for ``upsert_edges``, one per edge: of an edge named twice the
+    last wins, keeping the latest creation date given."""
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for edge in edges:
+        row = edge_row(edge, created)
+        if row is None:
+            continue
+        key = (row["source"], row["type"], row["target"])
+        held = rows.pop(key, None)
+        if held is not None and row["created_at"] is None:
+            row["created_at"] = held["created_at"]
+        rows[key] = row
+    return list(rows.values())
+
+
+def record_edge_rows(memory: Memory, edges: Sequence[Edge]) -> list[dict[str, Any]]:
+    """Rows of a record's edges, which must all leave its memory; an edge given no
+    creation date is dated by its memory's."""
+    for edge in edges:
+        if edge.source != memory.id:
+            raise InvalidInputError(
+                f"an edge of memory {memory.id!r} leaves {edge.source!r}", field="edges"
+            )
+    return edge_rows(edges, memory.created_at)
+
+
+def edge_of(source: str, row: Mapping[str, Any]) -> Edge:
+    """An edge read back (a row of ``edges_of`` or an entry of ``iter_edges``)."""
+    return Edge(
+        source=source,
+        type=EdgeType(row["type"]),
+        target=row["target"],
+        weight=row["weight"],
+        co_occurrences=row["co_occurrences"] or 0,
+        last_co_occurred=native_datetime(row["last_co_occurred"]),
+        created_at=native_datetime(row["created_at"]),
+        kind=row["kind"],
+    )
+
+
+def update_row(update: EdgeUpdate) -> dict[str, Any] | None:
+    """The ``reinforce_edges`` row of an update, oriented as stored; ``None`` for a
+    memory edge from a memory to itself."""
+    source, target = update.source, update.target
+    edge_type = EdgeType(update.type)
+    if edge_type.value not in _HUB_TYPES:
+        if source == target:
+            return None
+        if edge_type is EdgeType.ASSOCIATED and target < source:
+            source, target = target, source
+    return {
+        "source": source,
+        "type": edge_type.value,
+        "target": target,
+        "delta": update.delta,
+        "cap": update.cap,
+        "initial": update.initial,
+        "at": utc(update.at),
+        "kind": update.kind,
+    }
+
+
+def event_row(event: Event) -> dict[str, Any]:
+    """An event as ``append_events`` takes it: the payload as JSON text (Neo4j has no
+    map properties), its ``conversation_id`` beside it for queries."""
+    data = event.model_dump(mode="json")
+    conversation = event.payload.get("conversation_id")
+    return {
+        "type": event.type,
+        "at": utc(event.at),
+        "memory_ids": list(event.memory_ids),
+        "payload": json.dumps(data["payload"], separators=(",", ":"), ensure_ascii=False),
+        "conversation_id": conversation if isinstance(conversation, str) else None,
+    }
+
+
+def event_of(row: Mapping[str, Any]) -> Event:
+    at = native_datetime(row["at"])
+    return Event(
+        type=row["type"],
+        at=at,
+        memory_ids=list(row["memory_ids"] or []),
+        payload=json.loads(row["payload"]) if row["payload"] else {},
+    )
+
+
+def state_value(key: str, document: Mapping[str, Any]) -> str:
+    """A state document as its ``State`` node holds it: JSON text (Neo4j has no map
+    properties), written as the embedded store writes it.
+
+    Raises:
+        InvalidInputError: the document is not plain JSON (a value JSON cannot
+            hold, or a float that is not finite).
+    """
+    try:
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"state {key!r} is not a JSON document: {e}", field="items") from e
+
+
+def state_of(value: str) -> dict[str, Any]:
+    """A state document read back."""
+    document: dict[str, Any] = json.loads(value)
+    return document
+
+
+def filter_params(filters: RecallFilters) -> dict[str, Any]:
+    """The filter parameters every search statement takes."""
+    return {
+        "tiers": [Tier(t).value for t in filters.tiers],
+        "categories": list(filters.categories),
+        "domains": list(filters.domains),
+        "tags": list(filters.tags),
+        "exclude_conversation_id": filters.exclude_conversation_id,
+    }
+
+
+def lucene_query(text: str) -> str | None:
+    """A full-text query matching any word of ``text``; ``None`` when it has none.
+
+    Only runs of letters and digits are kept, case-folded, so nothing in the text
+    can act as Lucene syntax (operators are upper case, specials are not words).
+    """
+    words = list(dict.fromkeys(w.casefold() for w in _LUCENE_WORD.findall(text)))
+    if not words:
+        return None
+    return " ".join(words[:_MAX_QUERY_TERMS])

@@ -1,0 +1,109 @@
+"""The graph the Neo4j store writes: labels, relationship types, property keys.
+
+Derived from the pydantic models and enums of :mod:`engine.model`, plus the few
+keys only the store keeps (listed in :data:`STORE_PROPERTY_KEYS` with what each
+holds). The Cypher lint checks every statement against :func:`lint_schema`, so a
+misspelled label, relationship type or property fails the build.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from engine.model import HUB_EDGE, MEMORY_EDGES, Edge, EdgeType, Event, HubKind, Memory
+from engine.model.association import MEMORY_NODE
+from engine.model.memory import RetrievalMeta
+
+MEMORY_LABEL = MEMORY_NODE
+HUB_LABELS: tuple[str, ...] = tuple(kind.value for kind in HubKind)
+EVENT_LABEL = Event.__name__
+DECAY_PASS_LABEL = "DecayPass"
+"""One node per decay pass applied to a collection: passes are idempotent per period."""
+SCHEMA_VERSION_LABEL = "SchemaVersion"
+"""One node naming the version of the schema :meth:`Neo4jStore.setup` last applied."""
+STATE_LABEL = "State"
+"""One node per state document of a collection (``GraphStore.get_states``), by key."""
+
+LABELS: tuple[str, ...] = (
+    MEMORY_LABEL,
+    *HUB_LABELS,
+    EVENT_LABEL,
+    DECAY_PASS_LABEL,
+    SCHEMA_VERSION_LABEL,
+    STATE_LABEL,
+)
+RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
+NODE_KINDS: frozenset[str] = frozenset({MEMORY_LABEL, *HUB_LABELS})
+"""Node kinds an anchor or a path step may name."""
+
+STORE_PROPERTY_KEYS: dict[str, str] = {
+    "doc": "Memory: the memory as JSON, read back whole (the other properties are copies)",
+    "embedding": "Memory and hub nodes: the vector, a list of floats",
+    "name": "hub nodes: the hub's name; SchemaVersion: whose schema it is",
+    "used_at": "edges: the last co-occurrence, else the creation (what decay compares)",
+    "conversation_id": "Event: the payload's conversation_id, when it has one",
+    "appended_at": "Event: when its batch was appended",
+    "batch": "Event: the append call it came in",
+    "position": "Event: its place in that batch",
+    "period": "DecayPass: the period the pass was for",
+    "unused_before": "DecayPass: its cutoff",
+    "decayed": "DecayPass: how many edges lost weight",
+    "version": "SchemaVersion: the schema version",
+    "key": "State: the document's key, unique within its collection",
+    "value": "State: the document as JSON text (Neo4j has no map properties)",
+}
+
+
+def _fields(model: type[BaseModel], *, leave_out: frozenset[str] = frozenset()) -> list[str]:
+    return [name for name in model.model_fields if name not in leave_out]
+
+
+def memory_property_keys() -> list[str]:
+    """Properties of a Memory node besides ``doc`` and ``embedding``: the memory's
+    fields, with ``retrieval`` flattened into its own fields."""
+    return _fields(Memory, leave_out=frozenset({"retrieval"})) + _fields(RetrievalMeta)
+
+
+def edge_property_keys() -> list[str]:
+    """Properties of a relationship: an edge's fields less its ends, and ``used_at``."""
+    return [*_fields(Edge, leave_out=frozenset({"source", "type", "target"})), "used_at"]
+
+
+def property_keys() -> list[str]:
+    """Every property key the store reads or writes, sorted."""
+    keys = {
+        *memory_property_keys(),
+        *edge_property_keys(),
+        *_fields(Event),
+        "collection",
+        *STORE_PROPERTY_KEYS,
+    }
+    return sorted(keys)
+
+
+def graph_schema() -> list[dict[str, str]]:
+    """Which relationship type joins which labels, as ``{from, to, relType}``."""
+    pairs = [
+        {"from": MEMORY_LABEL, "to": kind.value, "relType": edge_type.value}
+        for kind, edge_type in HUB_EDGE.items()
+    ]
+    pairs += [
+        {"from": MEMORY_LABEL, "to": MEMORY_LABEL, "relType": edge_type.value}
+        for edge_type in sorted(MEMORY_EDGES)
+    ]
+    return pairs
+
+
+def lint_schema() -> dict[str, Any]:
+    """The database schema the Cypher lint checks statements against (the
+    ``DbSchema`` of ``@neo4j-cypher/language-support``, without its procedure
+    and function catalog, which the lint adds)."""
+    return {
+        "labels": list(LABELS),
+        "relationshipTypes": list(RELATIONSHIP_TYPES),
+        "propertyKeys": property_keys(),
+        "graphSchema": graph_schema(),
+        "defaultLanguage": "CYPHER 5",
+    }

@@ -1,0 +1,986 @@
+"""The Neo4j store: the :class:`~engine.store.base.GraphStore` contract over the
+official driver, every statement a file under ``cypher/``.
+
+Graph model (labels and relationship types as in DESIGN.md; every edge holds
+``weight, co_occurrences, last_co_occurred, created_at, used_at, kind``)::
+
+    (:Memory {collection, id, doc, embedding, embedding_model, content, ...})
+    (:Memory)-[:IN_DOMAIN]->(:Domain {collection, name})
+    (:Memory)-[:HAS_TRIGGER]->(:Trigger {collection, name})
+    (:Memory)-[:ABOUT]->(:Concept {collection, name})
+    (:Memory)-[:ASSOCIATED]->(:Memory)    stored once, from the smaller id; undirected
+    (:Memory)-[:CONFLICTS_WITH]->(:Memory)
+    (:Memory)-[:SYNTHESIZED_FROM]->(:Memory)
+    (:Event {collection, type, at, memory_ids, payload, ...})
+    (:DecayPass {collection, period, ...})   (:SchemaVersion {name, version})
+    (:State {collection, key, value})        value: the document as JSON text
+
+Every node carries its ``collection`` and every statement matches on it. Hub
+nodes also hold their name vector (``embedding``, ``embedding_model``).
+
+Each call is one managed transaction (``execute_read`` / ``execute_write``): a
+write is applied whole or not at all, and what may pass on a second try (a lost
+connection, a leader switch, a deadlock) is retried by the driver with backoff
+for up to ``max_retry_s``. Failures reach the caller as engine errors
+(:mod:`engine.store.neo4j.translate`).
+
+Nothing talks to Neo4j before the first call: the constructor only configures the
+driver. :meth:`setup` creates the schema (constraints, vector and full-text
+indexes) and must have run once against the database; :meth:`check` says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, TypeVar
+
+import numpy as np
+from neo4j import Driver, GraphDatabase, ManagedTransaction, Record
+from neo4j.exceptions import ConfigurationError
+
+from engine.errors import (
+    ConfigError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
+from engine.model import Edge, EdgeType, Event, Memory, RecallFilters
+from engine.model.association import (
+    Anchor,
+    EdgeUpdate,
+    ExpandParams,
+    Expansion,
+    GraphPath,
+    HubMatch,
+    PathStep,
+)
+from engine.store.base import MemoryRecord, StoreStats, Vector
+from engine.store.neo4j import convert
+from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
+from engine.store.neo4j.statements import statement
+from engine.store.neo4j.translate import translated
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+"""The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
+``_MIGRATIONS`` and bumps this."""
+SCHEMA_OWNER = "hippocampus"
+VECTOR_INDEX = "memory_embedding"
+TEXT_INDEX = "memory_content"
+DEFAULT_DIMENSIONS = 384
+
+_SCHEMA: tuple[str, ...] = (
+    "schema/memory_key",
+    "schema/domain_key",
+    "schema/trigger_key",
+    "schema/concept_key",
+    "schema/decay_pass_key",
+    "schema/schema_version_key",
+    "schema/state_key",
+    "schema/memory_hash",
+    "schema/memory_created",
+    "schema/event_order",
+    "schema/memory_embedding",
+    "schema/memory_content",
+)
+"""Schema statements, in order; each creates the index (or the constraint and its
+index) named after its file."""
+_INDEXES: tuple[str, ...] = tuple(name.split("/")[1] for name in _SCHEMA)
+_MIGRATIONS: dict[int, tuple[str, ...]] = {}
+"""Statements that bring a database from schema version ``v`` to ``v + 1``."""
+
+_PAGE = 500
+_SEARCH_OVERSAMPLE = 10
+_MIN_CANDIDATES = 100
+_MAX_CANDIDATES = 10_000
+_POLL_S = 0.5
+
+
+class Neo4jStore:
+    """A :class:`~engine.store.base.GraphStore` in a Neo4j 5 database.
+
+    Beyond the contract:
+
+    - ASSOCIATED is undirected: stored once (from the smaller id) and returned by
+      :meth:`edges_of` from either end with ``source`` set to the memory asked about.
+    - Memory edges from a memory to itself are ignored; hub nodes are deleted with
+      their last edge.
+    - ``Memory.embedding_model`` as read always names the model of the stored
+      vector (``None`` without one).
+    - Dense search goes through the vector index, which holds vectors of the
+      configured dimension from every collection: when too few of its nearest
+      candidates belong to the collection and pass the filters, or the query has
+      another dimension, the collection is searched exhaustively instead.
+    - Lexical search is Lucene's BM25 over content with the English analyzer.
+    - Search filters match exactly (no case folding).
+
+    Args:
+        driver: a configured driver (see :meth:`connect`); the store closes it.
+        database: the database to use.
+        dimensions: the vector dimension of the embedding model, for the vector
+            index.
+    """
+
+    def __init__(
+        self, driver: Driver, *, database: str = "neo4j", dimensions: int = DEFAULT_DIMENSIONS
+    ) -> None:
+        if dimensions < 1:
+            raise ConfigError("the vector dimension must be positive")
+        self._driver = driver
+        self._database = database
+        self._dimensions = dimensions
+        self._closed = False
+
+    @classmethod
+    def connect(
+        cls,
+        uri: str,
+        *,
+        user: str,
+        password: str,
+        database: str = "neo4j",
+        dimensions: int = DEFAULT_DIMENSIONS,
+        max_retry_s: float = 5.0,
+        timeout_s: float = 5.0,
+    ) -> Neo4jStore:
+        """A store on the Neo4j at ``uri``. Nothing is contacted yet.
+
+        Args:
+            uri: ``bolt://``, ``neo4j://`` (routing) or their ``+s`` variants.
+            user: the user name.
+            password: the password.
+            database: the database to use.
+            dimensions: the vector dimension of the embedding model.
+            max_retry_s: how long a transaction is retried on transient errors
+                before the call fails (a request waits at most about this long
+                while Neo4j is away).
+            timeout_s: how long opening a connection may take.
+
+        Raises:
+            ConfigError: the URI or settings are not usable.
+        """
+        try:
+            driver = GraphDatabase.driver(
+                uri,
+                auth=(user, password),
+                max_transaction_retry_time=max_retry_s,
+                connection_timeout=timeout_s,
+                connection_acquisition_timeout=timeout_s,
+                user_agent="hippocampus",
+            )
+        except (ConfigurationError, ValueError) as e:
+            raise ConfigError(f"cannot use the Neo4j settings ({uri}): {e}") from e
+        logger.info("neo4j store configured for %s (database %s)", uri, database)
+        return cls(driver, database=database, dimensions=dimensions)
+
+    def __repr__(self) -> str:
+        return f"Neo4jStore(database={self._database!r})"
+
+    def __enter__(self) -> Neo4jStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def dimensions(self) -> int:
+        """The vector dimension the vector index is made for."""
+        return self._dimensions
+
+    # -- schema -----------------------------------------------------------------------
+
+    def setup(self, *, timeout_s: float = 300.0) -> None:
+        """Create the schema, idempotently, and wait until every index is ONLINE.
+
+        Uniqueness of memory ids and hub names per collection, indexes for hashes,
+        creation order and the event log, the vector index over memory embeddings
+        (cosine, :attr:`dimensions`) and the full-text index over content. Then the
+        schema version is recorded (migrating an older database first).
+
+        Raises:
+            ConfigError: the vector index exists with another dimension.
+            StoreError: an index failed, or the database has a newer schema.
+            StoreUnavailableError: Neo4j cannot be reached, or the indexes are not
+                online after ``timeout_s``.
+        """
+        self._check_open()
+        for name in _SCHEMA:
+            params = {"dimensions": self._dimensions} if name == "schema/memory_embedding" else {}
+            self._write(f"apply {name}", _runner(name, params))
+        self._await_indexes(timeout_s)
+        version = self._read("read the schema version", _version_reader)
+        if version is not None and version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the database has schema version {version}; this Hippocampus knows "
+                f"version {SCHEMA_VERSION} and older. Upgrade Hippocampus."
+            )
+        for step in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
+            for name in _MIGRATIONS.get(step, ()):
+                self._write(f"migrate the schema from version {step}", _runner(name, {}))
+        self._write(
+            "record the schema version",
+            _runner(
+                "schema/write_schema_version", {"name": SCHEMA_OWNER, "version": SCHEMA_VERSION}
+            ),
+        )
+        logger.info("neo4j schema version %d is set up", SCHEMA_VERSION)
+
+    def _await_indexes(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            rows = self._read(
+                "read the index states", _records("schema/show_indexes", {"names": list(_INDEXES)})
+            )
+            states = {row["name"]: row for row in rows}
+            failed = [name for name, row in states.items() if row["state"] == "FAILED"]
+            if failed:
+                raise StoreError(f"Neo4j could not build the indexes {', '.join(sorted(failed))}")
+            vector = states.get(VECTOR_INDEX)
+            if vector is not None:
+                config = (vector["options"] or {}).get("indexConfig") or {}
+                dims = config.get("vector.dimensions")
+                if dims is not None and int(dims) != self._dimensions:
+                    raise ConfigError(
+                        f"the vector index {VECTOR_INDEX} holds {dims}-d vectors but the "
+                        f"embedding model makes {self._dimensions}-d ones: drop it "
+                        f"(DROP INDEX {VECTOR_INDEX}) and run `hippo setup` again"
+                    )
+            waiting = [n for n in _INDEXES if n not in states or states[n]["state"] != "ONLINE"]
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                raise StoreUnavailableError(
+                    f"indexes not online after {timeout_s:.0f} s: {', '.join(waiting)}"
+                )
+            time.sleep(_POLL_S)
+
+    # -- memories ---------------------------------------------------------------------
+
+    def add_memories(self, collection: str, records: Sequence[MemoryRecord]) -> None:
+        """Insert new memories with their vectors and edges, all or nothing.
+
+        Hub nodes named by the edges are created when absent; memory edges whose
+        target memory exists neither in the store nor in the batch are skipped.
+
+        Raises:
+            ConflictError: an id already exists in the collection, or is repeated in
+                the batch (nothing is written).
+            InvalidInputError: a memory of another collection, an edge that does not
+                leave its memory, a vector without ``embedding_model``, or a vector
+                that is not a finite one-dimensional array.
+        """
+        if not records:
+            return
+        rows: list[dict[str, Any]] = []
+        edges: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        repeated: list[str] = []
+        for record in records:
+            memory = record.memory
+            convert.check_collection(collection, memory)
+            if memory.id in seen:
+                repeated.append(memory.id)
+            seen.add(memory.id)
+            vector = self._record_vector(record)
+            rows.append(convert.memory_properties(memory, vector))
+            edges.extend(convert.record_edge_rows(memory, record.edges))
+        if repeated:
+            raise ConflictError(f"ids repeated in the batch: {_some(repeated)}", field="id")
+        ids = list(seen)
+
+        def work(tx: ManagedTransaction) -> None:
+            existing = [r["id"] for r in _run(tx, "memory/existing_ids", collection, ids=ids)]
+            if existing:
+                raise ConflictError(
+                    f"memories already exist in {collection!r}: {_some(existing)}", field="id"
+                )
+            _run(tx, "memory/add_memories", collection, memories=rows)
+            if edges:
+                _run(tx, "memory/upsert_edges", collection, edges=edges)
+
+        self._write("add memories", work)
+
+    def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
+        """The memories among ``ids`` that exist in the collection, by id."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        rows = self._read(
+            "read memories", _records("memory/get_memories", {"ids": wanted}, collection)
+        )
+        return {row["id"]: convert.memory_of(row["doc"], row["embedding_model"]) for row in rows}
+
+    def replace_memory(self, collection: str, record: MemoryRecord, *, replace_edges: bool) -> None:
+        """Overwrite an existing memory.
+
+        The vector is replaced when ``record.vector`` is given (with the memory's
+        ``embedding_model``) and kept otherwise. With ``replace_edges`` the memory's
+        hub edges become the hub edges of ``record.edges``; memory edges among
+        ``record.edges`` are upserted and its other memory edges kept. Hubs left
+        without edges are deleted.
+
+        Raises:
+            NotFoundError: no such memory in the collection.
+            InvalidInputError: as for :meth:`add_memories`.
+        """
+        memory = record.memory
+        convert.check_collection(collection, memory)
+        vector = self._record_vector(record)
+        properties = convert.memory_properties(memory, vector, with_vector=False)
+        edges = convert.record_edge_rows(memory, record.edges) if replace_edges else []
+        params = {
+            "id": memory.id,
+            "properties": properties,
+            "embedding": convert.vector_value(vector) if vector is not None else None,
+            "embedding_model": memory.embedding_model if vector is not None else None,
+        }
+
+        def work(tx: ManagedTransaction) -> None:
+            if not _run(tx, "memory/replace_memory", collection, **params):
+                raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
+            if not replace_edges:
+                return
+            (dropped,) = _run(tx, "memory/drop_hub_edges", collection, id=memory.id)
+            if edges:
+                _run(tx, "memory/upsert_edges", collection, edges=edges)
+            if dropped["hubs"]:
+                _run(tx, "memory/prune_hubs", collection, hubs=dropped["hubs"])
+
+        self._write("replace a memory", work)
+
+    def delete_memory(self, collection: str, memory_id: str) -> bool:
+        """Remove a memory with every edge that touches it; hubs left without edges
+        go too. ``False`` if absent."""
+        rows = self._write(
+            "delete a memory", _records("memory/delete_memory", {"id": memory_id}, collection)
+        )
+        return bool(rows)
+
+    def iter_memories(self, collection: str) -> Iterator[Memory]:
+        """Every memory of the collection, oldest first (ties by id).
+
+        Streams in pages, each its own read: a memory written while the iteration
+        runs may or may not be seen.
+        """
+        after_at: Any = None
+        after_id = ""
+        while True:
+            page = self._read(
+                "list memories",
+                _records(
+                    "memory/iter_memories",
+                    {"after_at": after_at, "after_id": after_id, "limit": _PAGE},
+                    collection,
+                ),
+            )
+            for row in page:
+                yield convert.memory_of(row["doc"], row["embedding_model"])
+            if len(page) < _PAGE:
+                return
+            after_at, after_id = page[-1]["created_at"], page[-1]["id"]
+
+    def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
+        """Ids of memories whose normalized content hashes to ``content_hash``, oldest
+        first."""
+        rows = self._read(
+            "find memories by hash",
+            _records("memory/find_by_hash", {"content_hash": content_hash}, collection),
+        )
+        return [row["id"] for row in rows]
+
+    # -- vectors ----------------------------------------------------------------------
+
+    def search_vectors(
+        self,
+        collection: str,
+        vector: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` memories by cosine similarity among those whose vector was made
+        by ``model`` and that pass ``filters``; best first.
+
+        Filters: any-of within ``domains``, ``categories`` and ``tags``, the lists
+        AND-ed; ``tiers``; ``exclude_conversation_id`` drops memories whose
+        ``retrieval.conversation_ids`` hold it. A zero or non-finite query finds
+        nothing.
+        """
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if k <= 0 or query.shape[0] == 0 or not np.isfinite(query).all() or not query.any():
+            return []
+        params = {
+            "vector": convert.vector_value(query),
+            "model": model,
+            "k": k,
+            **convert.filter_params(filters),
+        }
+        if query.shape[0] == self._dimensions:
+            candidates = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
+            (row,) = self._read(
+                "search vectors",
+                _records(
+                    "recall/search_vectors",
+                    {**params, "index": VECTOR_INDEX, "candidates": candidates},
+                    collection,
+                ),
+            )
+            hits = [(hit["id"], float(hit["similarity"])) for hit in row["hits"]]
+            if len(hits) >= k or row["seen"] < candidates:
+                return hits
+        rows = self._read(
+            "search vectors exhaustively",
+            _records("recall/search_vectors_exact", params, collection),
+        )
+        return [(row["id"], float(row["similarity"])) for row in rows]
+
+    def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
+        """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
+        Ids that no longer exist are skipped.
+
+        Raises:
+            InvalidInputError: a vector that is not a finite one-dimensional array, or
+                an empty model name.
+        """
+        rows = []
+        for memory_id, vector, model in items:
+            if not model:
+                raise InvalidInputError("a vector needs the name of its model", field="model")
+            checked = convert.check_vector(vector, memory_id)
+            rows.append(
+                {
+                    "id": memory_id,
+                    "embedding": convert.vector_value(checked),
+                    "embedding_model": model,
+                }
+            )
+        if rows:
+            self._write(
+                "store vectors", _records("memory/set_vectors", {"items": rows}, collection)
+            )
+
+    def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored vectors of the given memories (those that have one), as given."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        rows = self._read(
+            "read vectors", _records("memory/get_vectors", {"ids": wanted}, collection)
+        )
+        return {row["id"]: convert.vector_of(row["embedding"]) for row in rows}
+
+    def pending_embeddings(self, collection: str, model: str, limit: int) -> list[Memory]:
+        """Memories with no vector, or a vector from another model, oldest first."""
+        if limit <= 0:
+            return []
+        rows = self._read(
+            "list pending embeddings",
+            _records("memory/pending_embeddings", {"model": model, "limit": limit}, collection),
+        )
+        return [convert.memory_of(row["doc"], row["embedding_model"]) for row in rows]
+
+    # -- lexical ----------------------------------------------------------------------
+
+    def search_text(
+        self, collection: str, query: str, *, k: int, filters: RecallFilters
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` memories by the full-text index's relevance (Lucene BM25, English
+        analyzer) of their content to any word of ``query``, among those that pass
+        ``filters``; best first, scores > 0 only."""
+        text = convert.lucene_query(query)
+        if text is None or k <= 0:
+            return []
+        rows = self._read(
+            "search text",
+            _records(
+                "recall/search_text",
+                {"index": TEXT_INDEX, "query": text, "k": k, **convert.filter_params(filters)},
+                collection,
+            ),
+        )
+        return [(row["id"], float(row["score"])) for row in rows if row["score"] > 0.0]
+
+    # -- hubs -------------------------------------------------------------------------
+
+    def match_hubs(self, collection: str, names: Sequence[str]) -> list[HubMatch]:
+        """Hubs of any kind named exactly (no case folding) one of ``names``, with
+        similarity 1.0 and their degree; in the order of ``names``, then of kinds
+        (Domain, Trigger, Concept)."""
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            return []
+        rows = self._read(
+            "match hubs", _records("recall/match_hubs", {"names": wanted}, collection)
+        )
+        return [
+            HubMatch(kind=row["kind"], name=row["name"], similarity=1.0, degree=row["degree"])
+            for row in rows
+        ]
+
+    def search_hubs(
+        self, collection: str, vector: Vector, *, model: str, k: int, min_similarity: float
+    ) -> list[HubMatch]:
+        """Up to ``k`` hubs whose name embedding by ``model`` has cosine similarity of
+        at least ``min_similarity`` with ``vector``; best first, ties by kind and
+        name. A query of another dimension than the hub vectors finds nothing."""
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if k <= 0 or query.shape[0] == 0 or not np.isfinite(query).all() or not query.any():
+            return []
+        rows = self._read(
+            "search hubs",
+            _records(
+                "recall/search_hubs",
+                {
+                    "vector": convert.vector_value(query),
+                    "model": model,
+                    "k": k,
+                    "min_similarity": min_similarity,
+                },
+                collection,
+            ),
+        )
+        return [
+            HubMatch(
+                kind=row["kind"],
+                name=row["name"],
+                similarity=min(1.0, max(-1.0, float(row["similarity"]))),
+                degree=row["degree"],
+            )
+            for row in rows
+        ]
+
+    def hubs_without_vectors(
+        self, collection: str, model: str, limit: int
+    ) -> list[tuple[str, str]]:
+        """``(kind, name)`` of up to ``limit`` hubs with no name embedding from
+        ``model``, by kind then name."""
+        if limit <= 0:
+            return []
+        rows = self._read(
+            "list hubs without vectors",
+            _records("memory/hubs_without_vectors", {"model": model, "limit": limit}, collection),
+        )
+        return [(row["kind"], row["name"]) for row in rows]
+
+    def set_hub_vectors(
+        self, collection: str, items: Sequence[tuple[str, str, Vector, str]]
+    ) -> None:
+        """Store ``(kind, name, vector, model)`` name embeddings of existing hubs;
+        others are skipped. A hub holds one vector: one of another model is
+        replaced.
+
+        Raises:
+            InvalidInputError: an unknown hub kind, an empty model name, or a vector
+                that is not a finite one-dimensional array.
+        """
+        rows = []
+        for kind, name, vector, model in items:
+            if kind not in HUB_LABELS:
+                raise InvalidInputError(f"{kind!r} is not a hub kind", field="kind")
+            if not model:
+                raise InvalidInputError("a vector needs the name of its model", field="model")
+            checked = convert.check_vector(vector, f"{kind} {name}")
+            rows.append(
+                {
+                    "kind": kind,
+                    "name": name,
+                    "embedding": convert.vector_value(checked),
+                    "embedding_model": model,
+                }
+            )
+        if rows:
+            self._write(
+                "store hub vectors",
+                _records("memory/set_hub_vectors", {"items": rows}, collection),
+            )
+
+    def iter_hub_vectors(self, collection: str) -> Iterator[tuple[str, str, Vector, str]]:
+        """``(kind, name, vector, model)`` of every hub that has a name embedding, by
+        kind then name."""
+        rows = self._read("read hub vectors", _records("memory/iter_hub_vectors", {}, collection))
+        for row in rows:
+            vector = convert.vector_of(row["embedding"])
+            yield row["kind"], row["name"], vector, row["embedding_model"]
+
+    # -- graph ------------------------------------------------------------------------
+
+    def expand(
+        self,
+        collection: str,
+        anchors: Sequence[Anchor],
+        *,
+        params: ExpandParams,
+        filters: RecallFilters,
+        paths: bool = True,
+    ) -> list[Expansion]:
+        """Walk weighted edges from the anchors and return the memories reached that
+        pass ``filters``, strongest first, in one query (``cypher/recall/expand.cypher``,
+        which states the rules: those of the embedded store, so both stores give the
+        same candidates and strengths on the same graph).
+
+        Anchors are merged by (kind, name), keeping the strongest; anchors of other
+        kinds than Memory, Domain, Trigger and Concept, and unknown nodes, are
+        ignored.
+        """
+        merged: dict[tuple[str, str], Anchor] = {}
+        for anchor in anchors:
+            if anchor.kind not in NODE_KINDS:
+                logger.debug("anchor kind %r is not a node kind; ignored", anchor.kind)
+                continue
+            key = (anchor.kind, anchor.name)
+            held = merged.get(key)
+            if held is None or anchor.strength > held.strength:
+                merged[key] = anchor
+        ordered = sorted(merged.values(), key=lambda a: (a.kind, a.name))
+        if not ordered:
+            return []
+        query = {
+            "anchors": [{"kind": a.kind, "name": a.name, "strength": a.strength} for a in ordered],
+            "max_depth": params.max_depth,
+            "damping": params.damping,
+            "fanout": params.hub_fanout,
+            "frontier": params.frontier,
+            "penalty": params.hub_degree_penalty,
+            "degree_mode": params.hub_degree_mode,
+            "pivot": params.hub_degree_pivot,
+            "max_results": params.max_results,
+            "paths": paths,
+            **convert.filter_params(filters),
+        }
+        rows = self._read("expand", _records("recall/expand", query, collection))
+        found = []
+        for row in rows:
+            reached = row["reached"]
+            walked: list[GraphPath] = []
+            if paths:
+                ranked = sorted(reached, key=lambda r: (-r["strength"], r["anchor"]))
+                walked = [
+                    GraphPath(
+                        anchor=ordered[r["anchor"]],
+                        steps=[
+                            PathStep(
+                                type=EdgeType(s["type"]),
+                                weight=s["weight"],
+                                kind=s["kind"],
+                                name=s["name"],
+                            )
+                            for s in r["steps"]
+                        ],
+                        strength=r["strength"],
+                    )
+                    for r in ranked
+                ]
+            found.append(
+                Expansion(
+                    memory_id=row["memory_id"],
+                    strength=float(row["strength"]),
+                    anchors=len(reached),
+                    paths=walked,
+                )
+            )
+        return found
+
+    def reinforce_edges(self, collection: str, updates: Sequence[EdgeUpdate]) -> None:
+        """Apply reinforcements set-based, in one transaction and in order: an
+        existing edge gains ``delta`` up to ``cap`` (a weight already above the cap
+        is kept), a missing one starts at ``initial``; ``co_occurrences += 1``,
+        ``last_co_occurred = at``. Updates whose memories do not exist, and memory
+        edges from a memory to itself, are skipped; hubs are created when absent."""
+        rows = [row for u in updates if (row := convert.update_row(u)) is not None]
+        if rows:
+            self._write(
+                "reinforce edges", _records("learn/reinforce_edges", {"updates": rows}, collection)
+            )
+
+    def decay_edges(
+        self,
+        collection: str,
+        *,
+        period: str,
+        unused_before: datetime,
+        step: float,
+        floor: float,
+    ) -> int:
+        """One decay pass: every edge last used (reinforced, else created) before
+        ``unused_before`` and above ``floor`` loses ``step``, never below ``floor``.
+        Idempotent per ``period``: a period already applied to the collection
+        changes nothing and returns 0.
+
+        Returns:
+            How many edges were decayed.
+
+        Raises:
+            InvalidInputError: an empty period, a negative step, or a floor outside
+                [0, 1].
+        """
+        if not period:
+            raise InvalidInputError("a decay pass needs a period", field="period")
+        if step < 0.0:
+            raise InvalidInputError("the decay step must not be negative", field="step")
+        if not 0.0 <= floor <= 1.0:
+            raise InvalidInputError("the decay floor must lie in [0, 1]", field="floor")
+        rows = self._write(
+            "decay edges",
+            _records(
+                "learn/decay_edges",
+                {
+                    "period": period,
+                    "unused_before": convert.utc(unused_before),
+                    "step": step,
+                    "floor": floor,
+                },
+                collection,
+            ),
+        )
+        return int(rows[0]["decayed"]) if rows else 0
+
+    def iter_edges(self, collection: str) -> Iterator[Edge]:
+        """Every edge of the collection, each ASSOCIATED edge once (from its smaller
+        id), by source, type and target. Streams in pages of memories."""
+        after = ""
+        while True:
+            page = self._read(
+                "list edges",
+                _records("memory/iter_edges", {"after": after, "limit": _PAGE}, collection),
+            )
+            for row in page:
+                for entry in row["edges"]:
+                    yield convert.edge_of(row["source"], entry)
+            if len(page) < _PAGE:
+                return
+            after = page[-1]["source"]
+
+    # -- edges ------------------------------------------------------------------------
+
+    def edges_of(self, collection: str, memory_id: str) -> list[Edge]:
+        """Edges leaving the memory, and ASSOCIATED edges reaching it (turned so that
+        ``source`` is ``memory_id``); ordered by type, then target."""
+        rows = self._read("read edges", _records("memory/edges_of", {"id": memory_id}, collection))
+        return [convert.edge_of(memory_id, row) for row in rows]
+
+    def upsert_edges(self, collection: str, edges: Sequence[Edge]) -> None:
+        """Create or overwrite edges (weights and counters as given).
+
+        Hub nodes are created when absent. Edges whose source memory (or, for
+        memory edges, target memory) does not exist are skipped, as are memory
+        edges from a memory to itself. An edge given no ``created_at`` keeps its
+        own, or when new is dated by its memory's creation.
+        """
+        rows = convert.edge_rows(edges)
+        if rows:
+            self._write("write edges", _records("memory/upsert_edges", {"edges": rows}, collection))
+
+    # -- events -----------------------------------------------------------------------
+
+    def append_events(self, collection: str, events: Sequence[Event]) -> None:
+        """Append to the collection's event log, in the order given."""
+        if not events:
+            return
+        rows = [convert.event_row(event) for event in events]
+        self._write(
+            "append events",
+            _records(
+                "memory/append_events", {"events": rows, "batch": uuid.uuid4().hex}, collection
+            ),
+        )
+
+    def iter_events(self, collection: str) -> Iterator[Event]:
+        """The collection's event log, in the order it was appended. Streams in
+        pages."""
+        after: dict[str, Any] | None = None
+        while True:
+            page = self._read(
+                "list events",
+                _records("memory/iter_events", {"after": after, "limit": _PAGE}, collection),
+            )
+            for row in page:
+                yield convert.event_of(row)
+            if len(page) < _PAGE:
+                return
+            last = page[-1]
+            after = {
+                "appended_at": last["appended_at"],
+                "batch": last["batch"],
+                "position": last["position"],
+            }
+
+    # -- state ------------------------------------------------------------------------
+
+    def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """State documents by key; absent keys are left out."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        rows = self._read("read state", _records("memory/get_states", {"keys": wanted}, collection))
+        return {row["key"]: convert.state_of(row["value"]) for row in rows}
+
+    def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
+        """Write state documents in one transaction, replacing same-key ones.
+
+        Raises:
+            InvalidInputError: a document JSON cannot hold (nothing is written).
+        """
+        rows = [{"key": key, "value": convert.state_value(key, doc)} for key, doc in items.items()]
+        if rows:
+            self._write("write state", _records("memory/put_states", {"items": rows}, collection))
+
+    # -- collections ------------------------------------------------------------------
+
+    def list_collections(self) -> list[str]:
+        """Collections holding at least one memory, sorted."""
+        rows = self._read("list collections", _records("memory/list_collections", {}))
+        return [row["collection"] for row in rows]
+
+    def stats(self, collection: str) -> StoreStats:
+        """Counts for one collection; ``pending_embeddings`` counts memories with no
+        vector at all."""
+
+        def work(tx: ManagedTransaction) -> StoreStats:
+            stats = StoreStats()
+            for row in _run(tx, "memory/stats_memories", collection):
+                n = int(row["n"])
+                stats.memories += n
+                category, tier = row["category"], row["tier"]
+                stats.by_category[category] = stats.by_category.get(category, 0) + n
+                stats.by_tier[tier] = stats.by_tier.get(tier, 0) + n
+                if row["pending"]:
+                    stats.pending_embeddings += n
+            stats.hubs = {
+                row["kind"]: int(row["n"])
+                for row in _run(tx, "memory/stats_hubs", collection)
+                if row["n"]
+            }
+            stats.edges = {
+                row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_edges", collection)
+            }
+            (events,) = _run(tx, "memory/stats_events", collection)
+            stats.events = int(events["n"])
+            return stats
+
+        return self._read("read stats", work)
+
+    def drop_collection(self, collection: str) -> None:
+        """Delete every node of the collection with its edges (the memories, hubs,
+        event log, decay passes and state documents), in one transaction. Not part
+        of the store contract: for tests and operators."""
+        self._write("drop a collection", _records("memory/drop_collection", {}, collection))
+
+    def verify_connectivity(self) -> None:
+        """Reach the server once (within the connection timeout).
+
+        Raises:
+            StoreUnavailableError: Neo4j cannot be reached, or refuses the credentials.
+        """
+        self._check_open()
+        with translated("reach Neo4j"):
+            self._driver.verify_connectivity()
+
+    def check(self) -> None:
+        """Raise StoreUnavailableError if the store cannot serve right now: closed,
+        Neo4j unreachable, or the schema not set up (run :meth:`setup`)."""
+        self._check_open()
+        version = self._read("check the store", _version_reader)
+        if version is None:
+            raise StoreUnavailableError("the Neo4j schema is not set up: run `hippo setup`")
+        if version != SCHEMA_VERSION:
+            raise StoreUnavailableError(
+                f"the Neo4j schema is at version {version}, this Hippocampus needs "
+                f"{SCHEMA_VERSION}: run `hippo setup`"
+            )
+
+    def close(self) -> None:
+        """Close the driver and its connections. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._driver.close()
+        except Exception:
+            logger.warning("closing the neo4j driver failed", exc_info=True)
+        logger.info("neo4j store closed")
+
+    # -- internals --------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreUnavailableError("the Neo4j store is closed")
+
+    def _record_vector(self, record: MemoryRecord) -> Vector | None:
+        if record.vector is None:
+            return None
+        if record.memory.embedding_model is None:
+            raise InvalidInputError(
+                f"memory {record.memory.id!r} has a vector but no embedding_model",
+                field="embedding_model",
+            )
+        return convert.check_vector(record.vector, record.memory.id)
+
+    def _read(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
+        """Run ``work`` in one managed read transaction."""
+        self._check_open()
+        with translated(action), self._driver.session(database=self._database) as session:
+            return session.execute_read(work)
+
+    def _write(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
+        """Run ``work`` in one managed write transaction: applied whole or not at all."""
+        self._check_open()
+        with translated(action), self._driver.session(database=self._database) as session:
+            return session.execute_write(work)
+
+
+def _run(
+    tx: ManagedTransaction, which: str, collection: str | None = None, /, **params: Any
+) -> list[Record]:
+    """Run the statement ``which`` in ``tx`` (with ``$collection`` when given) and
+    read all its records."""
+    if collection is not None:
+        params["collection"] = collection
+    return list(tx.run(statement(which), params))
+
+
+def _records(
+    name: str, params: dict[str, Any], collection: str | None = None
+) -> Callable[[ManagedTransaction], list[Record]]:
+    """A transaction function running one statement."""
+
+    def work(tx: ManagedTransaction) -> list[Record]:
+        return _run(tx, name, collection, **params)
+
+    return work
+
+
+def _runner(name: str, params: dict[str, Any]) -> Callable[[ManagedTransaction], None]:
+    """A transaction function running one statement for its effect."""
+
+    def work(tx: ManagedTransaction) -> None:
+        tx.run(statement(name), params).consume()
+
+    return work
+
+
+def _version_reader(tx: ManagedTransaction) -> int | None:
+    (row,) = _run(tx, "schema/read_schema_version", name=SCHEMA_OWNER)
+    version = row["version"]
+    return int(version) if version is not None else None
+
+
+def _some(ids: Sequence[str], shown: int = 5) -> str:
+    """A short list of ids for a message."""
+    head = ", ".join(repr(i) for i in ids[:shown])
+    return head if len(ids) <= shown else f"{head} and {len(ids) - shown} more"

@@ -1,0 +1,146 @@
+"""Conversation state: what a conversation is about, how fast it moves, what
+kind it is, and what has been offered in it."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.surface.rules import CONVERSATION_TYPES
+
+_CUES: dict[str, tuple[str, ...]] = {
+    "debugging": (
+        "error", "bug", "exception", "traceback", "stack trace", "crash", "fails",
+        "failing", "failed", "broken", "debug", "timeout", "leak", "regression",
+        "doesn't work", "not working", "500", "segfault", "panic",
+    ),
+    "help-seeking": (
+        "how do i", "how can i", "how should i", "can you", "could you", "help",
+        "stuck", "what should", "advice", "please", "is there a way", "any idea",
+    ),
+    "exploration": (
+        "what if", "idea", "explore", "consider", "design", "alternative",
+        "compare", "brainstorm", "trade-off", "tradeoff", "architecture",
+        "could we", "imagine", "approach", "options",
+    ),
+    "casual": (
+        "hi", "hello", "hey", "thanks", "thank you", "lol", "haha", "weekend",
+        "coffee", "lunch", "cool", "nice", "how are you", "good morning",
+    ),
+}  # fmt: skip
+_WORD_CUES = {
+    t: re.compile(r"\b(?:" + "|".join(map(re.escape, c)) + r")\b") for t, c in _CUES.items()
+}
+_MOMENTUM_WINDOW = 5
+
+
+def type_votes(text: str) -> dict[str, int]:
+    """How many cues of each conversation type the text carries."""
+    lowered = text.casefold()
+    return {t: n for t, rx in _WORD_CUES.items() if (n := len(rx.findall(lowered)))}
+
+
+class SurfacedItem(BaseModel):
+    """A memory offered in a conversation, and at which message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str
+    surfacing_id: str
+    message: int
+
+
+class ConversationState(BaseModel):
+    """One conversation as the engine sees it.
+
+    Attributes:
+        id: the conversation's id.
+        messages: messages seen so far (the next one's index).
+        given_type: the type the caller said, if any (wins over inference).
+        type_votes: cues of each type seen so far.
+        topics: topics (concepts and triggers) of each recent message, oldest first.
+        domain_votes: domains seen so far, counted.
+        times: timestamps of the recent messages, for momentum.
+        participants: roles that have spoken.
+        surfaced: what was offered, in order.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    messages: int = 0
+    given_type: str | None = None
+    type_votes: dict[str, int] = Field(default_factory=dict)
+    topics: list[list[str]] = Field(default_factory=list)
+    concepts: list[str] = Field(default_factory=list)
+    texts: list[str] = Field(default_factory=list)
+    domain_votes: dict[str, int] = Field(default_factory=dict)
+    times: list[datetime] = Field(default_factory=list)
+    participants: list[str] = Field(default_factory=list)
+    surfaced: list[SurfacedItem] = Field(default_factory=list)
+
+    @property
+    def type(self) -> str:
+        """The given type, else the type with the most cues (``general`` if none)."""
+        if self.given_type:
+            return self.given_type
+        if not self.type_votes:
+            return "general"
+        order = {t: i for i, t in enumerate(CONVERSATION_TYPES)}
+        return max(self.type_votes.items(), key=lambda kv: (kv[1], -order.get(kv[0], 99)))[0]
+
+    @property
+    def domain(self) -> str | None:
+        """The domain mentioned most so far."""
+        if not self.domain_votes:
+            return None
+        return max(self.domain_votes.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+    @property
+    def momentum(self) -> float:
+        """Messages per minute over the last few messages (0 with fewer than two)."""
+        times = self.times[-_MOMENTUM_WINDOW:]
+        if len(times) < 2:
+            return 0.0
+        # Messages in the same second count as a second apart: a burst, but finite.
+        minutes = max((times[-1] - times[0]).total_seconds(), 1.0) / 60.0
+        return (len(times) - 1) / minutes
+
+    @property
+    def context(self) -> str:
+        """The context a dismissal marks irrelevant: conversation type and domain."""
+        return f"{self.type}:{self.domain or '-'}"
+
+    def surfaced_ids(self) -> set[str]:
+        return {s.memory_id for s in self.surfaced}
+
+    def observe(
+        self,
+        *,
+        text: str,
+        role: str,
+        at: datetime,
+        topics: list[str],
+        concepts: list[str],
+        domains: list[str],
+        conversation_type: str | None,
+        window: int,
+    ) -> None:
+        """Take one message into the state."""
+        self.messages += 1
+        if conversation_type:
+            self.given_type = conversation_type
+        for t, n in type_votes(text).items():
+            self.type_votes[t] = self.type_votes.get(t, 0) + n
+        self.topics = [*self.topics, topics][-window:]
+        self.concepts = list(dict.fromkeys([*concepts, *self.concepts]))[: 4 * window]
+        self.texts = [*self.texts, text[:2000]][-window:]
+        votes = Counter(self.domain_votes)
+        votes.update(domains)
+        self.domain_votes = dict(votes)
+        self.times = [*self.times, at][-_MOMENTUM_WINDOW:]
+        if role not in self.participants:
+            self.participants = [*self.participants, role][-20:]

@@ -1,0 +1,607 @@
+"""Proactive surfacing: messages in, 0-3 insights out, engagement back.
+
+Per message: the conversation state takes the message in (topics, type,
+domain, momentum), the topic model learns the transition from the previous
+message and predicts the coming topics, the recent messages retrieve
+candidates (the default recall recipe), and each candidate gets a confidence:
+the confidence model's chance that it will be used, from its similarity, its
+graph support, how many of its triggers and concepts are among the predicted
+topics, its own confidence, how its kind fares in this kind of conversation
+(a Thompson sample from the kind bandit, so untried kinds get tried) and
+whether it is due for spaced repetition. The gates (DESIGN.md) then decide.
+
+Engagement applies the seed's rules to the memory, strengthens its edges to
+the conversation's concepts (used / helpful), and teaches the bandit, the
+confidence model and the threshold of the conversation's type.
+
+With ``SurfaceConfig.learn`` off nothing is learned: fixed thresholds, the
+prior confidence model, no bandit (a neutral 0.5), no transitions, no edges.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.errors import ConflictError, InvalidInputError, LimitExceededError, NotFoundError
+from engine.extract import ConceptExtractor
+from engine.learn.rules import REAL_USE, co_use_updates
+from engine.model import HUB_EDGE, Event, HubKind, Memory, RecallFilters
+from engine.retrieve.config import DEFAULT_RECIPE, RECIPES
+from engine.retrieve.pipeline import Candidate, retrieve
+from engine.schedule import Engagement, Scheduler
+from engine.store import GraphStore, MemoryRecord, Vector
+from engine.surface.conversation import ConversationState, SurfacedItem
+from engine.surface.metrics import SurfaceCounters, SurfaceMetrics
+from engine.surface.predict import SurfaceModel
+from engine.surface.rules import (
+    CONVERSATION_TYPES,
+    ENGAGEMENT_RULES,
+    SurfaceConfig,
+    engaged,
+    faded_dismissals,
+)
+
+logger = logging.getLogger(__name__)
+
+_ID = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}$")
+_ROLE = re.compile(r"^[A-Za-z0-9_.:@\- ]{1,64}$")
+_MODEL_KEY = "surface:model"
+_MISS = {"used": 0.0, "helpful": 0.0, "ignored": 0.5, "dismissed": 1.0}
+"""How much each engagement counts as a miss when tuning thresholds."""
+_COUNTERS_KEY = "surface:counters"
+
+
+def _conversation_key(conversation_id: str) -> str:
+    return f"conversation:{conversation_id}"
+
+
+def _surfacing_key(surfacing_id: str) -> str:
+    return f"surfacing:{surfacing_id}"
+
+
+class Gate(BaseModel):
+    """One gate an insight passed: its measured value and the limit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    value: float
+    limit: float
+
+
+class Insight(BaseModel):
+    """A memory offered to a conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    surfacing_id: str
+    memory: Memory
+    confidence: float
+    matched_topics: list[str]
+    gates: list[Gate]
+
+
+class ConversationView(BaseModel):
+    """The state of a conversation as callers see it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    messages: int
+    type: str
+    type_given: bool
+    domain: str | None
+    momentum: float
+    recent_topics: list[str]
+    predicted_topics: list[str]
+    participants: list[str]
+
+
+class MessageOutcome(BaseModel):
+    """What one message brought: the insights (0-3) and the conversation state;
+    ``held_back`` says why nothing was offered when a conversation-wide gate
+    stopped it (momentum)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    insights: list[Insight]
+    conversation: ConversationView
+    held_back: str | None = None
+
+
+class Surfacing(BaseModel):
+    """A stored offer: enough to learn from its engagement later."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    conversation_id: str
+    memory_id: str
+    message: int
+    at: datetime
+    conversation_type: str
+    kind: str
+    context: str
+    concepts: list[str]
+    features: list[float]
+    confidence: float
+    threshold: float
+    engagement: str | None = None
+    engaged_at: datetime | None = None
+
+
+class EngagementOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    surfacing_id: str
+    engagement: str
+    memory: Memory
+    threshold: float = Field(description="the conversation type's threshold after learning")
+
+
+Embed = Callable[[str], Vector | None]
+
+
+class Surfacer:
+    """Proactive surfacing over one store (see the module docstring).
+
+    Args:
+        store / extractor: the engine's.
+        embed: embeds a query text (``None`` when the embedder fails).
+        model: the embedder's name (whose vectors to search).
+        scheduler: spaced repetition, for the "due" feature.
+        config: gates, thresholds, learning.
+        seed: makes exploration reproducible: each message's draws are seeded by
+            (seed, collection, conversation, message index).
+    """
+
+    def __init__(
+        self,
+        store: GraphStore,
+        extractor: ConceptExtractor,
+        embed: Embed,
+        *,
+        model: Callable[[], str],
+        scheduler: Scheduler,
+        config: SurfaceConfig | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.store = store
+        self.extractor = extractor
+        self.embed = embed
+        self.model = model
+        self.scheduler = scheduler
+        self.config = config or SurfaceConfig()
+        self.seed = seed
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def _lock(self, collection: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(collection, threading.Lock())
+
+    # -- messages -----------------------------------------------------------------
+
+    def message(
+        self,
+        collection: str,
+        conversation_id: str,
+        text: str,
+        *,
+        role: str,
+        at: datetime,
+        conversation_type: str | None = None,
+        max_chars: int = 8_000,
+    ) -> MessageOutcome:
+        """Take one message in and return what to offer.
+
+        Raises:
+            InvalidInputError: a bad id, empty text, unknown role or type.
+        """
+        _check_id(conversation_id, "conversation_id")
+        body = text.strip()
+        if not body:
+            raise InvalidInputError("text is empty", field="text")
+        if len(body) > max_chars:
+            raise LimitExceededError(
+                f"text has {len(body)} characters; the limit is {max_chars}", field="text"
+            )
+        if not _ROLE.match(role):
+            raise InvalidInputError("role is 1-64 letters, digits or _.:@- ", field="role")
+        if conversation_type is not None and conversation_type not in CONVERSATION_TYPES:
+            raise InvalidInputError(
+                f"conversation_type is one of {', '.join(CONVERSATION_TYPES)}",
+                field="conversation_type",
+            )
+        if at.tzinfo is None:
+            raise InvalidInputError("at needs a timezone", field="at")
+        cfg = self.config
+        extraction = self.extractor.extract_many([body])[0]
+        topics = list(dict.fromkeys([*extraction.concepts, *extraction.triggers]))
+
+        with self._lock(collection):
+            key = _conversation_key(conversation_id)
+            held = self.store.get_states(collection, [key, _MODEL_KEY, _COUNTERS_KEY])
+            state = (
+                ConversationState.model_validate(held[key])
+                if key in held
+                else ConversationState(id=conversation_id)
+            )
+            learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
+            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
+            if cfg.learn and state.topics:
+                learned.topics.learn(state.topics[-1], topics)
+            state.observe(
+                text=body,
+                role=role,
+                at=at,
+                topics=topics,
+                concepts=list(extraction.concepts),
+                domains=list(extraction.domains),
+                conversation_type=conversation_type,
+                window=cfg.topic_window,
+            )
+            predicted = self._predict(learned, state)
+            ctype = state.type
+            threshold = learned.thresholds.value(ctype, cfg.threshold(ctype))
+            insights: list[Insight] = []
+            held_back = None
+            if state.momentum > cfg.max_momentum:
+                held_back = (
+                    f"momentum {state.momentum:.1f} messages/minute is above {cfg.max_momentum}"
+                )
+            else:
+                insights = self._offer(
+                    collection, state, learned, predicted, threshold, at, counters
+                )
+            writes: dict[str, dict[str, Any]] = {
+                key: state.model_dump(mode="json"),
+                _COUNTERS_KEY: counters.model_dump(mode="json"),
+            }
+            if cfg.learn:
+                writes[_MODEL_KEY] = learned.model_dump(mode="json")
+            self.store.put_states(collection, writes)
+        return MessageOutcome(
+            insights=insights,
+            conversation=_view(state, predicted),
+            held_back=held_back,
+        )
+
+    def _predict(self, learned: SurfaceModel, state: ConversationState) -> list[str]:
+        cfg = self.config
+        if cfg.learn:
+            ranked = learned.topics.predict(state.topics, cfg.predicted_topics)
+            return [t for t, _ in ranked]
+        # The baseline expects the conversation to stay on what was just said.
+        recent = [t for topics in state.topics[-2:] for t in topics]
+        return list(dict.fromkeys(reversed(recent)))[: cfg.predicted_topics]
+
+    def _offer(
+        self,
+        collection: str,
+        state: ConversationState,
+        learned: SurfaceModel,
+        predicted: list[str],
+        threshold: float,
+        at: datetime,
+        counters: SurfaceCounters,
+    ) -> list[Insight]:
+        cfg = self.config
+        # Two looks: what the conversation is about now, and what it is predicted
+        # to turn to (the predicted topics it has not mentioned lately).
+        now_query = " ".join(state.texts[-cfg.context_messages :])[:4000]
+        said = {t for topics in state.topics[-4:] for t in topics}
+        ahead = [t for t in predicted if t not in said][:8]
+        queries = [now_query] + ([" ".join(ahead)] if ahead else [])
+        recipe = RECIPES[DEFAULT_RECIPE]
+        best: dict[str, Candidate] = {}
+        memories: dict[str, Memory] = {}
+        for query in queries:
+            found = retrieve(
+                self.store,
+                self.extractor,
+                collection,
+                query,
+                self.embed(query),
+                model=self.model(),
+                config=recipe,
+                filters=RecallFilters(),
+                limit=cfg.candidates,
+                now=at,
+            )
+            memories.update(found.memories)
+            for c in found.candidates:
+                held = best.get(c.memory_id)
+                if held is None or c.score > held.score:
+                    best[c.memory_id] = c
+        candidates = sorted(best.values(), key=lambda c: (-c.score, c.memory_id))
+        surfaced = state.surfaced_ids()
+        wanted = [c.memory_id for c in candidates if c.memory_id not in memories]
+        memories.update(self.store.get_memories(collection, wanted))
+        rng = random.Random(f"{self.seed}:{collection}:{state.id}:{state.messages}")
+        predicted_set = set(predicted)
+        ctype, context = state.type, state.context
+        scored: list[tuple[float, Insight, list[float], Memory]] = []
+        for c in candidates:
+            memory = memories.get(c.memory_id)
+            if memory is None or memory.id in surfaced:
+                continue
+            meta = memory.retrieval
+            matched = sorted(predicted_set.intersection([*meta.triggers, *meta.concepts]))
+            taste = learned.kinds.sample(ctype, memory.category, rng) if cfg.learn else 0.5
+            due = 1.0 if self.scheduler.urgency(memory, at) >= 1.0 else 0.0
+            features = [
+                1.0,
+                max(0.0, c.similarity or 0.0),
+                min(1.0, c.graph or 0.0),
+                min(len(matched), 4) / 4.0,
+                meta.confidence,
+                taste,
+                due,
+            ]
+            confidence = learned.confidence.predict(features)
+            dismissals = faded_dismissals(memory, at, cfg.dismissal_half_life_days)
+            if (
+                confidence < threshold
+                or len(matched) < cfg.min_trigger_matches
+                or dismissals > cfg.max_recent_dismissals
+                or context in meta.irrelevant_contexts
+            ):
+                logger.debug(
+                    "held back %s in %s: confidence %.3f (bar %.3f), %d topic matches,"
+                    " %.2f recent dismissals, irrelevant here: %s",
+                    memory.id,
+                    state.id,
+                    confidence,
+                    threshold,
+                    len(matched),
+                    dismissals,
+                    context in meta.irrelevant_contexts,
+                )
+                continue
+            gates = [
+                Gate(name="confidence", value=confidence, limit=threshold),
+                Gate(name="trigger_matches", value=len(matched), limit=cfg.min_trigger_matches),
+                Gate(name="momentum", value=state.momentum, limit=cfg.max_momentum),
+                Gate(name="recent_dismissals", value=dismissals, limit=cfg.max_recent_dismissals),
+            ]
+            insight = Insight(
+                surfacing_id=uuid.uuid4().hex,
+                memory=memory,
+                confidence=confidence,
+                matched_topics=matched,
+                gates=gates,
+            )
+            scored.append((confidence, insight, features, memory))
+        scored.sort(key=lambda item: (-item[0], item[1].memory.id))
+        chosen = scored[: cfg.max_insights]
+        records: dict[str, dict[str, Any]] = {}
+        for confidence, insight, features, memory in chosen:
+            record = Surfacing(
+                id=insight.surfacing_id,
+                conversation_id=state.id,
+                memory_id=memory.id,
+                message=state.messages,
+                at=at,
+                conversation_type=ctype,
+                kind=memory.category,
+                context=context,
+                concepts=state.concepts[:20],
+                features=features,
+                confidence=confidence,
+                threshold=threshold,
+            )
+            records[_surfacing_key(record.id)] = record.model_dump(mode="json")
+            state.surfaced.append(
+                SurfacedItem(memory_id=memory.id, surfacing_id=record.id, message=state.messages)
+            )
+            counters.of(ctype).surfaced += 1
+        if records:
+            self.store.put_states(collection, records)
+            self.store.append_events(
+                collection,
+                [
+                    Event(
+                        type="surfacing",
+                        at=at,
+                        memory_ids=[i.memory.id for _, i, _, _ in chosen],
+                        payload={"conversation_id": state.id, "message": state.messages},
+                    )
+                ],
+            )
+        return [insight for _, insight, _, _ in chosen]
+
+    # -- engagement ----------------------------------------------------------------
+
+    def engage(
+        self, collection: str, surfacing_id: str, engagement: str, *, at: datetime
+    ) -> EngagementOutcome:
+        """Record how an offer was received and learn from it.
+
+        Raises:
+            NotFoundError: no such surfacing (or its memory is gone).
+            ConflictError: its engagement was already recorded.
+            InvalidInputError: an unknown engagement.
+        """
+        _check_id(surfacing_id, "surfacing_id")
+        if engagement not in ENGAGEMENT_RULES:
+            raise InvalidInputError(
+                f"engagement is one of {', '.join(ENGAGEMENT_RULES)}", field="engagement"
+            )
+        cfg = self.config
+        with self._lock(collection):
+            key = _surfacing_key(surfacing_id)
+            held = self.store.get_states(collection, [key, _MODEL_KEY, _COUNTERS_KEY])
+            if key not in held:
+                raise NotFoundError(f"no surfacing {surfacing_id!r} in this collection")
+            record = Surfacing.model_validate(held[key])
+            if record.engagement is not None:
+                raise ConflictError(
+                    f"surfacing {surfacing_id!r} was already marked {record.engagement!r}"
+                )
+            memory = self.store.get_memories(collection, [record.memory_id]).get(record.memory_id)
+            if memory is None:
+                raise NotFoundError(f"memory {record.memory_id!r} is gone")
+            learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
+            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
+
+            updated = self.apply(
+                collection, memory, engagement, record.context, record.concepts, at
+            )
+            success = 1.0 if ENGAGEMENT_RULES[engagement].counts_as_use else 0.0
+            ctype = record.conversation_type
+            if cfg.learn:
+                learned.kinds.update(ctype, record.kind, success)
+                learned.confidence.update(record.features, success)
+                learned.thresholds.update(
+                    ctype,
+                    _MISS[engagement],
+                    start=cfg.threshold(ctype),
+                    target=cfg.target_dismissal_rate,
+                    step=cfg.threshold_step,
+                    bounds=cfg.threshold_bounds,
+                )
+            counts = counters.of(ctype)
+            setattr(counts, engagement, getattr(counts, engagement) + 1)
+            record.engagement = engagement
+            record.engaged_at = at
+            writes: dict[str, dict[str, Any]] = {
+                key: record.model_dump(mode="json"),
+                _COUNTERS_KEY: counters.model_dump(mode="json"),
+            }
+            if cfg.learn:
+                writes[_MODEL_KEY] = learned.model_dump(mode="json")
+            self.store.put_states(collection, writes)
+        return EngagementOutcome(
+            surfacing_id=surfacing_id,
+            engagement=engagement,
+            memory=updated,
+            threshold=learned.thresholds.value(ctype, cfg.threshold(ctype)),
+        )
+
+    def apply(
+        self,
+        collection: str,
+        memory: Memory,
+        engagement: str,
+        context: str,
+        concepts: Sequence[str],
+        at: datetime,
+    ) -> Memory:
+        """Apply one engagement to a memory: the seed's metadata rules, its review
+        state, and (used / helpful, when learning) its edges to the context's
+        concepts, created at 0.3 when absent. Written before returning."""
+        updated = engaged(memory, engagement, context, at, self.config.dismissal_half_life_days)
+        review = self.scheduler.reviewed(memory, cast(Engagement, engagement), at)
+        updated = updated.model_copy(
+            update={"retrieval": updated.retrieval.model_copy(update={"review": review})}
+        )
+        self.store.replace_memory(collection, MemoryRecord(memory=updated), replace_edges=False)
+        if self.config.learn and ENGAGEMENT_RULES[engagement].counts_as_use and concepts:
+            anchors = [(HUB_EDGE[HubKind.CONCEPT], name) for name in concepts]
+            self.store.reinforce_edges(
+                collection, co_use_updates([memory.id], at, REAL_USE, anchors=anchors)
+            )
+        self.store.append_events(
+            collection,
+            [
+                Event(
+                    type="engagement",
+                    at=at,
+                    memory_ids=[memory.id],
+                    payload={"engagement": engagement, "context": context},
+                )
+            ],
+        )
+        return updated
+
+    # -- explicit recall -------------------------------------------------------------
+
+    def explicit_recall(
+        self, collection: str, conversation_id: str, memory_ids: Sequence[str]
+    ) -> list[tuple[str, int]]:
+        """Count an explicit recall made in a conversation: which of its top results
+        had been surfaced there, and how many messages earlier. Feeds
+        recall-before-search and lead time.
+
+        Returns:
+            ``(memory id, lead in messages)`` for each top result surfaced before.
+        """
+        _check_id(conversation_id, "conversation_id")
+        with self._lock(collection):
+            key = _conversation_key(conversation_id)
+            held = self.store.get_states(collection, [key, _COUNTERS_KEY])
+            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
+            before: list[tuple[str, int]] = []
+            if key in held:
+                state = ConversationState.model_validate(held[key])
+                first: dict[str, int] = {}
+                for item in state.surfaced:
+                    first.setdefault(item.memory_id, item.message)
+                # Offered in answer to the very message that asked: not before.
+                before = [
+                    (mid, state.messages - first[mid])
+                    for mid in memory_ids
+                    if mid in first and first[mid] < state.messages
+                ]
+            counters.explicit_recalls += 1
+            if before:
+                counters.surfaced_before_search += 1
+                counters.add_lead(max(lead for _, lead in before))
+            self.store.put_states(collection, {_COUNTERS_KEY: counters.model_dump(mode="json")})
+        return before
+
+    # -- reading ---------------------------------------------------------------------
+
+    def conversation(self, collection: str, conversation_id: str) -> ConversationView:
+        _check_id(conversation_id, "conversation_id")
+        key = _conversation_key(conversation_id)
+        held = self.store.get_states(collection, [key, _MODEL_KEY])
+        if key not in held:
+            raise NotFoundError(f"no conversation {conversation_id!r} in this collection")
+        state = ConversationState.model_validate(held[key])
+        learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
+        return _view(state, self._predict(learned, state))
+
+    def metrics(self, collection: str) -> SurfaceMetrics:
+        held = self.store.get_states(collection, [_COUNTERS_KEY])
+        return SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {})).summary()
+
+    def thresholds(self, collection: str) -> dict[str, float]:
+        """The current threshold of every conversation type."""
+        held = self.store.get_states(collection, [_MODEL_KEY])
+        learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
+        return {
+            t: learned.thresholds.value(t, self.config.threshold(t)) for t in CONVERSATION_TYPES
+        }
+
+
+def _view(state: ConversationState, predicted: list[str]) -> ConversationView:
+    recent = [t for topics in reversed(state.topics[-3:]) for t in topics]
+    return ConversationView(
+        id=state.id,
+        messages=state.messages,
+        type=state.type,
+        type_given=state.given_type is not None,
+        domain=state.domain,
+        momentum=round(state.momentum, 3),
+        recent_topics=list(dict.fromkeys(recent))[:20],
+        predicted_topics=predicted,
+        participants=state.participants,
+    )
+
+
+def _check_id(value: str, field: str) -> None:
+    if not _ID.match(value):
+        raise InvalidInputError(
+            f"{field} is 1-200 characters, no control characters or slashes", field=field
+        )

@@ -1,0 +1,186 @@
+"""What surfacing learns: which topics follow which, which kinds of insight get
+engaged in which kind of conversation, how confident to be, and how high to set
+each conversation type's bar. Every model here is a plain JSON-able state so
+the store can keep it and several API processes can share it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FEATURES = ("bias", "similarity", "graph", "matches", "confidence", "taste", "due")
+"""Inputs of the confidence model, in order."""
+
+PRIOR_WEIGHTS = (-4.0, 4.0, 1.0, 2.0, 1.0, 2.0, 0.3)
+"""Cold-start weights: a memory close to the conversation (similarity 0.6), on
+two of the predicted topics, of a kind with no record yet, lands near 0.7; a
+loosely related one (0.3, one topic) near 0.25. Engagement moves them."""
+
+
+class TopicModel(BaseModel):
+    """Next-topic prediction learned online: counts of topic ``b`` appearing in
+    the message after one mentioning ``a``, across all conversations.
+
+    A topic's successors are capped (the weakest dropped) so the model stays
+    small however long it runs.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    follows: dict[str, dict[str, float]] = Field(default_factory=dict)
+    seen: dict[str, float] = Field(default_factory=dict)
+    messages: float = 0.0
+    max_successors: int = 48
+    max_topics: int = 20_000
+
+    def specificity(self, topic: str) -> float:
+        """0-1: how rare the topic is across the messages seen (1 for a topic never
+        seen, near 0 for one in every message), so that "look" and "thanks" do not
+        crowd the prediction."""
+        if self.messages < 1.0:
+            return 1.0
+        rare = math.log1p(self.messages / (1.0 + self.seen.get(topic, 0.0)))
+        return min(1.0, rare / math.log1p(self.messages))
+
+    def learn(self, before: Sequence[str], after: Sequence[str]) -> None:
+        """One transition: the topics of a message, then those of the next."""
+        targets = [b for b in dict.fromkeys(after)]
+        if not targets:
+            return
+        self.messages += 1.0
+        for b in targets:
+            self.seen[b] = self.seen.get(b, 0.0) + 1.0
+        if len(self.seen) > self.max_topics:
+            keep = sorted(self.seen.items(), key=lambda kv: (-kv[1], kv[0]))[: self.max_topics]
+            self.seen = dict(keep)
+        for a in dict.fromkeys(before):
+            row = self.follows.get(a)
+            if row is None:
+                if len(self.follows) >= self.max_topics:
+                    continue
+                row = self.follows[a] = {}
+            for b in targets:
+                if b != a:
+                    row[b] = row.get(b, 0.0) + 1.0
+            if len(row) > self.max_successors:
+                keep = sorted(row.items(), key=lambda kv: (-kv[1], kv[0]))[: self.max_successors]
+                self.follows[a] = dict(keep)
+
+    def predict(self, history: Sequence[Sequence[str]], k: int) -> list[tuple[str, float]]:
+        """The ``k`` likeliest topics of the coming messages, from the topics of the
+        recent ones (oldest first): what was just said (it tends to persist) and
+        what has followed it before, recent messages weighing more, specific
+        topics more than common ones."""
+        scores: dict[str, float] = {}
+        for age, topics in enumerate(reversed(history[-4:])):
+            recency = 0.6**age
+            for a in topics:
+                scores[a] = scores.get(a, 0.0) + recency
+                row = self.follows.get(a)
+                if not row:
+                    continue
+                total = sum(row.values())
+                # Trust a transition in proportion to how often it was seen.
+                evidence = total / (total + 3.0)
+                for b, n in row.items():
+                    scores[b] = scores.get(b, 0.0) + recency * evidence * 2.0 * n / total
+        weighted = {t: v * (0.3 + 0.7 * self.specificity(t)) for t, v in scores.items()}
+        return sorted(weighted.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+class KindBandit(BaseModel):
+    """Which kinds of insight (memory categories) get engaged in which kind of
+    conversation: a Beta posterior per (conversation type, kind), sampled for
+    exploration (Thompson sampling)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arms: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    prior: tuple[float, float] = (1.0, 1.0)
+
+    @staticmethod
+    def _key(conversation_type: str, kind: str) -> str:
+        return f"{conversation_type}|{kind}"
+
+    def mean(self, conversation_type: str, kind: str) -> float:
+        a, b = self.arms.get(self._key(conversation_type, kind), self.prior)
+        return a / (a + b)
+
+    def sample(self, conversation_type: str, kind: str, rng: random.Random) -> float:
+        a, b = self.arms.get(self._key(conversation_type, kind), self.prior)
+        return rng.betavariate(a, b)
+
+    def update(self, conversation_type: str, kind: str, reward: float) -> None:
+        key = self._key(conversation_type, kind)
+        a, b = self.arms.get(key, self.prior)
+        self.arms[key] = (a + reward, b + 1.0 - reward)
+
+
+class ConfidenceModel(BaseModel):
+    """The chance an offered memory gets used: logistic regression over
+    :data:`FEATURES`, starting from :data:`PRIOR_WEIGHTS` and updated online by
+    each engagement (gradient steps, pulled gently back toward the prior so a
+    few outcomes cannot swing it far)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weights: list[float] = Field(default_factory=lambda: list(PRIOR_WEIGHTS))
+    updates: int = 0
+    rate: float = 0.05
+    prior_pull: float = 0.01
+
+    def predict(self, x: Sequence[float]) -> float:
+        z = sum(w * v for w, v in zip(self.weights, x, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    def update(self, x: Sequence[float], outcome: float) -> None:
+        error = outcome - self.predict(x)
+        rate = self.rate / math.sqrt(1.0 + self.updates / 50.0)
+        self.weights = [
+            w + rate * (error * v - self.prior_pull * (w - p))
+            for w, v, p in zip(self.weights, x, PRIOR_WEIGHTS, strict=True)
+        ]
+        self.updates += 1
+
+
+class ThresholdTuner(BaseModel):
+    """Per conversation type, the confidence bar, moved after each engagement by
+    ``step × (miss - target)``, where a dismissal is a whole miss, an ignored
+    offer half of one and a use none: it settles where the (weighted) miss rate
+    is ``target``, rising where offers annoy and falling where they land."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    thresholds: dict[str, float] = Field(default_factory=dict)
+
+    def value(self, conversation_type: str, start: float) -> float:
+        return self.thresholds.get(conversation_type, start)
+
+    def update(
+        self,
+        conversation_type: str,
+        miss: float,
+        *,
+        start: float,
+        target: float,
+        step: float,
+        bounds: tuple[float, float],
+    ) -> None:
+        value = self.value(conversation_type, start)
+        value += step * (miss - target)
+        self.thresholds[conversation_type] = max(bounds[0], min(bounds[1], value))
+
+
+class SurfaceModel(BaseModel):
+    """Everything surfacing has learned in one collection."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topics: TopicModel = Field(default_factory=TopicModel)
+    kinds: KindBandit = Field(default_factory=KindBandit)
+    confidence: ConfidenceModel = Field(default_factory=ConfidenceModel)
+    thresholds: ThresholdTuner = Field(default_factory=ThresholdTuner)

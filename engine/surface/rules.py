@@ -1,0 +1,134 @@
+"""The seed's numbers for proactive surfacing and engagement, in one place.
+
+Engagement (seed): used / helpful raise a memory's confidence by 0.1 (cap
+1.0), count a use and stamp ``last_used``; ignored lowers it by 0.02 (floor
+0.3) and adds 1 recent dismissal; dismissed lowers it by 0.15 (floor 0.2), adds
+2 recent dismissals and marks the context irrelevant.
+
+"Recent" dismissals fade with a half-life (7 days by default): the stored
+count is the value at ``dismissed_at``, and what the gate reads is that value
+halved for every half-life since. A memory dismissed twice today (4) is offered
+again after about a week (2, the gate's limit) if nothing else holds it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from engine.model import Memory
+
+CONVERSATION_TYPES = ("debugging", "help-seeking", "exploration", "casual", "general")
+"""The kinds of conversation; ``general`` when nothing marks it as another."""
+
+
+@dataclass(frozen=True)
+class EngagementRule:
+    """What one engagement does to a memory's metadata."""
+
+    confidence_delta: float
+    confidence_bound: float
+    dismissals: float
+    counts_as_use: bool
+    marks_irrelevant: bool
+
+
+ENGAGEMENT_RULES: dict[str, EngagementRule] = {
+    "used": EngagementRule(0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False),
+    "helpful": EngagementRule(0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False),
+    "ignored": EngagementRule(-0.02, 0.3, 1.0, counts_as_use=False, marks_irrelevant=False),
+    "dismissed": EngagementRule(-0.15, 0.2, 2.0, counts_as_use=False, marks_irrelevant=True),
+}
+
+
+@dataclass(frozen=True)
+class SurfaceConfig:
+    """Gates, thresholds and learning rates of proactive surfacing.
+
+    Attributes:
+        thresholds: starting confidence threshold per conversation type (the
+            seed's), tuned from engagement when ``learn``.
+        default_threshold: for a type not named in ``thresholds``.
+        min_trigger_matches: the memory's triggers and concepts that must be
+            among the predicted next topics.
+        max_momentum: messages per minute above which nothing is offered.
+        max_recent_dismissals: a memory with more (faded) dismissals is held back.
+        max_insights: most insights offered per message.
+        dismissal_half_life_days: how fast recent dismissals fade.
+        target_dismissal_rate: what threshold tuning steers toward, per type (an
+            ignored offer counts as half a dismissal there).
+        threshold_step: how far one engagement moves a threshold.
+        threshold_bounds: thresholds stay within these.
+        candidates: memories retrieved per message to judge.
+        context_messages: how many recent messages make the retrieval query.
+        topic_window: messages of topic history kept per conversation.
+        predicted_topics: how many next topics prediction returns.
+        learn: learn from engagement and trajectories (off: the fixed baseline).
+    """
+
+    thresholds: dict[str, float] = field(
+        default_factory=lambda: {
+            "debugging": 0.6,
+            "help-seeking": 0.5,
+            "exploration": 0.8,
+            "casual": 0.9,
+        }
+    )
+    default_threshold: float = 0.7
+    min_trigger_matches: int = 2
+    max_momentum: float = 5.0
+    max_recent_dismissals: float = 2.0
+    max_insights: int = 3
+    dismissal_half_life_days: float = 7.0
+    target_dismissal_rate: float = 0.2
+    threshold_step: float = 0.02
+    threshold_bounds: tuple[float, float] = (0.3, 0.97)
+    candidates: int = 20
+    context_messages: int = 3
+    topic_window: int = 12
+    predicted_topics: int = 16
+    learn: bool = True
+
+    def threshold(self, conversation_type: str) -> float:
+        return self.thresholds.get(conversation_type, self.default_threshold)
+
+
+def faded_dismissals(memory: Memory, now: datetime, half_life_days: float) -> float:
+    """Recent dismissals as of ``now``: the stored count halved per half-life since
+    it was last raised."""
+    meta = memory.retrieval
+    if meta.recent_dismissals <= 0.0 or meta.dismissed_at is None:
+        return meta.recent_dismissals
+    days = max(0.0, (now - meta.dismissed_at).total_seconds() / 86400.0)
+    return float(meta.recent_dismissals * 0.5 ** (days / half_life_days))
+
+
+def engaged(
+    memory: Memory, engagement: str, context: str, now: datetime, half_life_days: float
+) -> Memory:
+    """The memory after one engagement, by the seed's rules (see the module
+    docstring). ``context`` is recorded as irrelevant on a dismissal."""
+    rule = ENGAGEMENT_RULES[engagement]
+    meta = memory.retrieval
+    confidence = meta.confidence + rule.confidence_delta
+    confidence = (
+        min(rule.confidence_bound, confidence)
+        if rule.confidence_delta > 0
+        else max(rule.confidence_bound, confidence)
+    )
+    if rule.confidence_delta < 0 and meta.confidence < rule.confidence_bound:
+        confidence = meta.confidence  # already below the floor: not raised by a penalty
+    update: dict[str, object] = {"confidence": confidence}
+    if rule.counts_as_use:
+        update["usage_count"] = meta.usage_count + 1
+        update["last_used"] = now
+    if rule.dismissals:
+        update["recent_dismissals"] = (
+            faded_dismissals(memory, now, half_life_days) + rule.dismissals
+        )
+        update["dismissed_at"] = now
+    if rule.marks_irrelevant and context and context not in meta.irrelevant_contexts:
+        update["irrelevant_contexts"] = [*meta.irrelevant_contexts, context][-50:]
+    return memory.model_copy(
+        update={"retrieval": meta.model_copy(update=update), "updated_at": memory.updated_at}
+    )

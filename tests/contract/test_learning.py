@@ -1,0 +1,204 @@
+"""The store contract: what use teaches the graph (reinforcement) and what time takes
+from it (decay)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from engine.errors import InvalidInputError
+from engine.model import Edge, EdgeType, EdgeUpdate
+from engine.store import GraphStore
+from tests.contract.helpers import (
+    ABOUT,
+    ASSOCIATED,
+    T0,
+    D,
+    add,
+    concept,
+    edge,
+    expand,
+    factor,
+    memory,
+    seed,
+)
+
+
+def update(
+    source: str,
+    target: str,
+    edge_type: EdgeType = ASSOCIATED,
+    *,
+    at: datetime = T0,
+    delta: float = 0.1,
+    cap: float = 1.0,
+    initial: float = 0.3,
+    kind: str | None = "co_retrieval",
+) -> EdgeUpdate:
+    return EdgeUpdate(
+        source=source,
+        type=edge_type,
+        target=target,
+        delta=delta,
+        cap=cap,
+        initial=initial,
+        at=at,
+        kind=kind,
+    )
+
+
+def test_a_new_edge_starts_at_initial_with_its_counters(store: GraphStore, collection: str) -> None:
+    add(store, collection, ["a", "b"])
+    at = T0 + timedelta(days=2)
+    store.reinforce_edges(collection, [update("b", "a", at=at, initial=0.25)])
+    expected = Edge(
+        source="a",
+        type=ASSOCIATED,
+        target="b",
+        weight=0.25,
+        co_occurrences=1,
+        last_co_occurred=at,
+        created_at=at,
+        kind="co_retrieval",
+    )
+    assert store.edges_of(collection, "a") == [expected]
+    assert store.edges_of(collection, "b") == [
+        expected.model_copy(update={"source": "b", "target": "a"})
+    ]
+    assert store.stats(collection).edges == {"ASSOCIATED": 1}
+    assert expand(store, collection, [seed("a")])["b"].strength == pytest.approx(D * 0.25)
+
+
+def test_reinforcement_adds_delta_up_to_the_cap_and_counts(
+    store: GraphStore, collection: str
+) -> None:
+    add(store, collection, ["a", "b"], [edge("a", ABOUT, "cache", 0.5)])
+    for day in range(6):
+        at = T0 + timedelta(days=day)
+        store.reinforce_edges(
+            collection,
+            [
+                update("a", "b", at=at, cap=0.6),
+                update("a", "cache", ABOUT, at=at, delta=0.2, kind=None),
+            ],
+        )
+    edges = {e.type: e for e in store.edges_of(collection, "a")}
+    assert edges[ASSOCIATED].weight == pytest.approx(0.6)
+    assert edges[ASSOCIATED].co_occurrences == 6
+    assert edges[ASSOCIATED].last_co_occurred == T0 + timedelta(days=5)
+    assert edges[ASSOCIATED].created_at == T0
+    assert edges[ABOUT].weight == pytest.approx(1.0)
+    assert edges[ABOUT].co_occurrences == 6
+    assert edges[ABOUT].created_at == T0  # its memory's creation: it came with it
+
+
+def test_reinforcement_never_lowers_a_weight_above_its_cap(
+    store: GraphStore, collection: str
+) -> None:
+    add(store, collection, ["a", "b"])
+    store.upsert_edges(collection, [edge("a", ASSOCIATED, "b", 0.9)])
+    store.reinforce_edges(collection, [update("a", "b", cap=0.6, delta=0.02)])
+    (e,) = store.edges_of(collection, "a")
+    assert e.weight == pytest.approx(0.9) and e.co_occurrences == 1
+
+
+def test_reinforcement_creates_hubs_and_skips_what_cannot_exist(
+    store: GraphStore, collection: str
+) -> None:
+    add(store, collection, ["a", "b"])
+    store.reinforce_edges(
+        collection,
+        [
+            update("a", "fresh concept", ABOUT, kind=None),
+            update("a", "ghost"),
+            update("ghost", "a"),
+            update("ghost", "topic", ABOUT),
+            update("a", "a"),
+            update("b", "a", EdgeType.CONFLICTS_WITH, kind=None),
+        ],
+    )
+    stats = store.stats(collection)
+    assert stats.edges == {"ABOUT": 1, "CONFLICTS_WITH": 1}
+    assert stats.hubs == {"Concept": 1}
+    found = store.match_hubs(collection, ["fresh concept", "topic"])
+    assert [(h.name, h.degree) for h in found] == [("fresh concept", 1)]
+    assert [e.target for e in store.edges_of(collection, "b")] == ["a"]
+    assert expand(store, collection, [concept("fresh concept")])["a"].strength == pytest.approx(
+        D * factor(1) * 0.3
+    )
+
+
+def test_updates_of_one_edge_in_one_batch_apply_in_order(
+    store: GraphStore, collection: str
+) -> None:
+    add(store, collection, ["a", "b"])
+    store.reinforce_edges(collection, [update("a", "b"), update("b", "a"), update("a", "b")])
+    (e,) = store.edges_of(collection, "a")
+    assert e.weight == pytest.approx(0.5) and e.co_occurrences == 3
+
+
+def test_decay_lowers_only_edges_unused_before_the_cutoff(
+    store: GraphStore, collection: str
+) -> None:
+    add(
+        store,
+        collection,
+        [memory("old", collection), memory("young", collection, minutes=100 * 24 * 60), "other"],
+        [
+            edge("old", ABOUT, "cache", 0.5),
+            edge("young", ABOUT, "cache", 0.5),
+            edge("old", ABOUT, "near-floor", 0.12),
+            edge("old", ABOUT, "at-floor", 0.1),
+        ],
+    )
+    # Created long ago but reinforced recently: not decayed.
+    store.reinforce_edges(collection, [update("old", "other", at=T0 + timedelta(days=90))])
+    cutoff = T0 + timedelta(days=50)
+    decayed = store.decay_edges(collection, period="p1", unused_before=cutoff, step=0.05, floor=0.1)
+    assert decayed == 2
+    weights = {e.target: e.weight for e in store.edges_of(collection, "old")}
+    assert weights == pytest.approx(
+        {"cache": 0.45, "near-floor": 0.1, "at-floor": 0.1, "other": 0.3}
+    )
+    assert {e.target: e.weight for e in store.edges_of(collection, "young")} == {"cache": 0.5}
+    found = expand(store, collection, [concept("cache")], hub_degree_penalty=False)
+    assert found["old"].strength == pytest.approx(D * 0.45)
+
+
+def test_decay_is_idempotent_per_period(store: GraphStore, collection: str, other: str) -> None:
+    add(store, collection, ["a"], [edge("a", ABOUT, "cache", 0.5)])
+    add(store, other, ["a"], [edge("a", ABOUT, "cache", 0.5)])
+    later = T0 + timedelta(days=200)
+
+    def decay(where: str, period: str) -> int:
+        return store.decay_edges(where, period=period, unused_before=later, step=0.05, floor=0.1)
+
+    assert decay(collection, "2024-09-17") == 1
+    assert decay(collection, "2024-09-17") == 0
+    assert store.edges_of(collection, "a")[0].weight == pytest.approx(0.45)
+    assert decay(other, "2024-09-17") == 1  # periods are per collection
+    assert decay(collection, "2024-09-18") == 1
+    assert store.edges_of(collection, "a")[0].weight == pytest.approx(0.4)
+
+
+def test_decay_reorders_hub_fanout(store: GraphStore, collection: str) -> None:
+    add(
+        store,
+        collection,
+        [memory("a", collection), memory("b", collection, minutes=100 * 24 * 60)],
+        [edge("a", ABOUT, "hub", 0.6), edge("b", ABOUT, "hub", 0.55)],
+    )
+    assert list(expand(store, collection, [concept("hub")], hub_fanout=1)) == ["a"]
+    cutoff = T0 + timedelta(days=50)
+    store.decay_edges(collection, period="p", unused_before=cutoff, step=0.1, floor=0.1)
+    assert list(expand(store, collection, [concept("hub")], hub_fanout=1)) == ["b"]
+
+
+def test_decay_refuses_bad_arguments(store: GraphStore, collection: str) -> None:
+    with pytest.raises(InvalidInputError):
+        store.decay_edges(collection, period="", unused_before=T0, step=0.05, floor=0.1)
+    with pytest.raises(InvalidInputError):
+        store.decay_edges(collection, period="p", unused_before=T0, step=-0.1, floor=0.1)
+    with pytest.raises(InvalidInputError):
+        store.decay_edges(collection, period="p", unused_before=T0, step=0.05, floor=1.5)

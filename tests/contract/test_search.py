@@ -1,0 +1,199 @@
+"""The store contract: dense search over vectors, re-embedding, lexical search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.errors import InvalidInputError
+from engine.model import RecallFilters, Tier
+from engine.store import GraphStore, MemoryRecord
+from tests.contract.helpers import ALL_TIERS, MODEL, ids, memory, record, unit, vec
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+# -- dense ------------------------------------------------------------------------------
+
+
+def test_search_ranks_by_cosine_similarity_best_first(
+    store: GraphStore, collection: str, other: str
+) -> None:
+    query = vec("query")
+    # Vectors at known angles to the query: each is query + t * noise.
+    noise = unit(vec("noise"))
+    vectors = {f"m{t}": unit(query) + t * noise for t in (0.1, 0.5, 1.0, 2.0, 4.0)}
+    store.add_memories(
+        collection, [record(memory(i, collection), vector=v) for i, v in vectors.items()]
+    )
+    store.add_memories(other, [record(memory("elsewhere", other), vector=query)])
+    hits = store.search_vectors(collection, query, model=MODEL, k=3, filters=RecallFilters())
+    assert ids(hits) == ["m0.1", "m0.5", "m1.0"]
+    for memory_id, similarity in hits:
+        assert similarity == pytest.approx(_cosine(query, vectors[memory_id]), abs=1e-5)
+    everything = store.search_vectors(collection, query, model=MODEL, k=50, filters=ALL_TIERS)
+    assert ids(everything) == ["m0.1", "m0.5", "m1.0", "m2.0", "m4.0"]
+
+
+def test_search_applies_every_filter(store: GraphStore, collection: str) -> None:
+    query = vec("query")
+    near = [unit(query) + 0.1 * i * unit(vec(i)) for i in range(6)]
+    rows = [
+        memory("active", collection, category="decision", tags=["ops"], domains=["backend"]),
+        memory("archived", collection, tier=Tier.ARCHIVED, category="decision"),
+        memory("quarantined", collection, tier=Tier.QUARANTINED),
+        memory("tagged", collection, tags=["ops", "db"]),
+        memory("in-conv", collection, domains=["backend"], conversations=["c-1"]),
+        memory("plain", collection),
+    ]
+    store.add_memories(collection, [record(m, vector=v) for m, v in zip(rows, near, strict=True)])
+
+    def found(filters: RecallFilters) -> set[str]:
+        return set(ids(store.search_vectors(collection, query, model=MODEL, k=10, filters=filters)))
+
+    assert found(RecallFilters()) == {"active", "tagged", "in-conv", "plain"}
+    assert found(RecallFilters(tiers=[Tier.ARCHIVED, Tier.QUARANTINED])) == {
+        "archived",
+        "quarantined",
+    }
+    assert found(RecallFilters(categories=["decision"], tiers=list(Tier))) == {
+        "active",
+        "archived",
+    }
+    assert found(RecallFilters(tags=["db", "nothing"])) == {"tagged"}
+    assert found(RecallFilters(tags=["ops"], domains=["backend"])) == {"active"}
+    assert found(RecallFilters(domains=["backend"])) == {"active", "in-conv"}
+    assert found(RecallFilters(exclude_conversation_id="c-1")) == {"active", "tagged", "plain"}
+
+
+def test_search_sees_only_vectors_of_the_requested_model(
+    store: GraphStore, collection: str
+) -> None:
+    query = vec("query")
+    store.add_memories(
+        collection,
+        [
+            record(memory("mine", collection), vector=unit(query) + 0.5 * unit(vec(1))),
+            record(memory("theirs", collection, model="other-model"), vector=query),
+            MemoryRecord(memory=memory("none", collection, model=None)),
+        ],
+    )
+    assert ids(store.search_vectors(collection, query, model=MODEL, k=5, filters=ALL_TIERS)) == [
+        "mine"
+    ]
+    other = store.search_vectors(collection, query, model="other-model", k=5, filters=ALL_TIERS)
+    assert ids(other) == ["theirs"]
+    assert other[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert store.search_vectors(collection, query, model="nobody", k=5, filters=ALL_TIERS) == []
+
+
+def test_vectors_of_another_dimension_are_searched_among_themselves(
+    store: GraphStore, collection: str
+) -> None:
+    query = vec("small", dim=16)
+    small = {f"s{i}": unit(query) + 0.3 * i * unit(vec(i, dim=16)) for i in range(4)}
+    store.add_memories(
+        collection,
+        [record(memory(i, collection, model="small"), vector=v) for i, v in small.items()],
+    )
+    hits = store.search_vectors(collection, query, model="small", k=3, filters=ALL_TIERS)
+    assert ids(hits) == ["s0", "s1", "s2"]
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    # A query of the wrong size finds nothing; so does a zero query.
+    assert store.search_vectors(collection, vec(1), model="small", k=3, filters=ALL_TIERS) == []
+    zero = np.zeros(16, dtype=np.float32)
+    assert store.search_vectors(collection, zero, model="small", k=3, filters=ALL_TIERS) == []
+
+
+def test_set_vectors_updates_existing_memories_and_skips_missing(
+    store: GraphStore, collection: str
+) -> None:
+    store.add_memories(collection, [MemoryRecord(memory=memory("a", collection, model=None))])
+    store.set_vectors(collection, [("a", vec(7), "new-model"), ("ghost", vec(8), "new-model")])
+    assert store.get_memories(collection, ["a"])["a"].embedding_model == "new-model"
+    assert set(store.get_vectors(collection, ["a", "ghost"])) == {"a"}
+    np.testing.assert_array_equal(store.get_vectors(collection, ["a"])["a"], vec(7))
+    hits = store.search_vectors(collection, vec(7), model="new-model", k=1, filters=ALL_TIERS)
+    assert ids(hits) == ["a"]
+    with pytest.raises(InvalidInputError):
+        store.set_vectors(collection, [("a", vec(7), "")])
+    with pytest.raises(InvalidInputError):
+        store.set_vectors(collection, [("a", np.array([np.inf], dtype=np.float32), "m")])
+
+
+def test_pending_embeddings_lists_missing_and_stale_vectors_oldest_first(
+    store: GraphStore, collection: str
+) -> None:
+    store.add_memories(
+        collection,
+        [
+            MemoryRecord(memory=memory("late", collection, minutes=3, model=None)),
+            record(memory("current", collection, minutes=0)),
+            record(memory("stale", collection, minutes=2, model="old-model")),
+            MemoryRecord(memory=memory("early", collection, minutes=1, model=None)),
+        ],
+    )
+    pending = store.pending_embeddings(collection, MODEL, 10)
+    assert [m.id for m in pending] == ["early", "stale", "late"]
+    assert [m.id for m in store.pending_embeddings(collection, MODEL, 2)] == ["early", "stale"]
+    assert store.pending_embeddings(collection, MODEL, 0) == []
+
+
+# -- lexical ----------------------------------------------------------------------------
+
+_DOCS = {
+    "pool": "The nightly export failed: the Postgres connection pool was exhausted",
+    "cache": "Redis cache eviction under memory pressure slowed the dashboard",
+    "lunch": "Team lunch moved to Friday",
+    "pool-2": "Connection timeouts again; we resized the pool and the export recovered",
+}
+
+
+def _add_docs(store: GraphStore, collection: str) -> None:
+    store.add_memories(
+        collection,
+        [
+            record(memory(i, collection, content=text, minutes=n, tags=["ops"] if n else []))
+            for n, (i, text) in enumerate(_DOCS.items())
+        ],
+    )
+
+
+def test_search_text_ranks_memories_sharing_query_words_best_first(
+    store: GraphStore, collection: str
+) -> None:
+    _add_docs(store, collection)
+    hits = store.search_text(collection, "Postgres connection pool", k=5, filters=ALL_TIERS)
+    assert ids(hits)[0] == "pool"
+    assert set(ids(hits)) == {"pool", "pool-2"}
+    scores = [score for _, score in hits]
+    assert all(s > 0 for s in scores) and scores == sorted(scores, reverse=True)
+    assert ids(store.search_text(collection, "redis", k=5, filters=ALL_TIERS)) == ["cache"]
+
+
+def test_search_text_finds_nothing_without_shared_words(
+    store: GraphStore, collection: str, other: str
+) -> None:
+    _add_docs(store, collection)
+    assert store.search_text(collection, "kubernetes ingress", k=5, filters=ALL_TIERS) == []
+    assert store.search_text(collection, "?! ()", k=5, filters=ALL_TIERS) == []
+    assert store.search_text(other, "redis cache", k=5, filters=ALL_TIERS) == []
+
+
+def test_search_text_applies_filters(store: GraphStore, collection: str) -> None:
+    _add_docs(store, collection)
+    assert ids(
+        store.search_text(collection, "connection pool", k=5, filters=RecallFilters(tags=["ops"]))
+    ) == ["pool-2"]
+    store.replace_memory(
+        collection,
+        MemoryRecord(
+            memory=memory("pool-2", collection, content=_DOCS["pool-2"], tier=Tier.ARCHIVED)
+        ),
+        replace_edges=False,
+    )
+    assert ids(store.search_text(collection, "connection pool", k=5, filters=RecallFilters())) == [
+        "pool"
+    ]

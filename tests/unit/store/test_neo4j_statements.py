@@ -1,0 +1,81 @@
+"""The Cypher library: every statement file is used by the Neo4j store, every
+statement the store names exists, and the graph it writes is the model's."""
+
+from __future__ import annotations
+
+import ast
+import importlib.resources
+from pathlib import Path
+
+import pytest
+
+import engine.store.neo4j as neo4j_package
+from engine.model import EdgeType, HubKind
+from engine.store.neo4j.graph_model import LABELS, RELATIONSHIP_TYPES, lint_schema, property_keys
+from engine.store.neo4j.statements import statement
+
+CYPHER = Path(str(importlib.resources.files("cypher")))
+PACKAGE = Path(neo4j_package.__file__).parent
+
+
+def _statement_files() -> set[str]:
+    """``area/name`` of every statement file the store may run (the Browser guide's
+    queries are for people, not for the store)."""
+    return {
+        f"{path.parent.name}/{path.stem}"
+        for path in CYPHER.rglob("*.cypher")
+        if path.parent.name != "browser"
+    }
+
+
+def _names_in_code() -> set[str]:
+    """Every statement name the package's code passes to a loader, or lists as a
+    string that looks like ``area/verb_noun``."""
+    names: set[str] = set()
+    for source in PACKAGE.glob("*.py"):
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                area, _, verb = node.value.partition("/")
+                if area in {"schema", "memory", "recall", "learn"} and verb.isidentifier():
+                    names.add(node.value)
+    return names
+
+
+def test_every_statement_file_is_used_by_the_store() -> None:
+    unused = _statement_files() - _names_in_code()
+    assert not unused, f"statement files no code runs: {sorted(unused)}"
+
+
+def test_every_statement_the_store_names_exists() -> None:
+    missing = _names_in_code() - _statement_files()
+    assert not missing, f"statements named in code but missing: {sorted(missing)}"
+    for name in _names_in_code():
+        assert statement(name).strip()
+
+
+def test_statements_are_loaded_once_from_package_data() -> None:
+    assert statement("memory/get_memories") is statement("memory/get_memories")
+    with pytest.raises(ValueError):
+        statement("../etc/passwd")
+    with pytest.raises(FileNotFoundError):
+        statement("memory/no_such_statement")
+
+
+def test_the_graph_schema_is_the_models() -> None:
+    assert set(RELATIONSHIP_TYPES) == {t.value for t in EdgeType}
+    assert {"Memory", *(k.value for k in HubKind)} <= set(LABELS)
+    keys = property_keys()
+    for field in ("content", "confidence", "conversation_ids", "weight", "co_occurrences"):
+        assert field in keys
+    schema = lint_schema()
+    hub_edges = {(p["from"], p["relType"], p["to"]) for p in schema["graphSchema"]}
+    assert ("Memory", "ABOUT", "Concept") in hub_edges
+    assert ("Memory", "ASSOCIATED", "Memory") in hub_edges
+
+
+def test_statements_take_values_only_as_parameters() -> None:
+    # No Python formatting placeholders: a statement is run exactly as written.
+    for path in CYPHER.rglob("*.cypher"):
+        text = path.read_text(encoding="utf-8")
+        assert "{}" not in text and "%s" not in text and "{0}" not in text, path

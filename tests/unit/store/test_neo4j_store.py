@@ -1,0 +1,303 @@
+"""The Neo4j store around its Cypher, on a stand-in driver: how driver failures
+reach callers, that a write is one transaction, schema setup, and how rows become
+engine objects. What the Cypher itself does is the contract suite's job
+(``tests/contract``), against a real server."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from neo4j.exceptions import (
+    AuthError,
+    ConnectionAcquisitionTimeoutError,
+    ConstraintError,
+    CypherSyntaxError,
+    DatabaseUnavailable,
+    IncompleteCommit,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
+
+from engine.errors import (
+    ConfigError,
+    ConflictError,
+    HippoError,
+    InvalidInputError,
+    NotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
+from engine.model import Edge, EdgeType, Memory, RecallFilters
+from engine.model import content_hash as hash_of
+from engine.model.association import Anchor, ExpandParams
+from engine.store import GraphStore, MemoryRecord
+from engine.store.neo4j import Neo4jStore
+from engine.store.neo4j.store import SCHEMA_OWNER, SCHEMA_VERSION
+from tests.unit.store.neo4j_fake import FakeDriver
+
+C = "org:acme"
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def memory(memory_id: str) -> Memory:
+    text = f"memory {memory_id}"
+    return Memory(
+        id=memory_id,
+        collection=C,
+        content=text,
+        created_at=T0,
+        updated_at=T0,
+        content_hash=hash_of(text),
+    )
+
+
+def make(driver: FakeDriver, dimensions: int = 8) -> Neo4jStore:
+    return Neo4jStore(driver, dimensions=dimensions)  # type: ignore[arg-type]
+
+
+def test_the_store_meets_the_protocol() -> None:
+    assert isinstance(make(FakeDriver()), GraphStore)
+
+
+@pytest.mark.parametrize(
+    ("failure", "expected"),
+    [
+        (ServiceUnavailable("connection refused"), StoreUnavailableError),
+        (SessionExpired("routing table lost"), StoreUnavailableError),
+        (ConnectionAcquisitionTimeoutError("pool exhausted"), StoreUnavailableError),
+        (TransientError("deadlock, retries exhausted"), StoreUnavailableError),
+        (DatabaseUnavailable("database starting"), StoreUnavailableError),
+        (AuthError("wrong password"), StoreUnavailableError),
+        (IncompleteCommit("lost while committing"), StoreUnavailableError),
+        (ConnectionResetError("reset by peer"), StoreUnavailableError),
+        (ConstraintError("already exists"), ConflictError),
+        (CypherSyntaxError("bad statement"), StoreError),
+    ],
+)
+def test_driver_failures_reach_callers_as_engine_errors(
+    failure: Exception, expected: type[HippoError]
+) -> None:
+    for fail_on in (None, "memory/get_memories"):
+        store = make(FakeDriver(failure=failure, fail_on=fail_on))
+        with pytest.raises(expected) as raised:
+            store.get_memories(C, ["a"])
+        assert type(raised.value) is expected
+        assert raised.value.__cause__ is failure
+        assert "read memories" in raised.value.message
+
+
+def test_a_write_is_one_transaction_and_a_failed_one_leaves_nothing() -> None:
+    record = MemoryRecord(
+        memory=memory("a"), edges=(Edge(source="a", type=EdgeType.ABOUT, target="cache"),)
+    )
+    driver = FakeDriver()
+    make(driver).add_memories(C, [record])
+    assert [[name for name, _ in tx] for tx in driver.committed] == [
+        ["memory/existing_ids", "memory/add_memories", "memory/upsert_edges"]
+    ]
+
+    broken = FakeDriver(failure=ServiceUnavailable("gone"), fail_on="memory/upsert_edges")
+    with pytest.raises(StoreUnavailableError):
+        make(broken).add_memories(C, [record])
+    assert broken.committed == []
+
+    taken = FakeDriver(answers={"memory/existing_ids": [{"id": "a"}]})
+    with pytest.raises(ConflictError):
+        make(taken).add_memories(C, [record])
+    assert taken.committed == []
+
+
+def test_replacing_an_absent_memory_writes_nothing() -> None:
+    driver = FakeDriver()
+    with pytest.raises(NotFoundError):
+        make(driver).replace_memory(C, MemoryRecord(memory=memory("a")), replace_edges=True)
+    assert driver.committed == []
+
+
+def test_the_store_recovers_when_neo4j_comes_back() -> None:
+    driver = FakeDriver(failure=ServiceUnavailable("down"))
+    store = make(driver)
+    with pytest.raises(StoreUnavailableError):
+        store.check()
+    driver.failure = None
+    driver.answers["schema/read_schema_version"] = [{"version": SCHEMA_VERSION}]
+    store.check()
+
+
+def test_check_wants_the_schema_set_up_at_this_version() -> None:
+    driver = FakeDriver(answers={"schema/read_schema_version": [{"version": None}]})
+    with pytest.raises(StoreUnavailableError, match="hippo setup"):
+        make(driver).check()
+    driver.answers["schema/read_schema_version"] = [{"version": SCHEMA_VERSION + 1}]
+    with pytest.raises(StoreUnavailableError):
+        make(driver).check()
+
+
+def test_a_closed_store_is_unavailable_and_closes_its_driver_once() -> None:
+    driver = FakeDriver()
+    store = make(driver)
+    store.close()
+    store.close()
+    assert driver.closed == 1
+    with pytest.raises(StoreUnavailableError):
+        store.get_memories(C, ["a"])
+
+
+def _indexes(state: str, dimensions: int = 8) -> list[dict[str, object]]:
+    from engine.store.neo4j.store import _INDEXES, VECTOR_INDEX
+
+    rows: list[dict[str, object]] = []
+    for name in _INDEXES:
+        options = {"indexConfig": {"vector.dimensions": dimensions}} if name == VECTOR_INDEX else {}
+        rows.append({"name": name, "state": state, "options": options})
+    return rows
+
+
+def test_setup_applies_the_schema_waits_for_the_indexes_and_records_the_version() -> None:
+    states = iter(["POPULATING", "ONLINE"])
+    driver = FakeDriver(
+        answers={
+            "schema/show_indexes": lambda params: _indexes(next(states)),
+            "schema/read_schema_version": [{"version": None}],
+        }
+    )
+    make(driver).setup(timeout_s=10.0)
+    ran = driver.ran()
+    assert ran[0] == "schema/memory_key" and "schema/memory_content" in ran
+    assert ran.count("schema/show_indexes") == 2
+    assert ran[-1] == "schema/write_schema_version"
+    assert driver.params_of("schema/memory_embedding") == {"dimensions": 8}
+    assert driver.params_of("schema/write_schema_version") == {
+        "name": SCHEMA_OWNER,
+        "version": SCHEMA_VERSION,
+    }
+
+
+def test_setup_reports_failed_slow_or_mismatched_indexes() -> None:
+    failed = FakeDriver(answers={"schema/show_indexes": _indexes("FAILED")})
+    with pytest.raises(StoreError):
+        make(failed).setup()
+    slow = FakeDriver(answers={"schema/show_indexes": _indexes("POPULATING")})
+    with pytest.raises(StoreUnavailableError, match="not online"):
+        make(slow).setup(timeout_s=0.0)
+    other = FakeDriver(answers={"schema/show_indexes": _indexes("ONLINE", dimensions=1536)})
+    with pytest.raises(ConfigError, match="1536"):
+        make(other).setup()
+    newer = FakeDriver(
+        answers={
+            "schema/show_indexes": _indexes("ONLINE"),
+            "schema/read_schema_version": [{"version": SCHEMA_VERSION + 1}],
+        }
+    )
+    with pytest.raises(StoreError, match="Upgrade"):
+        make(newer).setup()
+
+
+def test_expansion_rows_become_expansions_with_paths_strongest_first() -> None:
+    row = {
+        "memory_id": "m",
+        "strength": 0.9,
+        "reached": [
+            {
+                "anchor": 0,
+                "strength": 0.3,
+                "steps": [
+                    {"type": "ABOUT", "weight": 0.5, "kind": "Memory", "name": "m"},
+                ],
+            },
+            {
+                "anchor": 1,
+                "strength": 0.6,
+                "steps": [
+                    {"type": "ASSOCIATED", "weight": 0.8, "kind": "Memory", "name": "m"},
+                ],
+            },
+        ],
+    }
+    driver = FakeDriver(answers={"recall/expand": [row]})
+    anchors = [
+        Anchor(kind="Memory", name="seed", strength=0.9),
+        Anchor(kind="Concept", name="cache", strength=0.4),
+        Anchor(kind="Concept", name="cache", strength=0.8),
+        Anchor(kind="Planet", name="mars"),
+    ]
+    (found,) = make(driver).expand(C, anchors, params=ExpandParams(), filters=RecallFilters())
+    # Merged (strongest kept), other kinds dropped, sorted by (kind, name): the
+    # query's anchor indexes refer to this order.
+    assert driver.params_of("recall/expand")["anchors"] == [
+        {"kind": "Concept", "name": "cache", "strength": 0.8},
+        {"kind": "Memory", "name": "seed", "strength": 0.9},
+    ]
+    assert (found.memory_id, found.strength, found.anchors) == ("m", 0.9, 2)
+    assert [(p.anchor.name, p.strength) for p in found.paths] == [("seed", 0.6), ("cache", 0.3)]
+    assert found.paths[0].steps[0].type is EdgeType.ASSOCIATED
+
+    (bare,) = make(driver).expand(
+        C, anchors, params=ExpandParams(), filters=RecallFilters(), paths=False
+    )
+    assert (bare.anchors, bare.paths) == (2, [])
+    assert (
+        make(FakeDriver()).expand(
+            C, [Anchor(kind="Planet", name="x")], params=ExpandParams(), filters=RecallFilters()
+        )
+        == []
+    )
+
+
+def test_state_documents_are_written_in_one_statement_or_not_at_all() -> None:
+    driver = FakeDriver(answers={"memory/get_states": [{"key": "k", "value": '{"turn":2}'}]})
+    store = make(driver)
+    store.put_states(C, {"k": {"turn": 2}, "j": {}})
+    assert driver.ran() == ["memory/put_states"]
+    assert driver.params_of("memory/put_states")["items"] == [
+        {"key": "k", "value": '{"turn":2}'},
+        {"key": "j", "value": "{}"},
+    ]
+    with pytest.raises(InvalidInputError):
+        store.put_states(C, {"fine": {}, "broken": {"x": float("nan")}})
+    assert store.get_states(C, ["k", "k", "absent"]) == {"k": {"turn": 2}}
+    assert driver.params_of("memory/get_states")["keys"] == ["k", "absent"]
+    # Nothing to read or write runs nothing.
+    store.put_states(C, {})
+    assert store.get_states(C, []) == {}
+    assert driver.ran() == ["memory/put_states", "memory/get_states"]
+
+
+def test_dense_search_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
+    from engine.store.neo4j.store import _MIN_CANDIDATES
+
+    query = [1.0] + [0.0] * 7
+    enough = FakeDriver(
+        answers={"recall/search_vectors": [{"seen": 3, "hits": [{"id": "a", "similarity": 0.9}]}]}
+    )
+    hits = make(enough).search_vectors(
+        C,
+        query,
+        model="m",
+        k=2,
+        filters=RecallFilters(),  # type: ignore[arg-type]
+    )
+    assert hits == [("a", 0.9)]
+    assert "recall/search_vectors_exact" not in enough.ran()
+
+    short = FakeDriver(
+        answers={
+            "recall/search_vectors": [
+                {"seen": _MIN_CANDIDATES, "hits": [{"id": "a", "similarity": 0.9}]}
+            ],
+            "recall/search_vectors_exact": [
+                {"id": "a", "similarity": 0.9},
+                {"id": "b", "similarity": 0.5},
+            ],
+        }
+    )
+    hits = make(short).search_vectors(
+        C,
+        query,
+        model="m",
+        k=2,
+        filters=RecallFilters(),  # type: ignore[arg-type]
+    )
+    assert hits == [("a", 0.9), ("b", 0.5)]

@@ -1,0 +1,190 @@
+"""The seed's numbers for surfacing and engagement, the schedulers, and what the
+learned models do with evidence."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine.model import Memory, RetrievalMeta, content_hash
+from engine.schedule import FsrsScheduler, SeedScheduler, seed_decay_score
+from engine.surface.conversation import ConversationState, type_votes
+from engine.surface.predict import (
+    PRIOR_WEIGHTS,
+    ConfidenceModel,
+    KindBandit,
+    ThresholdTuner,
+    TopicModel,
+)
+from engine.surface.rules import SurfaceConfig, engaged, faded_dismissals
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def memory(**meta: object) -> Memory:
+    return Memory(
+        id="m1",
+        collection="org:acme",
+        content="Raise the pool size",
+        created_at=T0,
+        updated_at=T0,
+        content_hash=content_hash("Raise the pool size"),
+        retrieval=RetrievalMeta.model_validate(meta),
+    )
+
+
+def test_thresholds_start_at_the_seed_values() -> None:
+    cfg = SurfaceConfig()
+    assert cfg.threshold("debugging") == 0.6
+    assert cfg.threshold("help-seeking") == 0.5
+    assert cfg.threshold("exploration") == 0.8
+    assert cfg.threshold("casual") == 0.9
+    assert cfg.threshold("general") == 0.7
+    assert (cfg.min_trigger_matches, cfg.max_momentum, cfg.max_recent_dismissals) == (2, 5.0, 2.0)
+    assert cfg.max_insights == 3
+
+
+@pytest.mark.parametrize("kind", ["used", "helpful"])
+def test_use_raises_confidence_by_a_tenth_up_to_one_and_counts(kind: str) -> None:
+    after = engaged(memory(confidence=0.5, usage_count=2), kind, "debugging:-", T0, 7.0)
+    assert after.retrieval.confidence == pytest.approx(0.6)
+    assert after.retrieval.usage_count == 3
+    assert after.retrieval.last_used == T0
+    capped = engaged(memory(confidence=0.95), kind, "debugging:-", T0, 7.0)
+    assert capped.retrieval.confidence == 1.0
+
+
+def test_ignored_costs_two_hundredths_down_to_a_floor_of_three_tenths() -> None:
+    after = engaged(memory(confidence=0.5), "ignored", "ctx", T0, 7.0)
+    assert after.retrieval.confidence == pytest.approx(0.48)
+    assert after.retrieval.recent_dismissals == 1.0
+    assert after.retrieval.usage_count == 0
+    assert after.retrieval.irrelevant_contexts == []
+    assert engaged(memory(confidence=0.31), "ignored", "ctx", T0, 7.0).retrieval.confidence == 0.3
+
+
+def test_dismissed_costs_fifteen_hundredths_to_a_floor_of_two_tenths_and_marks_the_context() -> (
+    None
+):
+    after = engaged(memory(confidence=0.5), "dismissed", "casual:-", T0, 7.0)
+    assert after.retrieval.confidence == pytest.approx(0.35)
+    assert after.retrieval.recent_dismissals == 2.0
+    assert after.retrieval.dismissed_at == T0
+    assert after.retrieval.irrelevant_contexts == ["casual:-"]
+    assert engaged(memory(confidence=0.3), "dismissed", "c", T0, 7.0).retrieval.confidence == 0.2
+    # A penalty never raises a confidence already below its floor.
+    low = engaged(memory(confidence=0.1), "dismissed", "c", T0, 7.0)
+    assert low.retrieval.confidence == pytest.approx(0.1)
+
+
+def test_recent_dismissals_halve_every_half_life() -> None:
+    m = memory(recent_dismissals=4.0, dismissed_at=T0)
+    assert faded_dismissals(m, T0, 7.0) == 4.0
+    assert faded_dismissals(m, T0 + timedelta(days=7), 7.0) == pytest.approx(2.0)
+    assert faded_dismissals(m, T0 + timedelta(days=14), 7.0) == pytest.approx(1.0)
+    # A new dismissal adds to what is left, not to the old count.
+    again = engaged(m, "ignored", "c", T0 + timedelta(days=7), 7.0)
+    assert again.retrieval.recent_dismissals == pytest.approx(3.0)
+
+
+def test_seed_decay_score_is_days_since_use_over_uses_plus_one() -> None:
+    m = memory(usage_count=4, last_used=T0)
+    assert seed_decay_score(m, T0 + timedelta(days=10)) == pytest.approx(2.0)
+    seed = SeedScheduler()
+    # Due at 0.7: 3.5 days with 4 uses.
+    assert seed.urgency(m, T0 + timedelta(days=3.4)) < 1.0
+    assert seed.urgency(m, T0 + timedelta(days=3.5)) == pytest.approx(1.0)
+
+
+def test_fsrs_helpful_pushes_the_next_due_date_out_and_a_dismissal_pulls_it_in() -> None:
+    fsrs = FsrsScheduler()
+    first = fsrs.reviewed(memory(), "used", T0)
+    assert first.stability == 4.0  # a first "good" review
+    m = memory(review=first.model_dump())
+    later = T0 + timedelta(days=3)
+    helpful = fsrs.reviewed(m, "helpful", later)
+    used = fsrs.reviewed(m, "used", later)
+    dismissed = fsrs.reviewed(m, "dismissed", later)
+    due_before = fsrs.due_at(first)
+    assert fsrs.due_at(helpful) > fsrs.due_at(used) > due_before
+    assert fsrs.due_at(dismissed) < due_before
+    assert dismissed.lapses == 1 and dismissed.difficulty > first.difficulty
+    # Retention 0.9: due exactly one stability after the review.
+    assert fsrs.urgency(m, T0 + timedelta(days=4)) == pytest.approx(1.0)
+
+
+def test_topic_model_learns_what_follows_what() -> None:
+    model = TopicModel()
+    for _ in range(5):
+        model.learn(["redis", "cache"], ["postgres", "deadlock"])
+        model.learn(["noise"], ["look"])
+    predicted = [t for t, _ in model.predict([["redis"]], 5)]
+    assert predicted[0] == "redis"  # what was just said persists
+    assert set(predicted[1:3]) == {"postgres", "deadlock"}
+    assert "look" not in predicted
+
+
+def test_kind_bandit_learns_which_kind_lands_where() -> None:
+    bandit = KindBandit()
+    for _ in range(20):
+        bandit.update("debugging", "bug_fix", 1.0)
+        bandit.update("debugging", "decision", 0.0)
+    assert bandit.mean("debugging", "bug_fix") > 0.9 > 0.1 > bandit.mean("debugging", "decision")
+    assert bandit.mean("exploration", "decision") == 0.5  # untried: the prior
+    rng = random.Random(1)
+    draws = [bandit.sample("exploration", "decision", rng) for _ in range(200)]
+    assert min(draws) < 0.2 and max(draws) > 0.8  # untried kinds get explored
+
+
+def test_confidence_model_moves_toward_outcomes_from_its_prior() -> None:
+    model = ConfidenceModel()
+    assert model.weights == list(PRIOR_WEIGHTS)
+    x = [1.0, 0.6, 0.0, 0.5, 0.5, 0.5, 0.0]
+    before = model.predict(x)
+    for _ in range(50):
+        model.update(x, 0.0)
+    assert model.predict(x) < before
+
+
+def test_threshold_tuner_rises_on_dismissals_and_falls_on_use() -> None:
+    tuner = ThresholdTuner()
+    kw = {"start": 0.6, "target": 0.2, "step": 0.02, "bounds": (0.3, 0.97)}
+    tuner.update("debugging", 1.0, **kw)
+    assert tuner.value("debugging", 0.6) == pytest.approx(0.6 + 0.02 * 0.8)
+    for _ in range(100):
+        tuner.update("debugging", 0.0, **kw)
+    assert tuner.value("debugging", 0.6) == 0.3  # bounded
+    assert tuner.value("casual", 0.9) == 0.9  # untouched types keep their start
+
+
+def test_conversation_type_momentum_and_domain() -> None:
+    assert type_votes("the deploy is failing with an error") == {"debugging": 2}
+    state = ConversationState(id="c1")
+    for i, text in enumerate(["hi there", "the build is failing", "error again, a crash"]):
+        state.observe(
+            text=text,
+            role="user",
+            at=T0 + timedelta(seconds=30 * i),
+            topics=[],
+            concepts=[],
+            domains=["devops"],
+            conversation_type=None,
+            window=12,
+        )
+    assert state.type == "debugging"
+    assert state.domain == "devops"
+    assert state.momentum == pytest.approx(2.0)  # 2 messages in one minute
+    state.observe(
+        text="ok",
+        role="assistant",
+        at=T0 + timedelta(minutes=2),
+        topics=[],
+        concepts=[],
+        domains=[],
+        conversation_type="casual",
+        window=12,
+    )
+    assert state.type == "casual"  # given wins
+    assert state.participants == ["user", "assistant"]

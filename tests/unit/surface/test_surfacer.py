@@ -1,0 +1,174 @@
+"""Proactive surfacing end to end on the real engine: gates, engagement, and
+recall-before-search."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engine.embed import HashingEmbedder
+from engine.errors import ConflictError, InvalidInputError, NotFoundError
+from engine.extract import SpacyConceptExtractor
+from engine.model import EdgeType, NewMemory
+from engine.service import Hippocampus
+from engine.store.embedded import EmbeddedStore
+from engine.surface import MessageOutcome, SurfaceConfig
+
+C = "team:payments"
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+MESSAGE = "the redis connection pool is exhausted during the checkout load test"
+LOW = {t: 0.05 for t in ("debugging", "help-seeking", "exploration", "casual")}
+
+
+def service(tmp_path: Path, extractor: SpacyConceptExtractor, **config: object) -> Hippocampus:
+    settings = {"thresholds": LOW, "default_threshold": 0.05, **config}
+    return Hippocampus(
+        EmbeddedStore(tmp_path / "data"),
+        HashingEmbedder(),
+        extractor,
+        surfacing=SurfaceConfig(**settings),  # type: ignore[arg-type]
+        seed=3,
+    )
+
+
+@pytest.fixture
+def svc(tmp_path: Path, spacy_extractor: SpacyConceptExtractor) -> Iterator[Hippocampus]:
+    s = service(tmp_path, spacy_extractor)
+    yield s
+    s.close()
+
+
+def topics_of(svc: Hippocampus, text: str) -> list[str]:
+    e = svc.extractor.extract_many([text])[0]
+    return [*e.concepts, *e.triggers]
+
+
+def add(svc: Hippocampus, mid: str, content: str, concepts: list[str], **kw: object) -> None:
+    svc.remember_many(
+        C, [NewMemory(id=mid, content=content, concepts=concepts, triggers=[], **kw)], now=T0
+    )
+
+
+def say(svc: Hippocampus, conversation: str, text: str, minute: float) -> MessageOutcome:
+    at = T0 + timedelta(minutes=minute)
+    return svc.message(C, conversation, text, at=at, conversation_type="debugging")
+
+
+def test_an_on_topic_memory_is_offered_with_the_gates_it_passed(svc: Hippocampus) -> None:
+    topics = topics_of(svc, MESSAGE)
+    add(svc, "pool", "Raise the redis connection pool before checkout load tests", topics[:3])
+    add(svc, "grafana", "Dashboards for the deploy live in grafana", ["grafana", "dashboard"])
+    out = say(svc, "c1", MESSAGE, 0)
+    assert [i.memory.id for i in out.insights] == ["pool"]
+    insight = out.insights[0]
+    assert len(insight.matched_topics) >= 2
+    gates = {g.name: g for g in insight.gates}
+    assert set(gates) == {"confidence", "trigger_matches", "momentum", "recent_dismissals"}
+    assert gates["confidence"].value >= gates["confidence"].limit
+    assert out.conversation.type == "debugging" and out.conversation.type_given
+    # Never the same memory twice in one conversation; a new one may get it.
+    assert say(svc, "c1", MESSAGE, 2).insights == []
+    assert [i.memory.id for i in say(svc, "c2", MESSAGE, 4).insights] == ["pool"]
+
+
+def test_one_matching_topic_is_not_enough(svc: Hippocampus) -> None:
+    add(svc, "pool", "Raise the redis connection pool before checkout load tests", ["checkout"])
+    assert say(svc, "c1", MESSAGE, 0).insights == []
+
+
+def test_a_fast_conversation_is_not_interrupted(svc: Hippocampus) -> None:
+    add(svc, "pool", "Raise the redis connection pool", topics_of(svc, MESSAGE)[:3])
+    for i in range(5):
+        out = say(svc, "c1", f"{MESSAGE} {i}", i * 0.1)
+    assert out.insights == []
+    assert out.held_back is not None and "momentum" in out.held_back
+
+
+def test_the_confidence_bar_holds_weak_offers_back(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    strict = service(tmp_path, spacy_extractor, thresholds={"debugging": 0.999})
+    try:
+        add(strict, "pool", "Raise the redis connection pool", topics_of(strict, MESSAGE)[:3])
+        assert say(strict, "c1", MESSAGE, 0).insights == []
+    finally:
+        strict.close()
+
+
+def test_at_most_three_insights_per_message(svc: Hippocampus) -> None:
+    topics = topics_of(svc, MESSAGE)[:3]
+    for i in range(6):
+        add(svc, f"m{i}", f"Note {i}: the redis connection pool at checkout load", topics)
+    assert len(say(svc, "c1", MESSAGE, 0).insights) == 3
+
+
+def test_dismissals_hold_a_memory_back_in_that_context_then_everywhere(
+    svc: Hippocampus,
+) -> None:
+    add(svc, "pool", "Raise the redis connection pool", topics_of(svc, MESSAGE)[:3])
+    first = say(svc, "c1", MESSAGE, 0).insights[0]
+    out = svc.engage(C, first.surfacing_id, "dismissed", now=T0 + timedelta(minutes=1))
+    assert out.memory.retrieval.recent_dismissals == 2.0
+    assert out.memory.retrieval.confidence == pytest.approx(0.35)
+    # The same kind of conversation on the same domain: marked irrelevant.
+    assert say(svc, "c2", MESSAGE, 10).insights == []
+    # Elsewhere it may come back, until dismissals pass 2.
+    other = svc.message(C, "c3", MESSAGE, at=T0 + timedelta(minutes=20), conversation_type="casual")
+    assert [i.memory.id for i in other.insights] == ["pool"]
+    svc.engage(C, other.insights[0].surfacing_id, "ignored", now=T0 + timedelta(minutes=21))
+    help_seeking = svc.message(
+        C, "c4", MESSAGE, at=T0 + timedelta(minutes=30), conversation_type="help-seeking"
+    )
+    assert help_seeking.insights == []  # 3 recent dismissals > 2
+
+
+def test_use_strengthens_edges_to_the_conversation_and_is_recorded_once(
+    svc: Hippocampus,
+) -> None:
+    conversation = set(svc.extractor.extract_many([MESSAGE])[0].concepts)
+    known = sorted(conversation)[:2]
+    add(svc, "pool", "Raise the redis connection pool", [*known, "pool"])
+    insight = say(svc, "c1", MESSAGE, 0).insights[0]
+    out = svc.engage(C, insight.surfacing_id, "used", now=T0 + timedelta(minutes=1))
+    assert out.memory.retrieval.confidence == pytest.approx(0.6)
+    assert out.memory.retrieval.usage_count == 1
+    assert out.memory.retrieval.review is not None
+    about = {e.target: e.weight for e in svc.store.edges_of(C, "pool") if e.type == EdgeType.ABOUT}
+    created = conversation - set(known)
+    assert created and all(about[c] == pytest.approx(0.3) for c in created)
+    with pytest.raises(ConflictError):
+        svc.engage(C, insight.surfacing_id, "helpful")
+    with pytest.raises(NotFoundError):
+        svc.engage(C, "nope", "used")
+    with pytest.raises(InvalidInputError):
+        svc.engage(C, insight.surfacing_id, "loved")
+
+
+def test_an_explicit_recall_counts_what_was_surfaced_before_and_the_lead(
+    svc: Hippocampus,
+) -> None:
+    add(svc, "pool", "Raise the redis connection pool", topics_of(svc, MESSAGE)[:3])
+    say(svc, "c1", MESSAGE, 0)
+    say(svc, "c1", "still looking at it", 2)
+    say(svc, "c1", "how did we fix the redis pool last time", 4)
+    result = svc.recall(C, "redis connection pool fix", conversation_id="c1", learn=False)
+    assert [(b.memory_id, b.lead) for b in result.surfaced_before] == [("pool", 2)]
+    metrics = svc.surfacing_metrics(C)
+    assert metrics.explicit_recalls == 1 and metrics.recall_before_search == 1.0
+    assert metrics.median_lead_time == 2
+    assert metrics.surfaced == 1 and metrics.precision == 0.0
+
+
+def test_bad_messages_are_refused_with_their_field(svc: Hippocampus) -> None:
+    for kwargs, field in [
+        ({"conversation_id": "a/b", "text": "x"}, "conversation_id"),
+        ({"conversation_id": "c", "text": "  "}, "text"),
+        ({"conversation_id": "c", "text": "x", "conversation_type": "chatty"}, "conversation_type"),
+        ({"conversation_id": "c", "text": "x", "role": "bad\nrole"}, "role"),
+    ]:
+        with pytest.raises(InvalidInputError) as e:
+            svc.message(C, **kwargs)  # type: ignore[arg-type]
+        assert e.value.field == field
