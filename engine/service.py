@@ -28,6 +28,7 @@ from engine.embed import Embedder, make_embedder
 from engine.errors import (
     ConflictError,
     EmbeddingError,
+    HippoError,
     InvalidInputError,
     LimitExceededError,
     NotFoundError,
@@ -113,6 +114,10 @@ EXPORT_FORMAT = "hippocampus-jsonl/2"
 _READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", EXPORT_FORMAT})
 QUALITY_MODEL_KEY = "quality_model"
 TIER_PASS_KEY = "tier_pass"
+FEEDBACK_COUNT_KEY = "quality_feedback"
+"""State document ``{"memories": n}``: how many memories of the collection have
+feedback, kept up as engagement gives memories their first feedback, and set
+exactly by the tier pass and by each retraining."""
 _EXPORTED_STATE = (QUALITY_MODEL_KEY,)
 _LATENCIES_KEPT = 1000
 
@@ -329,6 +334,8 @@ class Hippocampus:
         self._pending: dict[str, tuple[list[EdgeUpdate], list[Event]]] = {}
         self._pending_lock = threading.Lock()
         self._latencies: dict[str, deque[float]] = {}
+        self._feedback_lock = threading.Lock()
+        self._feedback_grown: dict[str, int] = {}
         self.scheduler: Scheduler = scheduler or FsrsScheduler()
         self.surfacer = Surfacer(
             store,
@@ -338,6 +345,7 @@ class Hippocampus:
             scheduler=self.scheduler,
             config=surfacing,
             seed=seed,
+            on_engaged=self._count_feedback,
         )
 
     @classmethod
@@ -1583,7 +1591,10 @@ class Hippocampus:
             NotFoundError: no such surfacing. ConflictError: already recorded.
         """
         self.check_collection(collection)
-        return self.surfacer.engage(collection, surfacing_id, engagement, at=now or utcnow())
+        at = now or utcnow()
+        outcome = self.surfacer.engage(collection, surfacing_id, engagement, at=at)
+        self._retrain_after_feedback(collection, at)
+        return outcome
 
     def feedback(
         self,
@@ -1605,15 +1616,18 @@ class Hippocampus:
         self.check_collection(collection)
         memory = self.get(collection, memory_id)
         names = list(unique_names(context, 50))
+        at = now or utcnow()
         self.flush_learning()
-        return self.surfacer.apply(
+        updated = self.surfacer.apply(
             collection,
             memory,
             "helpful" if helpful else "dismissed",
             "feedback:" + ",".join(names[:5]) if names else "feedback",
             names,
-            now or utcnow(),
+            at,
         )
+        self._retrain_after_feedback(collection, at)
+        return updated
 
     def resurface(
         self, collection: str, *, limit: int = 10, now: datetime | None = None
@@ -1820,7 +1834,10 @@ class Hippocampus:
                     for c in applied
                 ],
             )
-        self.store.put_states(collection, {TIER_PASS_KEY: {"at": at.isoformat()}})
+        self.store.put_states(
+            collection,
+            {TIER_PASS_KEY: {"at": at.isoformat()}, FEEDBACK_COUNT_KEY: {"memories": feedback}},
+        )
         retrained = self.maybe_retrain_quality(collection, feedback, now=at)
         return TierReport(
             collection=collection,
@@ -1882,7 +1899,9 @@ class Hippocampus:
     ) -> TrainingRun | None:
         """Retrain the quality model when ``feedback_count`` (memories of the
         collection with feedback) has grown by ``retrain_every`` (500) since the
-        last retraining. Call it whenever feedback is recorded; the tier pass does.
+        last retraining. Called whenever feedback is recorded: by :meth:`engage` and
+        :meth:`feedback` when a memory gets its first feedback (with the kept
+        count, :meth:`feedback_count`), and by the tier pass (with an exact count).
 
         Returns:
             The retraining run, or ``None`` when none was due.
@@ -1891,6 +1910,51 @@ class Hippocampus:
         if feedback_count < model.feedback_seen + self.quality_config.retrain_every:
             return None
         return self.retrain_quality(collection, now=now)
+
+    def feedback_count(self, collection: str) -> int:
+        """How many memories of the collection have feedback (see
+        :func:`~engine.extract.quality.feedback_label`), as counted so far: kept
+        up by engagement, set exactly by the tier pass and each retraining.
+        Counted by a scan only when the collection has no count yet."""
+        self.check_collection(collection)
+        held = self.store.get_states(collection, [FEEDBACK_COUNT_KEY]).get(FEEDBACK_COUNT_KEY)
+        if held is not None:
+            return _feedback_memories(held)
+        return self._scan_feedback(collection)
+
+    def _scan_feedback(self, collection: str) -> int:
+        return sum(1 for m in self.store.iter_memories(collection) if feedback_label(m) is not None)
+
+    def _count_feedback(self, collection: str, before: Memory, after: Memory) -> None:
+        """After an engagement is written: count the memory if this was its first
+        feedback, and note the count for :meth:`_retrain_after_feedback`."""
+        if feedback_label(before) is not None or feedback_label(after) is None:
+            return
+        with self._feedback_lock:
+            held = self.store.get_states(collection, [FEEDBACK_COUNT_KEY]).get(FEEDBACK_COUNT_KEY)
+            if held is not None:
+                count = _feedback_memories(held) + 1
+            else:
+                # No count yet (feedback older than the count): one scan, which
+                # already sees this memory's feedback.
+                count = self._scan_feedback(collection)
+            self.store.put_states(collection, {FEEDBACK_COUNT_KEY: {"memories": count}})
+            self._feedback_grown[collection] = count
+
+    def _retrain_after_feedback(self, collection: str, at: datetime) -> None:
+        """Retrain the quality model if the feedback just recorded brought enough
+        more memories with feedback (:meth:`maybe_retrain_quality`); outside the
+        surfacer's locks, and only when a memory got its first feedback. The
+        feedback is recorded already: a retraining that fails is logged, and
+        tried again with the next memory to get feedback or the tier pass."""
+        with self._feedback_lock:
+            count = self._feedback_grown.pop(collection, None)
+        if count is None:
+            return
+        try:
+            self.maybe_retrain_quality(collection, count, now=at)
+        except HippoError as e:
+            logger.warning("retraining the quality model of %s failed: %s", collection, e)
 
     def retrain_quality(self, collection: str, *, now: datetime | None = None) -> TrainingRun:
         """Retrain the collection's quality model from the memories with feedback
@@ -1915,7 +1979,13 @@ class Hippocampus:
             now=at,
             config=self.quality_config,
         )
-        self.store.put_states(collection, {QUALITY_MODEL_KEY: model.model_dump(mode="json")})
+        self.store.put_states(
+            collection,
+            {
+                QUALITY_MODEL_KEY: model.model_dump(mode="json"),
+                FEEDBACK_COUNT_KEY: {"memories": len(examples)},
+            },
+        )
         run = model.last_training
         assert run is not None
         logger.info(
@@ -2103,6 +2173,11 @@ class Hippocampus:
             held = self.store.get_states(collection, [s.key for s in states])
             self.store.put_states(collection, {s.key: s.value for s in states if s.key not in held})
         return report
+
+
+def _feedback_memories(held: dict[str, Any]) -> int:
+    count = held.get("memories")
+    return count if isinstance(count, int) and count >= 0 else 0
 
 
 def _hub_edges(memory_id: str, extraction: Extraction, at: datetime) -> list[Edge]:

@@ -13,13 +13,19 @@ import numpy.typing as npt
 import pytest
 
 from engine.embed import HashingEmbedder
-from engine.errors import EmbeddingError, InvalidInputError, LimitExceededError
+from engine.errors import (
+    EmbeddingError,
+    InvalidInputError,
+    LimitExceededError,
+    StoreUnavailableError,
+)
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig, is_holdout
 from engine.model import EdgeType, MemoryPatch, NewMemory, RecallFilters, Tier
 from engine.service import Hippocampus
 from engine.store import MemoryRecord
 from engine.store.embedded import EmbeddedStore
+from engine.surface import SurfaceConfig
 
 C = "org:acme"
 T0 = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
@@ -419,6 +425,7 @@ def test_the_tier_pass_feeds_the_retraining_its_feedback_count(
         _feedback_memories(svc, 50, long_is_good=False)
         report = svc.apply_tiers(C, now=T0)
         assert report.feedback == 50 and report.retrained is not None
+        assert svc.feedback_count(C) == 50
     finally:
         svc.close()
     # The model lives in the store: a new process uses it.
@@ -427,6 +434,140 @@ def test_the_tier_pass_feeds_the_retraining_its_feedback_count(
         assert again.quality_model(C).feedback_seen == 50
     finally:
         again.close()
+
+
+def _findings(svc: Hippocampus, ids: range) -> None:
+    items = [
+        NewMemory(
+            content=f"Finding {i}: " + " ".join(f"component{i}x{j}" for j in range(12)),
+            id=f"fb-{i}",
+            source="human",
+        )
+        for i in ids
+    ]
+    svc.remember_many(C, items, now=T0)
+
+
+def test_feedback_retrains_the_model_each_time_enough_more_memories_have_it(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    config = QualityConfig(source_trust={"human": 1.0}, retrain_every=40)
+    svc = Hippocampus(
+        EmbeddedStore(tmp_path / "q"), HashingEmbedder(), spacy_extractor, quality=config
+    )
+    try:
+        _findings(svc, range(90))
+        assert svc.feedback_count(C) == 0
+        for i in range(39):
+            svc.feedback(C, f"fb-{i}", helpful=i % 3 != 0, now=T0)
+        assert svc.feedback_count(C) == 39
+        assert svc.stats(C).quality.last_training is None
+        # More feedback on a memory that has some is not another memory with feedback.
+        svc.feedback(C, "fb-1", helpful=True, now=T0)
+        assert svc.feedback_count(C) == 39
+        assert svc.stats(C).quality.last_training is None
+
+        svc.feedback(C, "fb-39", helpful=False, now=T0)
+        quality = svc.stats(C).quality
+        assert quality.feedback_seen == 40
+        assert quality.last_training is not None and quality.last_training.feedback == 40
+
+        later = T0 + timedelta(days=1)
+        for i in range(40, 79):
+            svc.feedback(C, f"fb-{i}", helpful=i % 3 != 0, now=later)
+        assert svc.stats(C).quality.last_training == quality.last_training
+        svc.feedback(C, "fb-79", helpful=True, now=later)
+        quality = svc.stats(C).quality
+        assert quality.feedback_seen == 80
+        assert quality.last_training is not None and quality.last_training.at == later
+    finally:
+        svc.close()
+
+
+def test_the_feedback_count_starts_from_what_the_collection_holds(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    # Feedback recorded before the collection kept a count is counted once, by a scan.
+    config = QualityConfig(source_trust={"human": 1.0}, retrain_every=40)
+    svc = Hippocampus(
+        EmbeddedStore(tmp_path / "q"), HashingEmbedder(), spacy_extractor, quality=config
+    )
+    try:
+        _feedback_memories(svc, 50, long_is_good=False)
+        _findings(svc, range(100, 101))
+        assert svc.feedback_count(C) == 50  # scanned, not kept
+        svc.feedback(C, "fb-100", helpful=True, now=T0)
+        assert svc.feedback_count(C) == 51
+        last = svc.stats(C).quality.last_training
+        assert last is not None and last.feedback == 51
+    finally:
+        svc.close()
+
+
+def test_a_retraining_that_fails_loses_no_feedback_and_is_tried_again(
+    tmp_path: Path,
+    spacy_extractor: SpacyConceptExtractor,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = QualityConfig(source_trust={"human": 1.0}, retrain_every=1)
+    svc = Hippocampus(
+        EmbeddedStore(tmp_path / "q"), HashingEmbedder(), spacy_extractor, quality=config
+    )
+    try:
+        _findings(svc, range(1))
+
+        def store_away(collection: str, *, now: datetime | None = None) -> None:
+            raise StoreUnavailableError("the store is away")
+
+        monkeypatch.setattr(svc, "retrain_quality", store_away)
+        rated = svc.feedback(C, "fb-0", helpful=True, now=T0)
+        assert rated.retrieval.usage_count == 1
+        assert svc.get(C, "fb-0").retrieval.usage_count == 1
+        assert svc.feedback_count(C) == 1
+        assert "retraining the quality model of org:acme failed" in caplog.text
+        monkeypatch.undo()
+        assert svc.apply_tiers(C, now=T0).retrained is not None
+    finally:
+        svc.close()
+
+
+def test_engagement_with_a_surfaced_memory_counts_as_feedback(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    low = {t: 0.05 for t in ("debugging", "help-seeking", "exploration", "casual")}
+    svc = Hippocampus(
+        EmbeddedStore(tmp_path / "q"),
+        HashingEmbedder(),
+        spacy_extractor,
+        quality=QualityConfig(source_trust={"human": 1.0}, retrain_every=1),
+        surfacing=SurfaceConfig(thresholds=low, default_threshold=0.05),
+        seed=3,
+    )
+    try:
+        message = "the redis connection pool is exhausted during the checkout load test"
+        e = svc.extractor.extract_many([message])[0]
+        svc.remember_many(
+            C,
+            [
+                NewMemory(
+                    id="pool",
+                    content="Raise the redis connection pool before checkout load tests",
+                    concepts=[*e.concepts, *e.triggers][:3],
+                    triggers=[],
+                    source="human",
+                )
+            ],
+            now=T0,
+        )
+        out = svc.message(C, "c1", message, at=T0, conversation_type="debugging")
+        assert [i.memory.id for i in out.insights] == ["pool"]
+        svc.engage(C, out.insights[0].surfacing_id, "used", now=T0 + timedelta(minutes=1))
+        assert svc.feedback_count(C) == 1
+        last = svc.stats(C).quality.last_training
+        assert last is not None and last.feedback == 1
+    finally:
+        svc.close()
 
 
 def test_a_worse_retrained_model_is_not_kept(svc: Hippocampus) -> None:
