@@ -441,6 +441,7 @@ def _neo4j_store(settings: HippoSettings, dimensions: int | None = None) -> Neo4
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
+    from engine.service import PORTABLE_STATE
     from engine.store.copy import copy_collection
 
     into = args.into or args.collection
@@ -458,12 +459,20 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
         for store in {id(source): source, id(target): target}.values():
             store.check()
         bar = stack.enter_context(_progress(None, "memories", "migrate"))
-        report = copy_collection(source, target, args.collection, into=into, progress=bar.update)
+        report = copy_collection(
+            source,
+            target,
+            args.collection,
+            into=into,
+            progress=bar.update,
+            states=PORTABLE_STATE,
+        )
     renamed = f" as {into}" if into != args.collection else ""
     print(
         f"copied {args.collection} from {args.source} to {args.target}{renamed}: "
         f"{report.memories} memories ({report.vectors} with vectors), {report.edges} edges, "
         f"{report.hub_vectors} hub vectors, {report.events} events"
+        + (f", {report.states} learned model{'s' * (report.states != 1)}" if report.states else "")
     )
     return 0
 

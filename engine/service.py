@@ -118,7 +118,9 @@ FEEDBACK_COUNT_KEY = "quality_feedback"
 """State document ``{"memories": n}``: how many memories of the collection have
 feedback, kept up as engagement gives memories their first feedback, and set
 exactly by the tier pass and by each retraining."""
-_EXPORTED_STATE = (QUALITY_MODEL_KEY,)
+PORTABLE_STATE = (QUALITY_MODEL_KEY,)
+"""State documents that export and ``hippo migrate`` carry with a collection: what
+was learned from it and cannot be rebuilt from its memories."""
 _LATENCIES_KEPT = 1000
 
 
@@ -2093,8 +2095,8 @@ class Hippocampus:
                 if key not in seen:
                     seen.add(key)
                     yield {"type": "edge", "edge": edge.model_dump(mode="json")}
-        stored = self.store.get_states(collection, _EXPORTED_STATE)
-        for state_key in _EXPORTED_STATE:
+        stored = self.store.get_states(collection, PORTABLE_STATE)
+        for state_key in PORTABLE_STATE:
             if state_key in stored:
                 yield {"type": "state", "key": state_key, "value": stored[state_key]}
 
@@ -2154,7 +2156,7 @@ class Hippocampus:
                     edges.append(_ExportedEdge.model_validate(record).edge)
                 elif kind == "state":
                     state = _ExportedState.model_validate(record)
-                    if state.key not in _EXPORTED_STATE:
+                    if state.key not in PORTABLE_STATE:
                         raise InvalidInputError(
                             f"unknown state {state.key!r}", field=f"line {line}"
                         )

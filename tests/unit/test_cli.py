@@ -408,6 +408,39 @@ def test_migrate_copies_a_collection_with_everything_it_holds(run: Runner, tmp_p
     assert code == 1 and "already holds memories" in err
 
 
+def test_migrate_carries_the_learned_quality_model(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    text = "The nightly export job timed out: the Postgres connection pool was exhausted"
+    assert _cli(run, data, "remember", text, "-c", "team")[0] == 0
+    service = _open(data)
+    try:
+        service.retrain_quality("team")
+        model = service.quality_model("team")
+        assert model.last_training is not None
+    finally:
+        service.close()
+    code, out, _ = _cli(
+        run,
+        data,
+        "migrate",
+        "--from",
+        "embedded",
+        "--to",
+        "embedded",
+        "-c",
+        "team",
+        "--into",
+        "copy",
+    )
+    assert code == 0, out
+    assert out.rstrip().endswith("1 learned model")
+    service = _open(data)
+    try:
+        assert service.quality_model("copy") == model
+    finally:
+        service.close()
+
+
 def test_migrate_refuses_to_copy_a_collection_onto_itself(run: Runner, tmp_path: Path) -> None:
     code, _, err = _cli(
         run, tmp_path / "data", "migrate", "--from", "embedded", "--to", "embedded", "-c", "team"
