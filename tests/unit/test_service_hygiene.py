@@ -646,6 +646,8 @@ def test_export_then_import_gives_back_tiers_conflicts_merges_and_the_model(
     svc.remember(C, NewMemory(content="Old deploy checklist for the monolith"), now=T0)
     svc.apply_tiers(C, now=T0 + timedelta(days=400))
     assert use.memory is not None
+    # Rated: dismissal state and a review to carry along.
+    svc.feedback(C, use.memory.id, helpful=False, now=T0 + timedelta(days=401))
     _feedback_memories(svc, 40, long_is_good=False)
     svc.retrain_quality(C, now=T0)
 
@@ -661,6 +663,8 @@ def test_export_then_import_gives_back_tiers_conflicts_merges_and_the_model(
         assert any(e.type == EdgeType.CONFLICTS_WITH for e in target.store.iter_edges(C))
         assert {m.tier for m in after.values()} >= {Tier.ACTIVE, Tier.ARCHIVED}
         assert max(m.retrieval.duplicates for m in after.values()) == 1
+        rated = after[use.memory.id].retrieval
+        assert rated.dismissed_at == T0 + timedelta(days=401) and rated.review is not None
         for mid in before:
             assert np.array_equal(
                 svc.store.get_vectors(C, [mid])[mid], target.store.get_vectors(C, [mid])[mid]
