@@ -22,7 +22,9 @@ from api.routers import (
     maintenance,
     memories,
     metrics,
+    rag,
     recall,
+    resources,
     stats,
     surfacing,
 )
@@ -92,7 +94,9 @@ def create_app(
     for router in (
         health.router,
         memories.router,
+        resources.router,
         recall.router,
+        rag.router,
         graph.router,
         stats.router,
         maintenance.router,

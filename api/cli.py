@@ -6,8 +6,8 @@ Every command builds :class:`~engine.config.HippoSettings` from the environment
 ``serve`` keeps the engine open; while it runs it owns the embedded data
 directory, so the other commands refuse to touch it (use the REST API instead).
 
-Exit codes: 0 done, 1 the engine refused or failed (``error: …`` on stderr),
-2 bad usage, 130 interrupted.
+Exit codes: 0 done, 1 the engine refused or failed (``error: …`` on stderr; a
+memory the quality gate rejected included), 2 bad usage, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -174,20 +174,32 @@ def _cmd_remember(args: argparse.Namespace) -> int:
         raise InvalidInputError(_first_error(e)) from e
     with _engine(_settings(args)) as service:
         outcome = service.remember(args.collection, item)
+    memory = outcome.memory
     if args.json:
         _print_json(
             {
-                "id": outcome.memory.id,
+                "id": memory.id if memory is not None else None,
                 "created": outcome.created,
+                "rejected": outcome.rejected,
                 "duplicate_of": outcome.duplicate_of,
+                "conflicts_with": outcome.conflicts_with,
                 "embedded": outcome.embedded,
+                "quality": outcome.quality,
+                "sanitized": outcome.sanitized,
                 "reasons": outcome.reasons,
             }
         )
-        return 0
-    print(outcome.memory.id)
+        return 1 if outcome.rejected else 0
+    if memory is None:
+        print(f"error: not stored (quality {outcome.quality or 0.0:.2f})", file=sys.stderr)
+        for reason in outcome.reasons:
+            print(f"reason: {reason}", file=sys.stderr)
+        return 1
+    print(memory.id)
     if outcome.duplicate_of is not None:
         print(f"duplicate_of: {outcome.duplicate_of}")
+    for other in outcome.conflicts_with:
+        print(f"conflicts_with: {other}")
     for reason in outcome.reasons:
         print(f"reason: {reason}")
     return 0
@@ -324,11 +336,30 @@ def _read_jsonl(stream: IO[bytes], advance: Any) -> Iterator[dict[str, Any]]:
 
 def _cmd_reindex(args: argparse.Namespace) -> int:
     with _engine(_settings(args)) as service:
-        pending = service.stats(args.collection).pending_embeddings
+        pending = service.pending_count(args.collection)
+        name = service.embedder.name
+        print(f"{pending} memories of {args.collection} wait for a {name} vector", file=sys.stderr)
         with _progress(pending, "memories", "reindex") as bar:
             done = service.reindex(args.collection, progress=bar.update)
-        name = service.embedder.name
     print(f"re-embedded {done} memories of {args.collection} with {name}")
+    return 0
+
+
+def _cmd_tiers(args: argparse.Namespace) -> int:
+    with _engine(_settings(args)) as service:
+        report = service.apply_tiers(args.collection)
+    if args.json:
+        _print_json(report.model_dump(mode="json"))
+        return 0
+    print(
+        f"tier pass on {args.collection}: {report.examined} examined, {report.archived} "
+        f"archived, {report.quarantined} quarantined, {report.restored} restored"
+    )
+    for change in report.changes:
+        print(f"  {change['id']}: {change['from']} -> {change['to']} ({change['reason']})")
+    if report.retrained is not None:
+        run = report.retrained
+        print(f"quality model retrained: {'kept' if run.accepted else 'discarded'} ({run.reason})")
     return 0
 
 
@@ -352,6 +383,12 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         ("events", stats.events),
         ("embedder", stats.embedder),
         ("extractor", stats.extractor),
+        ("quality min score", stats.quality.min_score),
+        ("quality model", f"v{stats.quality.model_version}"),
+        (
+            "quality trained at",
+            stats.quality.trained_at.isoformat() if stats.quality.trained_at else "never (prior)",
+        ),
     ]
     for title, counts in (
         ("category", stats.by_category),
@@ -404,6 +441,7 @@ def _neo4j_store(settings: HippoSettings, dimensions: int | None = None) -> Neo4
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
+    from engine.service import PORTABLE_STATE
     from engine.store.copy import copy_collection
 
     into = args.into or args.collection
@@ -421,12 +459,20 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
         for store in {id(source): source, id(target): target}.values():
             store.check()
         bar = stack.enter_context(_progress(None, "memories", "migrate"))
-        report = copy_collection(source, target, args.collection, into=into, progress=bar.update)
+        report = copy_collection(
+            source,
+            target,
+            args.collection,
+            into=into,
+            progress=bar.update,
+            states=PORTABLE_STATE,
+        )
     renamed = f" as {into}" if into != args.collection else ""
     print(
         f"copied {args.collection} from {args.source} to {args.target}{renamed}: "
         f"{report.memories} memories ({report.vectors} with vectors), {report.edges} edges, "
         f"{report.hub_vectors} hub vectors, {report.events} events"
+        + (f", {report.states} learned model{'s' * (report.states != 1)}" if report.states else "")
     )
     return 0
 
@@ -528,6 +574,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("decay", "one temporal decay pass over the edges (once a day counts)", collection)
     p.set_defaults(run=_cmd_decay)
+
+    p = add(
+        "tiers", "apply the tier policy: archive idle memories, quarantine bad ones", collection
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_cmd_tiers)
 
     p = add("stats", "counts for a collection", collection)
     p.add_argument("--json", action="store_true", help="print JSON")

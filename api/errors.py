@@ -87,6 +87,14 @@ class LoopbackOnlyError(ApiError):
     code = "loopback_only"
 
 
+class AmbiguousCollectionError(ApiError):
+    """A route that works on the key's one collection, called with a key bound to
+    several (or to all, or with no keys configured)."""
+
+    status_code = 403
+    code = "collection_ambiguous"
+
+
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
     """The JSON body of every error response.
 

@@ -13,18 +13,24 @@ logger = logging.getLogger(__name__)
 
 
 class MaintenanceLoop:
-    """Every ``interval_s``: write queued retrieval reinforcements, then run the
-    decay pass on every collection (the store applies it once per day, so most
-    runs change nothing).
+    """Every ``interval_s``: write queued retrieval reinforcements, then on every
+    collection run the decay pass (the store applies it once per day, so most
+    runs change nothing), the tier pass once a day (which also retrains the
+    quality model when enough feedback came in), and re-embed a bounded batch of
+    memories still waiting for a vector from the current model.
 
     Args:
         service: the engine to maintain.
         interval_s: seconds between runs; 0 disables the loop.
+        reindex_batch: memories re-embedded per collection per run.
     """
 
-    def __init__(self, service: Hippocampus, *, interval_s: float) -> None:
+    def __init__(
+        self, service: Hippocampus, *, interval_s: float, reindex_batch: int = 256
+    ) -> None:
         self._service = service
         self._interval = interval_s
+        self._reindex_batch = reindex_batch
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -41,17 +47,44 @@ class MaintenanceLoop:
             self._thread = None
 
     def run_once(self) -> None:
-        """One round; errors are logged, never raised, so the schedule survives them."""
+        """One round; errors are logged, never raised, so the schedule survives them
+        (and a collection that fails does not hold up the others)."""
         try:
             self._service.flush_learning()
-            for collection in self._service.collections():
-                decayed = self._service.decay(collection)
-                if decayed:
-                    logger.info("decay pass on %s: %d edges decayed", collection, decayed)
+            collections = self._service.collections()
         except HippoError as e:
             logger.warning("maintenance round failed: %s", e.message)
+            return
         except Exception:
             logger.exception("maintenance round failed")
+            return
+        for collection in collections:
+            if self._stop.is_set():
+                return
+            try:
+                self._maintain(collection)
+            except HippoError as e:
+                logger.warning("maintenance of %s failed: %s", collection, e.message)
+            except Exception:
+                logger.exception("maintenance of %s failed", collection)
+
+    def _maintain(self, collection: str) -> None:
+        service = self._service
+        decayed = service.decay(collection)
+        if decayed:
+            logger.info("decay pass on %s: %d edges decayed", collection, decayed)
+        if service.tier_pass_due(collection):
+            report = service.apply_tiers(collection)
+            if report.archived or report.quarantined or report.restored:
+                logger.info(
+                    "tier pass on %s: %d archived, %d quarantined, %d restored",
+                    collection,
+                    report.archived,
+                    report.quarantined,
+                    report.restored,
+                )
+        if self._reindex_batch > 0 and service.pending_count(collection):
+            service.reindex(collection, limit=self._reindex_batch)
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):

@@ -9,12 +9,14 @@ later (a vector, say) can reach a client unnoticed.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -26,6 +28,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails
 
 from engine.config import Limits
+from engine.extract.quality import TrainingRun
 from engine.metrics import GraphHealth
 from engine.model import (
     Edge,
@@ -38,7 +41,16 @@ from engine.model import (
     RecallResult,
     Tier,
 )
-from engine.service import Association, CollectionStats, Latency, RememberOutcome, Subgraph
+from engine.model.resource import Resource
+from engine.service import (
+    Association,
+    CollectionStats,
+    Latency,
+    RememberOutcome,
+    ResourceOutcome,
+    Subgraph,
+    TierReport,
+)
 from engine.surface import EngagementOutcome, Insight, MessageOutcome, SurfaceMetrics
 
 _LIMITS = Limits()
@@ -49,7 +61,7 @@ Names = Annotated[list[Name], Field(max_length=_LIMITS.max_tags)]
 MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
 Category = Annotated[str, Field(min_length=1, max_length=40, examples=["bug_fix"])]
 Importance = Annotated[float, Field(ge=0.0, le=1.0)]
-Source = Annotated[str, Field(max_length=500)]
+Source = Annotated[str, Field(max_length=_LIMITS.max_source_chars)]
 
 
 class _Request(BaseModel):
@@ -171,23 +183,37 @@ class MemoryPatchIn(_Request):
 class RememberOut(BaseModel):
     """What happened to one memory."""
 
-    id: str
-    tier: Tier
-    created: bool = Field(description="False when the same content was already stored.")
-    duplicate_of: str | None = Field(description="The stored memory this one duplicates.")
+    id: str | None = Field(description="The stored memory; null when it was rejected.")
+    tier: Tier | None = Field(description="Its tier; null when it was rejected.")
+    created: bool = Field(description="Whether a new memory was stored.")
+    rejected: bool = Field(description="The quality gate refused it: nothing was stored.")
+    duplicate_of: str | None = Field(
+        description="The stored memory it repeats, and was merged into (provenance appended)."
+    )
+    conflicts_with: list[str] = Field(
+        description="Stored memories it contradicts; both kept, linked by CONFLICTS_WITH."
+    )
     embedded: bool = Field(description="False: stored without a vector, to be re-embedded.")
-    quality: float | None = Field(description="The memory's quality score, when scored.")
-    reasons: list[str]
+    quality: float | None = Field(description="The quality gate's score, 0-1.")
+    sanitized: bool = Field(
+        description="Its content was changed before storing: hidden characters removed, "
+        "role markers or instructions to a reading model neutralized."
+    )
+    reasons: list[str] = Field(description="What was done and why, in words.")
 
     @classmethod
     def from_engine(cls, outcome: RememberOutcome) -> RememberOut:
+        memory = outcome.memory
         return cls(
-            id=outcome.memory.id,
-            tier=outcome.memory.tier,
+            id=memory.id if memory is not None else None,
+            tier=memory.tier if memory is not None else None,
             created=outcome.created,
+            rejected=outcome.rejected,
             duplicate_of=outcome.duplicate_of,
+            conflicts_with=list(outcome.conflicts_with),
             embedded=outcome.embedded,
-            quality=outcome.memory.retrieval.quality_score,
+            quality=outcome.quality,
+            sanitized=outcome.sanitized,
             reasons=list(outcome.reasons),
         )
 
@@ -223,6 +249,7 @@ class RetrievalOut(BaseModel):
     irrelevant_contexts: list[str]
     quality_score: float | None
     usefulness: float
+    duplicates: int = Field(description="Times it was remembered again and merged into.")
     conversation_ids: list[str]
     synthesized_from: list[str]
 
@@ -275,6 +302,7 @@ class MemoryOut(BaseModel):
                 irrelevant_contexts=list(r.irrelevant_contexts),
                 quality_score=r.quality_score,
                 usefulness=r.usefulness,
+                duplicates=r.duplicates,
                 conversation_ids=list(r.conversation_ids),
                 synthesized_from=list(r.synthesized_from),
             ),
@@ -316,6 +344,13 @@ class RecallIn(_Request):
     )
     explain: bool = Field(
         default=False, description="Attach the strongest graph paths behind each result."
+    )
+    format: Literal["results", "summary"] = Field(
+        default="results",
+        description=(
+            "summary: also return the results as a 'Related knowledge already captured' "
+            "text block (category, title, score, the collection's size), ready for a prompt."
+        ),
     )
     conversation_id: MemoryId | None = Field(
         default=None,
@@ -403,18 +438,22 @@ class RecallOut(BaseModel):
     results: list[RecallHitOut]
     embedder: str
     warnings: list[str]
+    summary: str | None = Field(
+        default=None, description='With format "summary": the results as a text block.'
+    )
     surfaced_before: list[SurfacedBeforeOut] = Field(
         description="With conversation_id: top results already offered in that conversation."
     )
 
     @classmethod
-    def from_engine(cls, result: RecallResult) -> RecallOut:
+    def from_engine(cls, result: RecallResult, summary: str | None = None) -> RecallOut:
         return cls(
             query=result.query,
             recipe=result.recipe,
             results=[RecallHitOut.from_engine(h) for h in result.hits],
             embedder=result.embedder,
             warnings=list(result.warnings),
+            summary=summary,
             surfaced_before=[
                 SurfacedBeforeOut(memory_id=b.memory_id, lead=b.lead)
                 for b in result.surfaced_before
@@ -501,6 +540,189 @@ class DecayOut(BaseModel):
     decayed: int = Field(description="Edges that lost weight in this pass.")
 
 
+class TierChangeOut(BaseModel):
+    id: str
+    before: Tier = Field(alias="from")
+    after: Tier = Field(alias="to")
+    reason: str
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+class TrainingMetricsOut(BaseModel):
+    examples: int = Field(description="Held-out memories with feedback it was scored on.")
+    log_loss: float
+    accuracy: float
+    auc: float | None
+
+
+class TrainingRunOut(BaseModel):
+    at: datetime
+    feedback: int = Field(description="Memories with feedback in the collection.")
+    train_examples: int
+    accepted: bool = Field(description="Whether the retrained model replaced the old one.")
+    reason: str
+    candidate: TrainingMetricsOut | None = Field(description="The retrained model, held out.")
+    previous: TrainingMetricsOut | None = Field(description="The model it would replace.")
+
+    @classmethod
+    def from_engine(cls, run: TrainingRun) -> TrainingRunOut:
+        return cls.model_validate(run.model_dump())
+
+
+class TiersOut(BaseModel):
+    collection: str
+    examined: int
+    archived: int
+    quarantined: int
+    restored: int
+    changes: list[TierChangeOut] = Field(description="The memories that moved (first 100).")
+    feedback: int = Field(description="Memories with feedback; every 500 more retrain quality.")
+    retrained: TrainingRunOut | None
+
+    @classmethod
+    def from_engine(cls, report: TierReport) -> TiersOut:
+        return cls(
+            collection=report.collection,
+            examined=report.examined,
+            archived=report.archived,
+            quarantined=report.quarantined,
+            restored=report.restored,
+            changes=[TierChangeOut.model_validate(c) for c in report.changes],
+            feedback=report.feedback,
+            retrained=(
+                TrainingRunOut.from_engine(report.retrained)
+                if report.retrained is not None
+                else None
+            ),
+        )
+
+
+class ReindexOut(BaseModel):
+    collection: str
+    model: str = Field(description="The embedding model vectors now come from.")
+    reindexed: int
+    remaining: int = Field(description="Memories still waiting for a vector from this model.")
+
+
+# -- records -------------------------------------------------------------------
+
+
+def _custom_value(value: Any) -> Any:
+    """A custom field's value: text, a number, yes/no, a list of those, an object, or
+    null; text at most ``max_custom_field_chars`` long. One clear error, not one per
+    union member."""
+    limit = _LIMITS.max_custom_field_chars
+
+    def scalar(v: Any) -> bool:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError("numbers must be finite")
+        if isinstance(v, str) and len(v) > limit:
+            raise ValueError(f"text is at most {limit} characters")
+        return v is None or isinstance(v, str | int | float | bool)
+
+    if isinstance(value, list):
+        if len(value) > _LIMITS.max_tags:
+            raise ValueError(f"a list holds at most {_LIMITS.max_tags} values")
+        if not all(scalar(v) and v is not None for v in value):
+            raise ValueError("a list holds text, numbers or yes/no values")
+        return value
+    if isinstance(value, dict) or scalar(value):
+        return value
+    raise ValueError("a custom field is text, a number, yes/no, a list, an object or null")
+
+
+CustomFieldValue = Annotated[Any, BeforeValidator(_custom_value)]
+
+
+class ResourceIn(_Request):
+    """A record to index. Title and status always; the rest when the record has it."""
+
+    title: Annotated[str, Field(min_length=1, max_length=_LIMITS.max_title_chars)]
+    status: Annotated[str, Field(min_length=1, max_length=_LIMITS.max_title_chars)] = Field(
+        examples=["IN_PROGRESS"], description="ARCHIVED removes the record from the index."
+    )
+    description: Annotated[str, Field(max_length=_LIMITS.max_content_chars)] | None = None
+    category: Annotated[str, Field(max_length=_LIMITS.max_title_chars)] | None = Field(
+        default=None, examples=["Bug Reports"]
+    )
+    priority: Annotated[str, Field(max_length=_LIMITS.max_title_chars)] | None = Field(
+        default=None, examples=["HIGH"]
+    )
+    custom_fields: Annotated[
+        dict[
+            Annotated[str, Field(min_length=1, max_length=_LIMITS.max_tag_chars)], CustomFieldValue
+        ],
+        Field(max_length=_LIMITS.max_custom_fields),
+    ] = Field(
+        default_factory=dict,
+        description=(
+            "Indexed when text or enum-like (a Yes/No, a list of labels); numbers, ids, "
+            "dates, assignees, logs and JSON blobs are left out of the document."
+        ),
+        examples=[{"Severity": "Critical", "Platform": "iOS", "Story points": 5}],
+    )
+
+    def to_engine(self) -> Resource:
+        return Resource.model_validate(self.model_dump())
+
+
+class ResourceOut(BaseModel):
+    id: str
+    action: Literal["created", "updated", "unchanged", "deleted", "absent"] = Field(
+        description=(
+            "created / updated: (re-)indexed; unchanged: nothing to re-index (a status- or "
+            "priority-only change included); deleted: archived and removed; absent: "
+            "archived and not indexed anyway."
+        )
+    )
+    reindexed: bool = Field(description="Whether the record was embedded by this request.")
+    document: str | None = Field(description="The indexed document; null once deleted.")
+    reasons: list[str]
+
+    @classmethod
+    def from_engine(cls, outcome: ResourceOutcome) -> ResourceOut:
+        action = outcome.action
+        assert action in ("created", "updated", "unchanged", "deleted", "absent")
+        return cls(
+            id=outcome.resource_id,
+            action=action,
+            reindexed=outcome.reindexed,
+            document=outcome.memory.content if outcome.memory is not None else None,
+            reasons=list(outcome.reasons),
+        )
+
+
+class RagSearchIn(_Request):
+    query: Annotated[str, Field(min_length=1, max_length=_LIMITS.max_query_chars)] = Field(
+        examples=["Have we seen similar performance issues before?"]
+    )
+    limit: Annotated[int, Field(ge=1, le=_LIMITS.max_recall_limit)] = 5
+
+
+class RagSearchOut(BaseModel):
+    success: bool = True
+    work_item_ids: list[int | str] = Field(
+        description=(
+            "Ids of the most similar records, best first: the number of a "
+            "'workItem:<number>' resource id, other resource ids as they are."
+        ),
+        examples=[[123, 456, 789]],
+    )
+
+    @classmethod
+    def from_ids(cls, resource_ids: list[str]) -> RagSearchOut:
+        return cls(work_item_ids=[work_item_id(i) for i in resource_ids])
+
+
+def work_item_id(resource_id: str) -> int | str:
+    """``workItem:123`` → ``123``; other ids as they are."""
+    prefix, sep, rest = resource_id.partition(":")
+    if sep and prefix == "workItem" and rest.isascii() and rest.isdigit():
+        return int(rest)
+    return resource_id
+
+
 # -- stats and health ----------------------------------------------------------
 
 
@@ -515,6 +737,16 @@ class GraphHealthOut(BaseModel):
     components: int
     largest_component: int
     weight_histogram: list[int] = Field(description="Edges per weight decile, 0.0-0.1 first.")
+
+
+class QualityOut(BaseModel):
+    min_score: float = Field(description="Memories scoring below this are rejected.")
+    model_version: int = Field(description="0: the prior; +1 per retrained model kept.")
+    trained_at: datetime | None = Field(description="When the model in use was trained.")
+    feedback_seen: int = Field(description="Memories with feedback at the last retraining.")
+    last_training: TrainingRunOut | None = Field(
+        description="The last retraining (kept or not), with held-out metrics."
+    )
 
 
 class SurfacingMetricsOut(BaseModel):
@@ -551,6 +783,7 @@ class StatsOut(BaseModel):
     events: int
     embedder: str
     extractor: str
+    quality: QualityOut
     graph: GraphHealthOut | None = None
     surfacing: SurfacingMetricsOut | None = None
     latency: LatencyOut | None = None

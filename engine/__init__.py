@@ -19,6 +19,8 @@ from engine.errors import (
     StoreUnavailableError,
 )
 from engine.extract import ConceptExtractor, KeywordConceptExtractor, SpacyConceptExtractor
+from engine.extract.quality import QualityConfig
+from engine.learn.tiers import TierPolicy
 from engine.model import (
     Edge,
     EdgeType,
@@ -29,9 +31,16 @@ from engine.model import (
     RecallFilters,
     RecallHit,
     RecallResult,
+    Resource,
     Tier,
 )
-from engine.service import CollectionStats, Hippocampus, ImportReport, RememberOutcome
+from engine.service import (
+    CollectionStats,
+    Hippocampus,
+    ImportReport,
+    RememberOutcome,
+    ResourceOutcome,
+)
 from engine.store import GraphStore
 
 __all__ = [
@@ -58,13 +67,17 @@ __all__ = [
     "MemoryPatch",
     "NewMemory",
     "NotFoundError",
+    "QualityConfig",
     "RecallFilters",
     "RecallHit",
     "RecallResult",
     "RememberOutcome",
+    "Resource",
+    "ResourceOutcome",
     "SentenceTransformerEmbedder",
     "SpacyConceptExtractor",
     "StoreError",
     "StoreUnavailableError",
     "Tier",
+    "TierPolicy",
 ]

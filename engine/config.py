@@ -16,6 +16,9 @@ from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engine.errors import ConfigError
+from engine.extract.dedup import DedupConfig
+from engine.extract.quality import QualityConfig
+from engine.learn.tiers import TierPolicy
 
 COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$")
 
@@ -42,9 +45,19 @@ class Neo4jSettings(BaseModel):
 
 
 class Limits(BaseModel):
-    """Size limits applied to every input, API and CLI alike."""
+    """Size limits applied to every input, API and CLI alike.
+
+    ``max_embed_chars`` caps the text given to the embedder (longer content is
+    stored whole and embedded by its beginning).
+    """
 
     max_content_chars: int = 8_000
+    max_embed_chars: int = 4_000
+    max_source_chars: int = 200
+    max_id_chars: int = 200
+    max_title_chars: int = 500
+    max_custom_fields: int = 50
+    max_custom_field_chars: int = 1_000
     max_query_chars: int = 2_000
     max_batch: int = 1_000
     max_tags: int = 50
@@ -64,9 +77,16 @@ class HippoSettings(BaseSettings):
         model_path: load the sentence-transformers model from this folder instead.
         api_keys: ``KEY=collection,collection;KEY2=*``. Empty: loopback only.
         maintenance_interval_s: how often the server writes what retrievals taught
-            and runs the (once a day) edge decay pass; 0 turns the schedule off.
+            and runs the (once a day) edge decay and tier passes; 0 turns the
+            schedule off.
         scheduler: spaced repetition: ``fsrs`` (stability-based, learns from
             engagement) or ``seed`` (days since last use / (uses + 1) >= 0.7).
+        quality: the quality gate (``HIPPO_QUALITY__MIN_SCORE``,
+            ``HIPPO_QUALITY__SOURCE_TRUST='{"human": 1.0}'`` ...).
+        dedup: when a memory duplicates or contradicts a stored one.
+        tiers: when memories are archived or quarantined.
+        records_min_score: the least similarity a record needs to be returned by
+            ``/ai/rag-search``.
     """
 
     model_config = SettingsConfigDict(env_prefix="HIPPO_", env_nested_delimiter="__")
@@ -85,6 +105,10 @@ class HippoSettings(BaseSettings):
     maintenance_interval_s: float = Field(default=60.0, ge=0.0)
     scheduler: Literal["fsrs", "seed"] = "fsrs"
     limits: Limits = Limits()
+    quality: QualityConfig = QualityConfig()
+    dedup: DedupConfig = DedupConfig()
+    tiers: TierPolicy = TierPolicy()
+    records_min_score: float = Field(default=0.3, ge=-1.0, le=1.0)
     neo4j: Neo4jSettings = Neo4jSettings()
 
     @field_validator("api_keys")

@@ -8,6 +8,7 @@ and hands the store complete records, so every write is all-or-nothing.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import re
 import threading
@@ -27,6 +28,7 @@ from engine.embed import Embedder, make_embedder
 from engine.errors import (
     ConflictError,
     EmbeddingError,
+    HippoError,
     InvalidInputError,
     LimitExceededError,
     NotFoundError,
@@ -38,6 +40,19 @@ from engine.extract import (
     merge_given,
     unique_names,
 )
+from engine.extract.dedup import DedupConfig, Verdict, compare, merge_duplicate
+from engine.extract.quality import (
+    QualityAssessment,
+    QualityConfig,
+    QualityModel,
+    TrainingRun,
+    assess,
+    feedback_label,
+    quality_features,
+    retrain,
+)
+from engine.extract.records import RecordLimits, build_document, indexed_text
+from engine.extract.sanitize import has_control_characters, sanitize_text
 from engine.learn import (
     BARE_RETRIEVAL,
     REAL_USE,
@@ -45,12 +60,14 @@ from engine.learn import (
     co_use_updates,
     decay_period,
 )
+from engine.learn.tiers import TierChange, TierPolicy, tier_change
 from engine.metrics import GraphHealth, graph_health
 from engine.model import (
     HUB_EDGE,
     MEMORY_NODE,
     Anchor,
     Edge,
+    EdgeType,
     EdgeUpdate,
     Event,
     ExpandParams,
@@ -69,8 +86,10 @@ from engine.model import (
     target_kind,
     utcnow,
 )
+from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
 from engine.retrieve.config import DEFAULT_RECIPE, RECIPES, SearchConfig
 from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
+from engine.retrieve.summary import context_summary
 from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from engine.store import GraphStore, MemoryRecord, Vector
 from engine.store.factory import open_store
@@ -91,7 +110,17 @@ surfaces a memory; use and co-retrieval raise it."""
 
 _ID_PATTERN = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}$")
 _CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
-EXPORT_FORMAT = "hippocampus-jsonl/1"
+EXPORT_FORMAT = "hippocampus-jsonl/2"
+_READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", EXPORT_FORMAT})
+QUALITY_MODEL_KEY = "quality_model"
+TIER_PASS_KEY = "tier_pass"
+FEEDBACK_COUNT_KEY = "quality_feedback"
+"""State document ``{"memories": n}``: how many memories of the collection have
+feedback, kept up as engagement gives memories their first feedback, and set
+exactly by the tier pass and by each retraining."""
+PORTABLE_STATE = (QUALITY_MODEL_KEY,)
+"""State documents that export and ``hippo migrate`` carry with a collection: what
+was learned from it and cannot be rebuilt from its memories."""
 _LATENCIES_KEPT = 1000
 
 
@@ -100,18 +129,92 @@ class RememberOutcome:
     """What happened to one memory given to :meth:`Hippocampus.remember`.
 
     Attributes:
-        memory: the stored memory (the existing one for a duplicate).
-        created: ``False`` when the content was already stored.
-        duplicate_of: id of the memory this one duplicates, if any.
+        memory: the stored memory (the one it was merged into, for a duplicate);
+            ``None`` when it was rejected.
+        created: whether a new memory was stored.
+        duplicate_of: id of the memory this one repeats and was merged into.
         embedded: whether a vector was stored; ``False`` means the memory waits
             for re-embedding (``hippo reindex``) but is stored all the same.
+        reasons: what was done to it and why, in words (sanitizing, rejection,
+            merging, conflicts, a failed embedding).
+        rejected: the quality gate refused it; nothing was stored.
+        quality: its quality score (the merged memory's for a duplicate).
+        conflicts_with: stored memories it contradicts (linked by CONFLICTS_WITH).
+        sanitized: its content was changed before storing (see ``reasons``).
     """
 
-    memory: Memory
+    memory: Memory | None
     created: bool
     duplicate_of: str | None = None
     embedded: bool = True
     reasons: list[str] = field(default_factory=list)
+    rejected: bool = False
+    quality: float | None = None
+    conflicts_with: list[str] = field(default_factory=list)
+    sanitized: bool = False
+
+
+@dataclass(frozen=True)
+class ResourceOutcome:
+    """What :meth:`Hippocampus.put_resource` did.
+
+    Attributes:
+        action: ``created``, ``updated`` (re-indexed), ``unchanged`` (nothing to
+            re-index: at most the status, priority or fields the document leaves
+            out changed), ``deleted`` (archived) or ``absent`` (archived, and not
+            indexed anyway).
+        memory: the memory indexing the record (``None`` once deleted).
+        reasons: what sanitizing changed, or why nothing was re-indexed.
+    """
+
+    resource_id: str
+    action: str
+    memory: Memory | None
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def reindexed(self) -> bool:
+        return self.action in ("created", "updated")
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A validated, sanitized item and what sanitizing changed."""
+
+    item: NewMemory
+    changes: list[str]
+    digest: str
+
+
+@dataclass(frozen=True)
+class _NearMatch:
+    duplicate: str | None = None
+    conflicts: tuple[str, ...] = ()
+
+
+class QualityStats(BaseModel):
+    """The quality gate of a collection: its threshold and its model."""
+
+    min_score: float
+    model_version: int = Field(description="0: the prior; +1 per retrained model kept.")
+    trained_at: datetime | None
+    feedback_seen: int
+    last_training: TrainingRun | None
+
+
+class TierReport(BaseModel):
+    """One pass of the tier policy."""
+
+    collection: str
+    examined: int
+    archived: int
+    quarantined: int
+    restored: int
+    changes: list[dict[str, str]] = Field(
+        description="id, from, to and reason of each memory that moved (first 100)."
+    )
+    feedback: int = Field(description="Memories with feedback (feeds quality retraining).")
+    retrained: TrainingRun | None = None
 
 
 class CollectionStats(BaseModel):
@@ -125,6 +228,7 @@ class CollectionStats(BaseModel):
     events: int
     embedder: str
     extractor: str
+    quality: QualityStats
 
 
 class Association(BaseModel):
@@ -176,6 +280,12 @@ class _ExportedEdge(BaseModel):
     edge: Edge
 
 
+class _ExportedState(BaseModel):
+    type: str = Field(pattern="^state$")
+    key: str = Field(min_length=1, max_length=200)
+    value: dict[str, Any]
+
+
 class Hippocampus:
     """The memory engine.
 
@@ -186,6 +296,11 @@ class Hippocampus:
         limits: input size limits.
         embed_batch_size: texts per embedding call when remembering many.
         learning: how retrieval and use reinforce edges, and how they decay.
+        quality: the quality gate (threshold, source trust, retraining).
+        dedup: when a new memory duplicates or contradicts a stored one.
+        tiers: when memories are archived or quarantined.
+        records_min_score: the least similarity a record needs to be found by
+            :meth:`search_records`.
         surfacing: gates, thresholds and learning of proactive surfacing.
         scheduler: spaced repetition (FSRS-style by default).
         seed: makes surfacing's exploration reproducible.
@@ -200,6 +315,10 @@ class Hippocampus:
         limits: Limits | None = None,
         embed_batch_size: int = 64,
         learning: LearningConfig | None = None,
+        quality: QualityConfig | None = None,
+        dedup: DedupConfig | None = None,
+        tiers: TierPolicy | None = None,
+        records_min_score: float = 0.3,
         surfacing: SurfaceConfig | None = None,
         scheduler: Scheduler | None = None,
         seed: int = 0,
@@ -210,9 +329,15 @@ class Hippocampus:
         self.limits = limits or Limits()
         self.embed_batch_size = embed_batch_size
         self.learning = learning or LearningConfig()
+        self.quality_config = quality or QualityConfig()
+        self.dedup = dedup or DedupConfig()
+        self.tiers = tiers or TierPolicy()
+        self.records_min_score = records_min_score
         self._pending: dict[str, tuple[list[EdgeUpdate], list[Event]]] = {}
         self._pending_lock = threading.Lock()
         self._latencies: dict[str, deque[float]] = {}
+        self._feedback_lock = threading.Lock()
+        self._feedback_grown: dict[str, int] = {}
         self.scheduler: Scheduler = scheduler or FsrsScheduler()
         self.surfacer = Surfacer(
             store,
@@ -222,6 +347,7 @@ class Hippocampus:
             scheduler=self.scheduler,
             config=surfacing,
             seed=seed,
+            on_engaged=self._count_feedback,
         )
 
     @classmethod
@@ -261,6 +387,10 @@ class Hippocampus:
             extractor,
             limits=settings.limits,
             embed_batch_size=settings.embed_batch_size,
+            quality=settings.quality,
+            dedup=settings.dedup,
+            tiers=settings.tiers,
+            records_min_score=settings.records_min_score,
             scheduler=FsrsScheduler() if settings.scheduler == "fsrs" else SeedScheduler(),
         )
 
@@ -282,6 +412,25 @@ class Hippocampus:
             )
         return collection
 
+    def check_id(self, value: str, where: str = "id") -> str:
+        """An id as given by a caller (memory, resource, conversation).
+
+        Raises:
+            InvalidInputError: empty, too long, or holding control characters
+                (including zero-width and bidirectional ones) or slashes.
+        """
+        if (
+            not _ID_PATTERN.match(value)
+            or len(value) > self.limits.max_id_chars
+            or has_control_characters(value)
+        ):
+            raise InvalidInputError(
+                f"ids are 1-{self.limits.max_id_chars} characters with no control "
+                "characters or slashes",
+                field=where,
+            )
+        return value
+
     def _check_new(self, item: NewMemory, where: str) -> NewMemory:
         content = item.content.strip()
         if not content:
@@ -292,11 +441,11 @@ class Hippocampus:
                 f"{self.limits.max_content_chars}",
                 field=f"{where}content",
             )
-        if item.id is not None and not _ID_PATTERN.match(item.id):
-            raise InvalidInputError(
-                "ids are 1-200 characters with no control characters or slashes",
-                field=f"{where}id",
-            )
+        if item.id is not None:
+            self.check_id(item.id, f"{where}id")
+        if item.conversation_id is not None:
+            self.check_id(item.conversation_id, f"{where}conversation_id")
+        source = self._check_source(item.source, f"{where}source")
         category = item.category.strip().lower()
         if not _CATEGORY_PATTERN.match(category):
             raise InvalidInputError(
@@ -304,7 +453,24 @@ class Hippocampus:
                 field=f"{where}category",
             )
         tags = self._check_names(item.tags, f"{where}tags")
-        return item.model_copy(update={"content": content, "category": category, "tags": tags})
+        for name in ("domains", "triggers", "concepts"):
+            given = getattr(item, name)
+            if given is not None:
+                self._check_names(given, f"{where}{name}")
+        return item.model_copy(
+            update={"content": content, "category": category, "tags": tags, "source": source}
+        )
+
+    def _check_source(self, source: str | None, where: str) -> str | None:
+        if source is None:
+            return None
+        name = source.strip()
+        if not name or len(name) > self.limits.max_source_chars or has_control_characters(name):
+            raise InvalidInputError(
+                f"source is 1-{self.limits.max_source_chars} characters with no control characters",
+                field=where,
+            )
+        return name
 
     def _check_names(self, values: Sequence[str], where: str) -> list[str]:
         if len(values) > self.limits.max_tags:
@@ -315,6 +481,12 @@ class Hippocampus:
             if not name or len(name) > self.limits.max_tag_chars:
                 raise InvalidInputError(
                     f"each value is 1-{self.limits.max_tag_chars} characters", field=where
+                )
+            if has_control_characters(name):
+                raise InvalidInputError(
+                    "values may not hold control characters (zero-width and bidirectional "
+                    "ones included)",
+                    field=where,
                 )
             if name not in out:
                 out.append(name)
@@ -331,12 +503,25 @@ class Hippocampus:
     def remember_many(
         self, collection: str, items: Sequence[NewMemory], *, now: datetime | None = None
     ) -> list[RememberOutcome]:
-        """Validate, embed, extract and store memories, all or nothing.
+        """Validate, sanitize, judge, embed, extract and store memories.
 
-        Content already stored in the collection (same normalized text) is not
-        stored twice: its outcome names the existing memory in ``duplicate_of``.
-        If the embedder fails, the memories are stored without vectors and
-        flagged for re-embedding; they are never dropped.
+        Each memory, in order:
+
+        - its content is sanitized: hidden characters go, role markers and
+          instructions aimed at a reading model are neutralized (``reasons`` says so);
+        - the same content already stored (or earlier in the batch) is merged into
+          that memory (provenance appended, its ``duplicates`` count raised) and
+          named in ``duplicate_of``;
+        - the quality gate scores it; below the threshold it is rejected
+          (``rejected``, with the reasons) unless its source is exempt;
+        - a stored memory it nearly repeats (cosine > 0.95, or most of the words
+          of a short text) gets the same merge, unless the item has its own id
+          (an id the caller will look up is never merged away); one it
+          contradicts ("use X" against "don't use X") is linked to it by
+          ``CONFLICTS_WITH`` and named in ``conflicts_with``.
+
+        If the embedder fails, the memories are stored without vectors and flagged
+        for re-embedding; they are never dropped.
 
         Raises:
             InvalidInputError: an item is invalid (``field`` says which); nothing
@@ -362,118 +547,393 @@ class Hippocampus:
                 field="memories",
             )
         at = now or utcnow()
-        checked = [
-            self._check_new(item, f"memories[{i}]." if batch else "")
-            for i, item in enumerate(items)
+        prepared = [
+            self._prepare(item, f"memories[{i}]." if batch else "") for i, item in enumerate(items)
         ]
-
-        # Duplicates of stored content, and repeats inside the batch, are not stored again.
-        outcomes: list[RememberOutcome | None] = [None] * len(checked)
-        fresh: list[tuple[int, NewMemory, str]] = []
+        model = self.quality_model(collection)
+        outcomes: list[RememberOutcome | None] = [None] * len(prepared)
+        merged: dict[str, Memory] = {}  # stored memories this call merges into, by id
+        events: list[Event] = []
         first_in_batch: dict[str, int] = {}
-        for i, item in enumerate(checked):
-            digest = content_hash(item.content)
-            existing = self.store.find_by_hash(collection, digest)
-            if existing:
-                found = self.store.get_memories(collection, existing[:1])
-                if found:
-                    mem = found[existing[0]]
-                    outcomes[i] = RememberOutcome(
-                        memory=mem,
-                        created=False,
-                        duplicate_of=mem.id,
-                        embedded=not mem.needs_embedding,
-                        reasons=["the same content is already stored"],
-                    )
-                    continue
-            if digest in first_in_batch:
+        fresh: list[tuple[int, float]] = []  # (index, quality score)
+
+        # Exact repeats of stored content, then the gate.
+        for i, p in enumerate(prepared):
+            stored = self._stored_with_hash(collection, p.digest, merged)
+            if stored is not None:
+                merged[stored.id] = merge_duplicate(
+                    stored, p.item, at, max_tags=self.limits.max_tags
+                )
+                outcomes[i] = RememberOutcome(
+                    memory=merged[stored.id],
+                    created=False,
+                    duplicate_of=stored.id,
+                    embedded=not stored.needs_embedding,
+                    reasons=[*p.changes, "the same content is already stored"],
+                    quality=stored.retrieval.quality_score,
+                    sanitized=bool(p.changes),
+                )
                 continue
-            first_in_batch[digest] = i
-            fresh.append((i, item, digest))
+            if p.digest in first_in_batch:
+                continue
+            verdict = assess(p.item.content, p.item.source, model, self.quality_config)
+            if not verdict.accepted:
+                outcomes[i] = self._rejected(collection, p, verdict, events, at)
+                continue
+            first_in_batch[p.digest] = i
+            fresh.append((i, verdict.score))
 
         seen_ids: set[str] = set()
-        for i, item, _ in fresh:
-            if item.id is not None:
-                if item.id in seen_ids:
+        for i, _ in fresh:
+            item_id = prepared[i].item.id
+            if item_id is not None:
+                if item_id in seen_ids:
                     raise ConflictError(
-                        f"id {item.id!r} appears twice in the batch",
+                        f"id {item_id!r} appears twice in the batch",
                         field=f"memories[{i}].id" if batch else "id",
                     )
-                seen_ids.add(item.id)
+                seen_ids.add(item_id)
 
-        texts = [item.content for _, item, _ in fresh]
+        texts = [prepared[i].item.content for i, _ in fresh]
         vectors, embed_error = self._embed(texts)
         extractions = self.extractor.extract_many(texts) if texts else []
 
-        records: list[MemoryRecord] = []
-        for n, (i, item, digest) in enumerate(fresh):
+        created: dict[int, Memory] = {}  # batch index -> memory to create
+        created_vectors: dict[int, Vector | None] = {}
+        created_edges: dict[int, list[Edge]] = {}
+        # The stored neighbors of every new memory, in one pass over the index.
+        neighbors: list[list[tuple[str, float]]] = [[] for _ in fresh]
+        if vectors is not None and fresh:
+            neighbors = self.store.search_vectors_many(
+                collection,
+                vectors,
+                model=self.embedder.name,
+                k=self.dedup.candidates,
+                filters=RecallFilters(tiers=list(Tier)),
+            )
+        for n, (i, score) in enumerate(fresh):
+            p = prepared[i]
+            vector = vectors[n] if vectors is not None else None
+            found = self._near_duplicates(
+                collection, p.item.content, vector, neighbors[n], created, created_vectors, merged
+            )
+            # A caller-given id names a record the caller will look up: merging it
+            # away would leave that id dangling, so it is stored and the likeness noted.
+            kept_apart = found.duplicate if p.item.id is not None else None
+            if found.duplicate is not None and kept_apart is None:
+                target = found.duplicate
+                if target not in merged and target not in {m.id for m in created.values()}:
+                    stored_memory = self.store.get_memories(collection, [target])[target]
+                    merged[target] = merge_duplicate(
+                        stored_memory, p.item, at, max_tags=self.limits.max_tags
+                    )
+                    base = merged[target]
+                else:
+                    base = self._merge_target(target, p.item, at, created, merged)
+                outcomes[i] = RememberOutcome(
+                    memory=base,
+                    created=False,
+                    duplicate_of=target,
+                    embedded=not base.needs_embedding,
+                    reasons=[*p.changes, f"nearly the same as memory {target!r}: merged into it"],
+                    quality=base.retrieval.quality_score,
+                    sanitized=bool(p.changes),
+                )
+                events.append(
+                    Event(type="duplicate_merged", at=at, memory_ids=[target], payload={})
+                )
+                continue
             extraction = merge_given(
                 extractions[n],
-                domains=item.domains,
-                triggers=item.triggers,
-                concepts=item.concepts,
+                domains=p.item.domains,
+                triggers=p.item.triggers,
+                concepts=p.item.concepts,
             )
-            memory = Memory(
-                id=item.id or str(uuid.uuid4()),
-                collection=collection,
-                content=item.content,
-                category=item.category,
-                importance=item.importance,
-                source=item.source,
-                tags=item.tags,
-                created_at=at,
-                updated_at=at,
-                content_hash=digest,
-                embedding_model=self.embedder.name if vectors is not None else None,
-                retrieval=RetrievalMeta(
-                    domains=list(extraction.domains),
-                    triggers=list(extraction.triggers),
-                    concepts=list(extraction.concepts),
-                    conversation_ids=[item.conversation_id] if item.conversation_id else [],
-                ),
+            memory = self._new_memory(
+                collection, p.item, p.digest, extraction, score, at, embedded=vector is not None
             )
-            vector = vectors[n] if vectors is not None else None
-            records.append(
-                MemoryRecord(
-                    memory=memory, vector=vector, edges=_hub_edges(memory.id, extraction, at)
+            created[i] = memory
+            created_vectors[i] = vector
+            edges = _hub_edges(memory.id, extraction, at)
+            edges.extend(
+                Edge(
+                    source=memory.id,
+                    type=EdgeType.CONFLICTS_WITH,
+                    target=other,
+                    weight=1.0,
+                    created_at=at,
                 )
+                for other in found.conflicts
             )
-            reasons = [f"stored without a vector: {embed_error}"] if embed_error else []
+            created_edges[i] = edges
+            reasons = list(p.changes)
+            if kept_apart is not None:
+                reasons.append(
+                    f"nearly the same as memory {kept_apart!r}; stored apart: it has its own id"
+                )
+            if found.conflicts:
+                reasons.append(
+                    "contradicts "
+                    + ", ".join(f"memory {c!r}" for c in found.conflicts)
+                    + ": both kept, linked by CONFLICTS_WITH"
+                )
+                events.append(
+                    Event(
+                        type="conflict",
+                        at=at,
+                        memory_ids=[memory.id, *found.conflicts],
+                        payload={},
+                    )
+                )
+            if embed_error:
+                reasons.append(f"stored without a vector: {embed_error}")
             outcomes[i] = RememberOutcome(
-                memory=memory, created=True, embedded=vector is not None, reasons=reasons
+                memory=memory,
+                created=True,
+                embedded=vector is not None,
+                reasons=reasons,
+                quality=score,
+                conflicts_with=list(found.conflicts),
+                sanitized=bool(p.changes),
             )
 
+        # Repeats of content earlier in the batch: one more duplicate of what the
+        # first occurrence became.
+        for i, p in enumerate(prepared):
+            if outcomes[i] is not None:
+                continue
+            first = outcomes[first_in_batch[p.digest]]
+            assert first is not None and first.memory is not None
+            target = first.duplicate_of or first.memory.id
+            base = self._merge_target(target, p.item, at, created, merged)
+            outcomes[i] = RememberOutcome(
+                memory=base,
+                created=False,
+                duplicate_of=target,
+                embedded=first.embedded,
+                reasons=[*p.changes, "the same content appears earlier in the batch"],
+                quality=base.retrieval.quality_score,
+                sanitized=bool(p.changes),
+            )
+
+        records = [
+            MemoryRecord(memory=created[i], vector=created_vectors[i], edges=created_edges[i])
+            for i in sorted(created)
+        ]
         if records:
             self.store.add_memories(collection, records)
-            if vectors is not None:
-                self.embed_hubs(collection)
-        # Repeats inside the batch point at the memory stored for their first occurrence.
-        for i, item in enumerate(checked):
-            if outcomes[i] is None:
-                first = outcomes[first_in_batch[content_hash(item.content)]]
-                assert first is not None
-                outcomes[i] = RememberOutcome(
-                    memory=first.memory,
-                    created=False,
-                    duplicate_of=first.memory.id,
-                    embedded=first.embedded,
-                    reasons=["the same content appears earlier in the batch"],
-                )
-        return [o for o in outcomes if o is not None]
+        # Merges after the insert: a refused insert (an id that exists) writes nothing.
+        for memory in merged.values():
+            self.store.replace_memory(collection, MemoryRecord(memory=memory), replace_edges=False)
+        if records and vectors is not None:
+            self.embed_hubs(collection)
+        if events:
+            self.store.append_events(collection, events)
+
+        # Every outcome shows its memory as written (later items may have merged into it).
+        written = {m.id: m for m in created.values()} | merged
+        final: list[RememberOutcome] = []
+        for outcome in outcomes:
+            assert outcome is not None
+            if outcome.memory is not None and outcome.memory.id in written:
+                outcome = dataclasses.replace(outcome, memory=written[outcome.memory.id])
+            final.append(outcome)
+        return final
+
+    def _merge_target(
+        self,
+        target: str,
+        item: NewMemory,
+        at: datetime,
+        created: dict[int, Memory],
+        merged: dict[str, Memory],
+    ) -> Memory:
+        """Merge ``item`` into ``target``: a stored memory this call already merges
+        into, or one it creates. Returns the merged memory."""
+        if target in merged:
+            merged[target] = merge_duplicate(
+                merged[target], item, at, max_tags=self.limits.max_tags
+            )
+            return merged[target]
+        j = next(j for j, m in created.items() if m.id == target)
+        created[j] = merge_duplicate(created[j], item, at, max_tags=self.limits.max_tags)
+        return created[j]
+
+    def _prepare(self, item: NewMemory, where: str) -> _Prepared:
+        """Validate and sanitize one item."""
+        checked = self._check_new(item, where)
+        cleaned = sanitize_text(checked.content)
+        if not cleaned.text.strip():
+            raise InvalidInputError(
+                "content is empty once hidden characters and instructions are removed",
+                field=f"{where}content",
+            )
+        checked = checked.model_copy(update={"content": cleaned.text})
+        return _Prepared(item=checked, changes=cleaned.changes, digest=content_hash(cleaned.text))
+
+    def _stored_with_hash(
+        self, collection: str, digest: str, merged: dict[str, Memory]
+    ) -> Memory | None:
+        """The stored memory with this content (as this call has merged it so far)."""
+        existing = self.store.find_by_hash(collection, digest)
+        if not existing:
+            return None
+        if existing[0] in merged:
+            return merged[existing[0]]
+        return self.store.get_memories(collection, existing[:1]).get(existing[0])
+
+    def _rejected(
+        self,
+        collection: str,
+        p: _Prepared,
+        verdict: QualityAssessment,
+        events: list[Event],
+        at: datetime,
+    ) -> RememberOutcome:
+        threshold = self.quality_config.min_score
+        logger.info(
+            "quality gate: rejected a memory for %s (score %.2f < %.2f; source %s): %s",
+            collection,
+            verdict.score,
+            threshold,
+            p.item.source,
+            "; ".join(verdict.reasons) or "low score",
+        )
+        events.append(
+            Event(
+                type="quality_rejected",
+                at=at,
+                payload={
+                    "score": round(verdict.score, 4),
+                    "threshold": threshold,
+                    "source": p.item.source,
+                    "content_hash": p.digest,
+                    "reasons": verdict.reasons,
+                },
+            )
+        )
+        return RememberOutcome(
+            memory=None,
+            created=False,
+            embedded=False,
+            rejected=True,
+            quality=verdict.score,
+            reasons=[
+                *p.changes,
+                f"rejected by the quality gate: score {verdict.score:.2f} is below {threshold:.2f}",
+                *verdict.reasons,
+            ],
+            sanitized=bool(p.changes),
+        )
+
+    def _near_duplicates(
+        self,
+        collection: str,
+        content: str,
+        vector: Vector | None,
+        neighbors: list[tuple[str, float]],
+        created: dict[int, Memory],
+        created_vectors: dict[int, Vector | None],
+        merged: dict[str, Memory],
+    ) -> _NearMatch:
+        """The stored (or earlier in the batch) memory ``content`` nearly repeats, or
+        the ones it contradicts. Compared: the nearest stored memories by vector
+        (``neighbors``) and, for a short text, by words; and the memories this batch
+        creates nearest by vector."""
+        config = self.dedup
+        every_tier = RecallFilters(tiers=list(Tier))
+        similarity: dict[str, float | None] = dict(neighbors)
+        if len(content.split()) <= config.short_tokens:
+            for mid, _ in self.store.search_text(
+                collection, content, k=config.candidates, filters=every_tier
+            ):
+                similarity.setdefault(mid, None)
+        stored = self.store.get_memories(collection, [m for m in similarity if m not in merged])
+        texts = {mid: m.content for mid, m in stored.items()}
+        texts.update({mid: merged[mid].content for mid in similarity if mid in merged})
+        # Memories this batch creates: the nearest by vector, like the stored ones.
+        batch = [(j, m) for j, m in created.items()]
+        if vector is not None and batch:
+            sims = [
+                (float(np.dot(vector, v)) if (v := created_vectors.get(j)) is not None else -2.0)
+                for j, _ in batch
+            ]
+            nearest = sorted(range(len(batch)), key=lambda x: -sims[x])[: config.candidates]
+            batch = [batch[x] for x in nearest]
+        for j, memory in batch:
+            texts[memory.id] = memory.content
+            other = created_vectors.get(j)
+            similarity[memory.id] = (
+                float(np.dot(vector, other)) if vector is not None and other is not None else None
+            )
+        ranked = sorted(
+            (mid for mid in similarity if mid in texts),
+            key=lambda mid: (-(similarity[mid] or -2.0), mid),
+        )
+        conflicts: list[str] = []
+        for mid in ranked:
+            verdict = compare(content, texts[mid], similarity[mid], config).verdict
+            if verdict == Verdict.DUPLICATE:
+                return _NearMatch(duplicate=mid)
+            if verdict == Verdict.CONFLICT:
+                conflicts.append(mid)
+        return _NearMatch(conflicts=tuple(conflicts))
+
+    def _new_memory(
+        self,
+        collection: str,
+        item: NewMemory,
+        digest: str,
+        extraction: Extraction,
+        quality: float | None,
+        at: datetime,
+        *,
+        embedded: bool,
+    ) -> Memory:
+        return Memory(
+            id=item.id or str(uuid.uuid4()),
+            collection=collection,
+            content=item.content,
+            category=item.category,
+            importance=item.importance,
+            source=item.source,
+            tags=item.tags,
+            created_at=at,
+            updated_at=at,
+            content_hash=digest,
+            embedding_model=self.embedder.name if embedded else None,
+            retrieval=RetrievalMeta(
+                domains=list(extraction.domains),
+                triggers=list(extraction.triggers),
+                concepts=list(extraction.concepts),
+                conversation_ids=[item.conversation_id] if item.conversation_id else [],
+                quality_score=quality,
+            ),
+        )
 
     def _embed(self, texts: Sequence[str]) -> tuple[Vector | None, str | None]:
         """Vectors for ``texts``, or ``(None, reason)`` when the embedder fails."""
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32), None
         try:
-            parts = [
-                self.embedder.encode(texts[i : i + self.embed_batch_size])
-                for i in range(0, len(texts), self.embed_batch_size)
-            ]
+            vectors = self._encode(texts)
         except EmbeddingError as e:
             logger.warning("embedding failed; storing %d memories for re-embedding", len(texts))
             return None, e.message
-        return np.vstack(parts).astype(np.float32, copy=False), None
+        return vectors, None
+
+    def _encode(self, texts: Sequence[str]) -> Vector:
+        """Embed in batches, each text cut to ``limits.max_embed_chars``.
+
+        Raises:
+            EmbeddingError: the embedder failed.
+        """
+        cut = [embedding_text(t, self.limits.max_embed_chars) for t in texts]
+        parts = [
+            self.embedder.encode(cut[i : i + self.embed_batch_size])
+            for i in range(0, len(cut), self.embed_batch_size)
+        ]
+        return np.vstack(parts).astype(np.float32, copy=False)
 
     # -- reading and editing ----------------------------------------------------
 
@@ -493,8 +953,9 @@ class Hippocampus:
         *,
         now: datetime | None = None,
     ) -> Memory:
-        """Edit a memory. Content that changes is re-embedded and re-extracted
-        (its hub edges follow); unchanged content is never re-embedded.
+        """Edit a memory. Content is sanitized like new content; content that
+        changes is re-embedded, re-extracted (its hub edges follow) and re-scored
+        for quality; unchanged content is never re-embedded.
 
         Raises:
             NotFoundError: no such memory.
@@ -506,20 +967,38 @@ class Hippocampus:
         retrieval = current.retrieval.model_copy()
         vector: Vector | None = None
         content_changed = False
+        for name in ("tags", "domains", "triggers", "concepts"):
+            given_names = getattr(patch, name)
+            if given_names is not None:
+                self._check_names(given_names, name)
+        source = self._check_source(patch.source, "source") if patch.source is not None else None
         if patch.content is not None:
-            checked = self._check_new(NewMemory(content=patch.content), "")
-            digest = content_hash(checked.content)
-            if digest != current.content_hash:
+            checked = self._prepare(NewMemory(content=patch.content), "")
+            if checked.changes:
+                logger.info(
+                    "memory %s in %s: content sanitized on edit (%s)",
+                    memory_id,
+                    collection,
+                    "; ".join(checked.changes),
+                )
+            text = checked.item.content
+            if checked.digest != current.content_hash:
                 content_changed = True
-                update["content"] = checked.content
-                update["content_hash"] = digest
-                vectors, _ = self._embed([checked.content])
+                update["content"] = text
+                update["content_hash"] = checked.digest
+                vectors, _ = self._embed([text])
                 vector = vectors[0] if vectors is not None else None
                 update["embedding_model"] = self.embedder.name if vector is not None else None
-                extraction = self.extractor.extract_many([checked.content])[0]
+                extraction = self.extractor.extract_many([text])[0]
                 retrieval.domains = list(extraction.domains)
                 retrieval.triggers = list(extraction.triggers)
                 retrieval.concepts = list(extraction.concepts)
+                retrieval.quality_score = assess(
+                    text,
+                    source if source is not None else current.source,
+                    self.quality_model(collection),
+                    self.quality_config,
+                ).score
         if patch.category is not None:
             update["category"] = self._check_new(
                 NewMemory(content="x", category=patch.category), ""
@@ -528,8 +1007,8 @@ class Hippocampus:
             update["importance"] = patch.importance
         if patch.tier is not None:
             update["tier"] = patch.tier
-        if patch.source is not None:
-            update["source"] = patch.source
+        if source is not None:
+            update["source"] = source
         if patch.tags is not None:
             update["tags"] = self._check_names(patch.tags, "tags")
         given = merge_given(
@@ -580,6 +1059,160 @@ class Hippocampus:
         self.check_collection(collection)
         if not self.store.delete_memory(collection, memory_id):
             raise NotFoundError(f"no memory {memory_id!r} in this collection")
+
+    # -- records ----------------------------------------------------------------
+
+    def put_resource(
+        self,
+        collection: str,
+        resource_id: str,
+        resource: Resource,
+        *,
+        now: datetime | None = None,
+    ) -> ResourceOutcome:
+        """Index an application's record under its own id, as the deterministic
+        document :func:`~engine.extract.records.build_document` builds.
+
+        Indexed again only when what the document indexes changed (title,
+        description, category, a meaningful custom field); a change of status,
+        priority, or of fields the document leaves out (numbers, ids, dates,
+        assignees) re-embeds nothing. A record whose status is ``ARCHIVED`` is
+        removed. Records skip the quality gate and duplicate merging: the
+        application's records are its truth, and two alike records are two.
+
+        Raises:
+            InvalidInputError: a bad id, an empty title or status, an oversized
+                field (``field`` names it); nothing is written.
+            ConflictError: the id belongs to a memory that is not a record.
+        """
+        self.check_collection(collection)
+        self.check_id(resource_id, "resource_id")
+        at = now or utcnow()
+        existing = self.store.get_memories(collection, [resource_id]).get(resource_id)
+        if existing is not None and existing.source != RESOURCE_SOURCE:
+            raise ConflictError(
+                f"{resource_id!r} is the id of a memory that is not a record",
+                field="resource_id",
+            )
+        if resource.archived:
+            if existing is None:
+                return ResourceOutcome(resource_id, "absent", None)
+            self.store.delete_memory(collection, resource_id)
+            logger.info("deleted resource %s from %s (archived)", resource_id, collection)
+            return ResourceOutcome(resource_id, "deleted", None)
+        document = build_document(
+            resource,
+            RecordLimits(
+                max_title_chars=self.limits.max_title_chars,
+                max_document_chars=self.limits.max_content_chars,
+                max_custom_fields=self.limits.max_custom_fields,
+                max_field_name_chars=self.limits.max_tag_chars,
+                max_field_value_chars=self.limits.max_custom_field_chars,
+            ),
+        )
+        reasons = list(document.changes)
+        if existing is not None:
+            if existing.content == document.text:
+                reasons.append("the document is unchanged: not re-indexed")
+                return ResourceOutcome(resource_id, "unchanged", existing, reasons)
+            if indexed_text(existing.content) == indexed_text(document.text):
+                reasons.append(
+                    "only the status, priority or fields the document leaves out changed: "
+                    "not re-indexed"
+                )
+                return ResourceOutcome(resource_id, "unchanged", existing, reasons)
+            memory = self.update(
+                collection,
+                resource_id,
+                MemoryPatch(
+                    content=document.text, category=RESOURCE_CATEGORY, source=RESOURCE_SOURCE
+                ),
+                now=at,
+            )
+            logger.info("updated resource %s in %s", resource_id, collection)
+            return ResourceOutcome(resource_id, "updated", memory, reasons)
+
+        first = self.store.stats(collection).memories == 0
+        item = NewMemory(
+            content=document.text,
+            id=resource_id,
+            category=RESOURCE_CATEGORY,
+            source=RESOURCE_SOURCE,
+        )
+        vectors, embed_error = self._embed([item.content])
+        extraction = self.extractor.extract_many([item.content])[0]
+        score = assess(
+            item.content, item.source, self.quality_model(collection), self.quality_config
+        ).score
+        memory = self._new_memory(
+            collection,
+            item,
+            content_hash(item.content),
+            extraction,
+            score,
+            at,
+            embedded=vectors is not None,
+        )
+        self.store.add_memories(
+            collection,
+            [
+                MemoryRecord(
+                    memory=memory,
+                    vector=vectors[0] if vectors is not None else None,
+                    edges=_hub_edges(memory.id, extraction, at),
+                )
+            ],
+        )
+        if vectors is not None:
+            self.embed_hubs(collection)
+        else:
+            reasons.append(f"stored without a vector: {embed_error}")
+        if first:
+            logger.info("created collection %s", collection)
+        logger.info("added resource %s to %s", resource_id, collection)
+        return ResourceOutcome(resource_id, "created", memory, reasons)
+
+    def delete_resource(self, collection: str, resource_id: str) -> None:
+        """Remove a record from the index.
+
+        Raises:
+            NotFoundError: no such record in the collection.
+        """
+        self.check_collection(collection)
+        found = self.store.get_memories(collection, [resource_id]).get(resource_id)
+        if found is None or found.source != RESOURCE_SOURCE:
+            raise NotFoundError(f"no resource {resource_id!r} in this collection")
+        self.store.delete_memory(collection, resource_id)
+        logger.info("deleted resource %s from %s", resource_id, collection)
+
+    def search_records(
+        self,
+        collection: str,
+        query: str,
+        *,
+        limit: int = 5,
+        min_score: float | None = None,
+    ) -> list[str]:
+        """Ids of the records most relevant to ``query``, best first: ids only, the
+        application reads the rest from its own store. Records less similar than
+        ``min_score`` (default: ``records_min_score``) are not returned.
+
+        Raises:
+            InvalidInputError: an empty or oversized query, a bad limit.
+        """
+        result = self.recall(
+            collection,
+            query,
+            limit=limit,
+            filters=RecallFilters(categories=[RESOURCE_CATEGORY]),
+            min_score=self.records_min_score if min_score is None else min_score,
+        )
+        return [h.memory.id for h in result.hits if h.memory.source == RESOURCE_SOURCE]
+
+    def context_summary(self, collection: str, result: RecallResult) -> str:
+        """The "Related knowledge already captured" block for a recall result, with
+        the number of memories in the collection."""
+        return context_summary(result.hits, self.store.stats(collection).memories)
 
     # -- recall -----------------------------------------------------------------
 
@@ -960,7 +1593,10 @@ class Hippocampus:
             NotFoundError: no such surfacing. ConflictError: already recorded.
         """
         self.check_collection(collection)
-        return self.surfacer.engage(collection, surfacing_id, engagement, at=now or utcnow())
+        at = now or utcnow()
+        outcome = self.surfacer.engage(collection, surfacing_id, engagement, at=at)
+        self._retrain_after_feedback(collection, at)
+        return outcome
 
     def feedback(
         self,
@@ -982,15 +1618,18 @@ class Hippocampus:
         self.check_collection(collection)
         memory = self.get(collection, memory_id)
         names = list(unique_names(context, 50))
+        at = now or utcnow()
         self.flush_learning()
-        return self.surfacer.apply(
+        updated = self.surfacer.apply(
             collection,
             memory,
             "helpful" if helpful else "dismissed",
             "feedback:" + ",".join(names[:5]) if names else "feedback",
             names,
-            now or utcnow(),
+            at,
         )
+        self._retrain_after_feedback(collection, at)
+        return updated
 
     def resurface(
         self, collection: str, *, limit: int = 10, now: datetime | None = None
@@ -1095,10 +1734,17 @@ class Hippocampus:
         collection: str,
         *,
         batch_size: int = 256,
+        limit: int | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Embed every memory without a vector from the current model. Safe to
-        stop and run again: each batch is stored as it is done.
+        """Embed the memories that have no vector from the current model (none yet,
+        or another model's). Resumable: each batch is stored as soon as it is done,
+        so after a crash or an embedder failure a new run takes up the rest.
+
+        Args:
+            batch_size: memories embedded and stored together.
+            limit: embed at most this many (``None``: all of them).
+            progress: called with the size of each batch stored.
 
         Returns:
             How many memories were embedded.
@@ -1108,12 +1754,12 @@ class Hippocampus:
         """
         self.check_collection(collection)
         done = 0
-        while True:
-            pending = self.store.pending_embeddings(collection, self.embedder.name, batch_size)
+        while limit is None or done < limit:
+            size = batch_size if limit is None else min(batch_size, limit - done)
+            pending = self.store.pending_embeddings(collection, self.embedder.name, size)
             if not pending:
-                self.embed_hubs(collection)
-                return done
-            vectors = self.embedder.encode([m.content for m in pending])
+                break
+            vectors = self._encode([m.content for m in pending])
             self.store.set_vectors(
                 collection,
                 [(m.id, vectors[i], self.embedder.name) for i, m in enumerate(pending)],
@@ -1121,6 +1767,239 @@ class Hippocampus:
             done += len(pending)
             if progress is not None:
                 progress(len(pending))
+        self.embed_hubs(collection)
+        if done:
+            logger.info(
+                "re-embedded %d memories of %s with %s", done, collection, self.embedder.name
+            )
+        return done
+
+    def pending_count(self, collection: str) -> int:
+        """How many memories wait for a vector from the current model."""
+        self.check_collection(collection)
+        return self.store.count_pending_embeddings(collection, self.embedder.name)
+
+    def apply_tiers(self, collection: str, *, now: datetime | None = None) -> TierReport:
+        """One pass of the tier policy over the collection: old, little-used memories
+        are archived, repeatedly dismissed or collapsed ones quarantined, archived
+        ones used again restored (see :mod:`engine.learn.tiers`). Also counts the
+        memories with feedback and retrains the quality model when enough more
+        have it (:meth:`maybe_retrain_quality`).
+        """
+        self.check_collection(collection)
+        at = now or utcnow()
+        self.flush_learning()
+        examined = 0
+        feedback = 0
+        changes: list[TierChange] = []
+        for memory in self.store.iter_memories(collection):
+            examined += 1
+            if feedback_label(memory) is not None:
+                feedback += 1
+            change = tier_change(
+                memory, at, self.tiers, quality_exempt=self.quality_config.exempt(memory.source)
+            )
+            if change is not None:
+                changes.append(change)
+        applied: list[TierChange] = []
+        for change in changes:
+            # Read again: the memory may have been edited since the scan.
+            current = self.store.get_memories(collection, [change.memory_id]).get(change.memory_id)
+            if current is None or current.tier != change.before:
+                continue
+            self.store.replace_memory(
+                collection,
+                MemoryRecord(
+                    memory=current.model_copy(update={"tier": change.after, "updated_at": at})
+                ),
+                replace_edges=False,
+            )
+            applied.append(change)
+            logger.info(
+                "memory %s in %s: %s -> %s (%s)",
+                change.memory_id,
+                collection,
+                change.before.value,
+                change.after.value,
+                change.reason,
+            )
+        if applied:
+            self.store.append_events(
+                collection,
+                [
+                    Event(
+                        type="tier_change",
+                        at=at,
+                        memory_ids=[c.memory_id],
+                        payload={"from": c.before.value, "to": c.after.value, "reason": c.reason},
+                    )
+                    for c in applied
+                ],
+            )
+        self.store.put_states(
+            collection,
+            {TIER_PASS_KEY: {"at": at.isoformat()}, FEEDBACK_COUNT_KEY: {"memories": feedback}},
+        )
+        retrained = self.maybe_retrain_quality(collection, feedback, now=at)
+        return TierReport(
+            collection=collection,
+            examined=examined,
+            archived=sum(1 for c in applied if c.after == Tier.ARCHIVED),
+            quarantined=sum(1 for c in applied if c.after == Tier.QUARANTINED),
+            restored=sum(1 for c in applied if c.after == Tier.ACTIVE),
+            changes=[
+                {
+                    "id": c.memory_id,
+                    "from": c.before.value,
+                    "to": c.after.value,
+                    "reason": c.reason,
+                }
+                for c in applied[:100]
+            ],
+            feedback=feedback,
+            retrained=retrained,
+        )
+
+    def tier_pass_due(self, collection: str, *, now: datetime | None = None) -> bool:
+        """Whether the tier policy has not run on the collection this (UTC) day."""
+        at = now or utcnow()
+        state = self.store.get_states(collection, [TIER_PASS_KEY]).get(TIER_PASS_KEY)
+        if state is None:
+            return True
+        try:
+            last = datetime.fromisoformat(str(state.get("at")))
+        except ValueError:
+            return True
+        return decay_period(last) != decay_period(at)
+
+    # -- quality ----------------------------------------------------------------
+
+    def quality_model(self, collection: str) -> QualityModel:
+        """The collection's quality model: the last one trained and kept, else the
+        prior. Read from the store on every call, so processes sharing a store
+        share it."""
+        state = self.store.get_states(collection, [QUALITY_MODEL_KEY]).get(QUALITY_MODEL_KEY)
+        if state is None:
+            return QualityModel()
+        try:
+            return QualityModel.model_validate(state)
+        except ValidationError:
+            logger.warning(
+                "the stored quality model of %s is unreadable; using the prior", collection
+            )
+            return QualityModel()
+
+    def assess_quality(
+        self, collection: str, content: str, source: str | None = None
+    ) -> QualityAssessment:
+        """What the quality gate thinks of a text (nothing is stored)."""
+        self.check_collection(collection)
+        return assess(content, source, self.quality_model(collection), self.quality_config)
+
+    def maybe_retrain_quality(
+        self, collection: str, feedback_count: int, *, now: datetime | None = None
+    ) -> TrainingRun | None:
+        """Retrain the quality model when ``feedback_count`` (memories of the
+        collection with feedback) has grown by ``retrain_every`` (500) since the
+        last retraining. Called whenever feedback is recorded: by :meth:`engage` and
+        :meth:`feedback` when a memory gets its first feedback (with the kept
+        count, :meth:`feedback_count`), and by the tier pass (with an exact count).
+
+        Returns:
+            The retraining run, or ``None`` when none was due.
+        """
+        model = self.quality_model(collection)
+        if feedback_count < model.feedback_seen + self.quality_config.retrain_every:
+            return None
+        return self.retrain_quality(collection, now=now)
+
+    def feedback_count(self, collection: str) -> int:
+        """How many memories of the collection have feedback (see
+        :func:`~engine.extract.quality.feedback_label`), as counted so far: kept
+        up by engagement, set exactly by the tier pass and each retraining.
+        Counted by a scan only when the collection has no count yet."""
+        self.check_collection(collection)
+        held = self.store.get_states(collection, [FEEDBACK_COUNT_KEY]).get(FEEDBACK_COUNT_KEY)
+        if held is not None:
+            return _feedback_memories(held)
+        return self._scan_feedback(collection)
+
+    def _scan_feedback(self, collection: str) -> int:
+        return sum(1 for m in self.store.iter_memories(collection) if feedback_label(m) is not None)
+
+    def _count_feedback(self, collection: str, before: Memory, after: Memory) -> None:
+        """After an engagement is written: count the memory if this was its first
+        feedback, and note the count for :meth:`_retrain_after_feedback`."""
+        if feedback_label(before) is not None or feedback_label(after) is None:
+            return
+        with self._feedback_lock:
+            held = self.store.get_states(collection, [FEEDBACK_COUNT_KEY]).get(FEEDBACK_COUNT_KEY)
+            if held is not None:
+                count = _feedback_memories(held) + 1
+            else:
+                # No count yet (feedback older than the count): one scan, which
+                # already sees this memory's feedback.
+                count = self._scan_feedback(collection)
+            self.store.put_states(collection, {FEEDBACK_COUNT_KEY: {"memories": count}})
+            self._feedback_grown[collection] = count
+
+    def _retrain_after_feedback(self, collection: str, at: datetime) -> None:
+        """Retrain the quality model if the feedback just recorded brought enough
+        more memories with feedback (:meth:`maybe_retrain_quality`); outside the
+        surfacer's locks, and only when a memory got its first feedback. The
+        feedback is recorded already: a retraining that fails is logged, and
+        tried again with the next memory to get feedback or the tier pass."""
+        with self._feedback_lock:
+            count = self._feedback_grown.pop(collection, None)
+        if count is None:
+            return
+        try:
+            self.maybe_retrain_quality(collection, count, now=at)
+        except HippoError as e:
+            logger.warning("retraining the quality model of %s failed: %s", collection, e)
+
+    def retrain_quality(self, collection: str, *, now: datetime | None = None) -> TrainingRun:
+        """Retrain the collection's quality model from the memories with feedback
+        (see :func:`~engine.extract.quality.feedback_label`). The new model is kept
+        only if it predicts held-out feedback at least as well as the current one;
+        the run (time, metrics of both, the decision) is stored either way and
+        shown by :meth:`stats`.
+        """
+        self.check_collection(collection)
+        at = now or utcnow()
+        examples = []
+        for memory in self.store.iter_memories(collection):
+            label = feedback_label(memory)
+            if label is None:
+                continue
+            trust = self.quality_config.trust_of(memory.source)
+            examples.append((memory.id, quality_features(memory.content, trust), label))
+        model = retrain(
+            self.quality_model(collection),
+            examples,
+            feedback=len(examples),
+            now=at,
+            config=self.quality_config,
+        )
+        self.store.put_states(
+            collection,
+            {
+                QUALITY_MODEL_KEY: model.model_dump(mode="json"),
+                FEEDBACK_COUNT_KEY: {"memories": len(examples)},
+            },
+        )
+        run = model.last_training
+        assert run is not None
+        logger.info(
+            "quality model of %s retrained on %d memories with feedback: %s (held-out log "
+            "loss %s against %s)",
+            collection,
+            len(examples),
+            "kept" if run.accepted else "discarded",
+            f"{run.candidate.log_loss:.4f}" if run.candidate else "n/a",
+            f"{run.previous.log_loss:.4f}" if run.previous else "n/a",
+        )
+        return run
 
     def embed_hubs(self, collection: str, *, batch_size: int = 512) -> int:
         """Embed the names of hub nodes that have no vector from the current model,
@@ -1152,19 +2031,29 @@ class Hippocampus:
                 return done
 
     def stats(self, collection: str) -> CollectionStats:
+        """Counts by category and tier, memories waiting for a vector from the
+        current model, hubs, edges, events, and the quality gate's model."""
         self.check_collection(collection)
         s = self.store.stats(collection)
+        model = self.quality_model(collection)
         return CollectionStats(
             collection=collection,
             memories=s.memories,
             by_category=s.by_category,
             by_tier=s.by_tier,
-            pending_embeddings=s.pending_embeddings,
+            pending_embeddings=self.store.count_pending_embeddings(collection, self.embedder.name),
             hubs=s.hubs,
             edges=s.edges,
             events=s.events,
             embedder=self.embedder.name,
             extractor=self.extractor.name,
+            quality=QualityStats(
+                min_score=self.quality_config.min_score,
+                model_version=model.version,
+                trained_at=model.trained_at,
+                feedback_seen=model.feedback_seen,
+                last_training=model.last_training,
+            ),
         )
 
     def collections(self) -> list[str]:
@@ -1174,7 +2063,9 @@ class Hippocampus:
 
     def export(self, collection: str) -> Iterator[dict[str, Any]]:
         """The collection as JSON-ready records: a header, then every memory with its
-        vector, then every edge. :meth:`import_records` restores it exactly."""
+        vector (tier, provenance and counts included), then every edge (conflicts
+        included), then the learned quality model. :meth:`import_records` restores
+        it exactly."""
         self.check_collection(collection)
         yield {"type": "header", "format": EXPORT_FORMAT, "collection": collection}
         edge_ids: list[str] = []
@@ -1204,6 +2095,10 @@ class Hippocampus:
                 if key not in seen:
                     seen.add(key)
                     yield {"type": "edge", "edge": edge.model_dump(mode="json")}
+        stored = self.store.get_states(collection, PORTABLE_STATE)
+        for state_key in PORTABLE_STATE:
+            if state_key in stored:
+                yield {"type": "state", "key": state_key, "value": stored[state_key]}
 
     def import_records(
         self,
@@ -1214,7 +2109,8 @@ class Hippocampus:
     ) -> ImportReport:
         """Load records written by :meth:`export` into ``collection`` (which may
         differ from the exported one). Memories whose id already exists are
-        skipped; their edges are restored with the weights they had.
+        skipped; their edges are restored with the weights they had. A learned
+        model is restored unless the collection already has one.
 
         Raises:
             InvalidInputError: a record is malformed (``field`` names its line).
@@ -1223,6 +2119,7 @@ class Hippocampus:
         report = ImportReport()
         pending: list[MemoryRecord] = []
         edges: list[Edge] = []
+        states: list[_ExportedState] = []
 
         def flush() -> None:
             if not pending:
@@ -1242,7 +2139,7 @@ class Hippocampus:
             kind = record.get("type") if isinstance(record, dict) else None
             try:
                 if kind == "header":
-                    if record.get("format") != EXPORT_FORMAT:
+                    if record.get("format") not in _READABLE_FORMATS:
                         raise InvalidInputError(
                             f"unknown export format {record.get('format')!r}", field=f"line {line}"
                         )
@@ -1257,6 +2154,15 @@ class Hippocampus:
                         flush()
                 elif kind == "edge":
                     edges.append(_ExportedEdge.model_validate(record).edge)
+                elif kind == "state":
+                    state = _ExportedState.model_validate(record)
+                    if state.key not in PORTABLE_STATE:
+                        raise InvalidInputError(
+                            f"unknown state {state.key!r}", field=f"line {line}"
+                        )
+                    if state.key == QUALITY_MODEL_KEY:
+                        QualityModel.model_validate(state.value)
+                    states.append(state)
                 else:
                     raise InvalidInputError(f"unknown record type {kind!r}", field=f"line {line}")
             except (ValidationError, ValueError) as e:
@@ -1265,7 +2171,15 @@ class Hippocampus:
         for i in range(0, len(edges), 1000):
             self.store.upsert_edges(collection, edges[i : i + 1000])
         report.edges = len(edges)
+        if states:
+            held = self.store.get_states(collection, [s.key for s in states])
+            self.store.put_states(collection, {s.key: s.value for s in states if s.key not in held})
         return report
+
+
+def _feedback_memories(held: dict[str, Any]) -> int:
+    count = held.get("memories")
+    return count if isinstance(count, int) and count >= 0 else 0
 
 
 def _hub_edges(memory_id: str, extraction: Extraction, at: datetime) -> list[Edge]:
@@ -1309,6 +2223,16 @@ def _decode_vector(text: str) -> Vector:
     return np.frombuffer(raw, dtype="<f4").astype(np.float32)
 
 
+def embedding_text(text: str, limit: int) -> str:
+    """What the embedder sees of ``text``: at most ``limit`` characters, cut at a
+    word boundary near the limit when there is one."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = head.rfind(" ", max(0, limit - 200))
+    return head[:cut] if cut > 0 else head
+
+
 __all__ = [
     "EXPORT_FORMAT",
     "MEMBERSHIP_WEIGHT",
@@ -1317,6 +2241,10 @@ __all__ = [
     "GraphNode",
     "Hippocampus",
     "ImportReport",
+    "QualityStats",
     "RememberOutcome",
+    "ResourceOutcome",
     "Subgraph",
+    "TierReport",
+    "embedding_text",
 ]

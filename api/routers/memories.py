@@ -28,7 +28,10 @@ router = APIRouter(
     status_code=status.HTTP_201_CREATED,
     response_model=RememberOut | RememberBatchOut,
     responses={
-        200: {"description": "Nothing new was stored: all the content was already there."},
+        200: {
+            "description": "Nothing new was stored: the content was already there (merged "
+            "into the stored memory), or the quality gate rejected it."
+        },
         409: {"model": ErrorOut, "description": "A given id already exists"},
     },
 )
@@ -37,8 +40,11 @@ def remember(
 ) -> RememberOut | RememberBatchOut:
     """Remember one memory (`{content, ...}`) or a batch (`{memories: [...]}`).
 
-    A batch is stored all or nothing. Content already stored is not stored again:
-    its result has `created: false` and names the stored memory in `duplicate_of`.
+    Invalid input stores nothing of a batch. Each result says what happened:
+    content is sanitized first (`sanitized`, with the changes in `reasons`); the
+    quality gate may reject it (`rejected`, `quality`, `reasons`); content already
+    stored, or nearly so, is merged into that memory (`duplicate_of`); a memory
+    that contradicts a stored one is kept and linked to it (`conflicts_with`).
     The status is 201 when something new was stored, 200 when nothing was.
     """
     result: RememberOut | RememberBatchOut

@@ -27,7 +27,10 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
     with `filters.include_archived`; quarantined ones never. With `explain`, each
     result carries the graph paths that reached it. With `conversation_id`, the
     results already offered in that conversation are reported in
-    `surfaced_before` and counted for recall-before-search."""
+    `surfaced_before` and counted for recall-before-search. With
+    `format: "summary"`, `summary` holds the results as a "Related knowledge
+    already captured" block (category, title, score, and the number of memories
+    in the collection)."""
     result = service.recall(
         collection,
         body.query,
@@ -38,7 +41,8 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
         recipe=body.recipe if body.recipe is not None else DEFAULT_RECIPE,
         conversation_id=body.conversation_id,
     )
-    return RecallOut.from_engine(result)
+    summary = service.context_summary(collection, result) if body.format == "summary" else None
+    return RecallOut.from_engine(result, summary)
 
 
 @router.post("/associate", response_model=AssociateOut)

@@ -1,4 +1,10 @@
-"""Extraction of what a memory is about: concepts, domains, triggers."""
+"""Extraction of what a memory is about: concepts, domains, triggers.
+
+Beside it, the text rules of memory hygiene: the quality gate
+(:mod:`~engine.extract.quality`), duplicates and conflicts
+(:mod:`~engine.extract.dedup`), sanitizing (:mod:`~engine.extract.sanitize`) and
+record documents (:mod:`~engine.extract.records`).
+"""
 
 from __future__ import annotations
 

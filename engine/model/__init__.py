@@ -33,6 +33,7 @@ from engine.model.memory import (
     utcnow,
 )
 from engine.model.recall import RecallFilters, RecallHit, RecallResult, SurfacedBefore
+from engine.model.resource import Resource
 
 __all__ = [
     "HUB_EDGE",
@@ -57,6 +58,7 @@ __all__ = [
     "RecallFilters",
     "RecallHit",
     "RecallResult",
+    "Resource",
     "RetrievalMeta",
     "Review",
     "SurfacedBefore",

@@ -56,9 +56,14 @@ class Review(BaseModel):
 class RetrievalMeta(BaseModel):
     """How a memory is found and how useful it has been.
 
+    ``duplicates`` counts the times the same (or nearly the same) content was
+    remembered again and merged into this memory; ``conversation_ids`` then
+    gains the repeat's conversation (provenance).
+
     ``recent_dismissals`` is the count as of ``dismissed_at``; it fades with a
     half-life (see engine.surface.rules.faded_dismissals), so a memory dismissed
-    last quarter can be offered again."""
+    last quarter can be offered again.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -74,6 +79,7 @@ class RetrievalMeta(BaseModel):
     irrelevant_contexts: list[str] = Field(default_factory=list)
     quality_score: float | None = Field(default=None, ge=0.0, le=1.0)
     usefulness: float = Field(default=0.5, ge=0.0, le=1.0)
+    duplicates: int = Field(default=0, ge=0)
     conversation_ids: list[str] = Field(default_factory=list)
     synthesized_from: list[str] = Field(default_factory=list)
 

@@ -103,6 +103,20 @@ class GraphStore(Protocol):
         by ``model`` and that pass ``filters``; best first."""
         ...
 
+    def search_vectors_many(
+        self,
+        collection: str,
+        vectors: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`search_vectors` for each row of a 2-D ``vectors``: one list per row,
+        in order. A store may answer them in one pass (remembering a batch checks
+        every new memory against the stored ones)."""
+        ...
+
     def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
         Ids that no longer exist are skipped."""
@@ -114,6 +128,10 @@ class GraphStore(Protocol):
 
     def pending_embeddings(self, collection: str, model: str, limit: int) -> list[Memory]:
         """Memories with no vector, or a vector from another model, oldest first."""
+        ...
+
+    def count_pending_embeddings(self, collection: str, model: str) -> int:
+        """How many memories :meth:`pending_embeddings` would list with no limit."""
         ...
 
     # -- lexical ----------------------------------------------------------------
@@ -228,8 +246,9 @@ class GraphStore(Protocol):
 
     def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Small JSON documents the engine keeps beside the graph (conversation
-        state, surfacings, learned surfacing models), by key; absent keys are
-        left out. Kept in the store so that several API processes share them."""
+        state, surfacings, learned models, the bookkeeping of maintenance
+        passes), by key; absent keys are left out. Kept in the store so that
+        several API processes share them."""
         ...
 
     def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:

@@ -2,16 +2,19 @@
 
 Any two :class:`~engine.store.base.GraphStore` implementations will do (embedded
 to Neo4j and back, or a collection to a new name in the same store). Copied, in
-this order: memories with their vectors, then every edge (weights, counters and
-dates as they are), then hub name vectors, then the event log. The decay passes
-already applied are not: the first pass in the target runs even if the source
-ran one for the same period. Nor are state documents (``get_states``): the
-contract reads them only by key, and has no call that lists a collection's keys.
+this order: memories with their vectors (each memory whole: tier, retrieval
+metadata such as merged duplicates, quality score and review state), then every
+edge (weights, counters and dates as they are; conflicts included), then hub
+name vectors, then the event log, then the state documents the caller names.
+The decay passes already applied are not: the first pass in the target runs
+even if the source ran one for the same period. Nor are other state documents
+(``get_states``): the contract reads them only by key, and has no call that
+lists a collection's keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TypeVar
 
@@ -34,6 +37,7 @@ class CopyReport(BaseModel):
     edges: int = 0
     hub_vectors: int = 0
     events: int = 0
+    states: int = 0
 
 
 def copy_collection(
@@ -44,10 +48,12 @@ def copy_collection(
     into: str | None = None,
     batch_size: int = BATCH,
     progress: Callable[[int], None] | None = None,
+    states: Sequence[str] = (),
 ) -> CopyReport:
     """Copy ``collection`` of ``source`` into ``target`` (as ``into``, by default the
-    same name): memories, vectors, edges, hub vectors and events, nothing lost
-    (state documents are not copied: see the module's docstring).
+    same name): memories, vectors, edges, hub vectors and events, nothing lost,
+    and the state documents under ``states`` (others are not copied: see the
+    module's docstring).
 
     Each batch is written in one call, all or nothing; a copy that stops half way
     leaves the batches written so far (copy into a fresh collection again).
@@ -59,6 +65,8 @@ def copy_collection(
         into: its name in the target.
         batch_size: memories (and edges, events) per write.
         progress: called with the number of memories in each batch written.
+        states: keys of state documents to copy (those the source has), such as
+            a learned model.
 
     Raises:
         ConflictError: the target collection already holds memories.
@@ -90,6 +98,10 @@ def copy_collection(
     for events in _batches(source.iter_events(collection), batch_size):
         target.append_events(name, events)
         report.events += len(events)
+    documents = source.get_states(collection, list(states)) if states else {}
+    if documents:
+        target.put_states(name, documents)
+        report.states = len(documents)
     return report
 
 

@@ -149,6 +149,7 @@ class EngagementOutcome(BaseModel):
 
 
 Embed = Callable[[str], Vector | None]
+Engaged = Callable[[str, Memory, Memory], None]
 
 
 class Surfacer:
@@ -162,6 +163,9 @@ class Surfacer:
         config: gates, thresholds, learning.
         seed: makes exploration reproducible: each message's draws are seeded by
             (seed, collection, conversation, message index).
+        on_engaged: called with ``(collection, before, after)`` once an
+            engagement's changes to a memory are written (the quality gate counts
+            the memories that have feedback).
     """
 
     def __init__(
@@ -174,6 +178,7 @@ class Surfacer:
         scheduler: Scheduler,
         config: SurfaceConfig | None = None,
         seed: int = 0,
+        on_engaged: Engaged | None = None,
     ) -> None:
         self.store = store
         self.extractor = extractor
@@ -182,6 +187,7 @@ class Surfacer:
         self.scheduler = scheduler
         self.config = config or SurfaceConfig()
         self.seed = seed
+        self.on_engaged = on_engaged
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
@@ -522,6 +528,8 @@ class Surfacer:
                 )
             ],
         )
+        if self.on_engaged is not None:
+            self.on_engaged(collection, memory, updated)
         return updated
 
     # -- explicit recall -------------------------------------------------------------

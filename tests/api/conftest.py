@@ -16,7 +16,7 @@ from engine.config import HippoSettings
 from engine.extract import SpacyConceptExtractor
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
-from tests.api.helpers import AuditingClient, CountingEmbedder, make_settings
+from tests.api.helpers import TRUSTED_OPERATOR, AuditingClient, CountingEmbedder, make_settings
 
 
 @pytest.fixture
@@ -28,7 +28,9 @@ def embedder() -> CountingEmbedder:
 def service(
     tmp_path: Path, embedder: CountingEmbedder, spacy_extractor: SpacyConceptExtractor
 ) -> Iterator[Hippocampus]:
-    svc = Hippocampus(EmbeddedStore(tmp_path / "data"), embedder, spacy_extractor)
+    svc = Hippocampus(
+        EmbeddedStore(tmp_path / "data"), embedder, spacy_extractor, quality=TRUSTED_OPERATOR
+    )
     yield svc
     svc.close()
 

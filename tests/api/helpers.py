@@ -17,11 +17,17 @@ from fastapi.testclient import TestClient
 
 from engine.config import HippoSettings
 from engine.embed import HashingEmbedder
+from engine.extract.quality import QualityConfig
 
 ALPHA_KEY = "alpha-key-0001"
 BETA_KEY = "beta-key-00002"
 ADMIN_KEY = "admin-key-0003"
 API_KEYS = f"{ALPHA_KEY}=team:alpha;{BETA_KEY}=team:beta;{ADMIN_KEY}=*"
+
+OPERATOR = "operator"
+TRUSTED_OPERATOR = QualityConfig(source_trust={OPERATOR: 1.0})
+"""The quality gate as configured for the API tests: the defaults, with one source
+(the operator's deliberate notes) trusted to store texts however short."""
 
 ALPHA = {"Authorization": f"Bearer {ALPHA_KEY}"}
 BETA = {"Authorization": f"Bearer {BETA_KEY}"}

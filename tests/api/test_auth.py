@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.auth import KeyRing, is_loopback
 from engine.service import Hippocampus
-from tests.api.helpers import ADMIN, ALPHA, BETA, make_settings, remember
+from tests.api.helpers import ADMIN, ALPHA, BETA, OPERATOR, make_settings, remember
 
 ALPHA_URL = "/v1/collections/team:alpha"
 BETA_URL = "/v1/collections/team:beta"
@@ -121,7 +121,11 @@ def test_star_key_sees_every_collection(client: TestClient) -> None:
     beta_id = r.json()["id"]
     assert client.get(f"{ALPHA_URL}/memories/{alpha['id']}", headers=ADMIN).status_code == 200
     assert client.get(f"{BETA_URL}/memories/{beta_id}", headers=ADMIN).status_code == 200
-    r = client.post("/v1/collections/org:any/memories", json={"content": "new"}, headers=ADMIN)
+    r = client.post(
+        "/v1/collections/org:any/memories",
+        json={"content": "new", "source": OPERATOR},
+        headers=ADMIN,
+    )
     assert r.status_code == 201
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from engine.service import Hippocampus
-from tests.api.helpers import ALPHA, BETA, remember
+from tests.api.helpers import ALPHA, BETA, OPERATOR, remember
 
 BASE = "/v1/collections/team:alpha"
 
@@ -74,7 +74,7 @@ def test_graph_draws_the_neighbourhood_of_a_memory(client: TestClient) -> None:
 
 
 def test_graph_of_an_unknown_or_foreign_center_is_404(client: TestClient) -> None:
-    mem = remember(client, "secret", concepts=["launch"])
+    mem = remember(client, "secret", concepts=["launch"], source=OPERATOR)
     assert client.get(f"{BASE}/graph", params={"center": "nope"}, headers=ALPHA).status_code == 404
     foreign = client.get(
         "/v1/collections/team:beta/graph", params={"center": mem["id"]}, headers=BETA
@@ -83,15 +83,15 @@ def test_graph_of_an_unknown_or_foreign_center_is_404(client: TestClient) -> Non
 
 
 def test_decay_route_runs_one_pass_per_day(client: TestClient) -> None:
-    remember(client, "something old")
+    remember(client, "something old", source=OPERATOR)
     r = client.post(f"{BASE}/maintenance/decay", headers=ALPHA)
     assert r.status_code == 200, r.text
     assert r.json() == {"collection": "team:alpha", "decayed": 0}
 
 
 def test_stats_include_graph_health(client: TestClient, service: Hippocampus) -> None:
-    remember(client, "a", concepts=["redis"], triggers=[], domains=[])
-    remember(client, "b", concepts=["redis"], triggers=[], domains=[])
+    remember(client, "a", concepts=["redis"], triggers=[], domains=[], source=OPERATOR)
+    remember(client, "b", concepts=["redis"], triggers=[], domains=[], source=OPERATOR)
     body = client.get(f"{BASE}/stats", headers=ALPHA).json()
     graph = body["graph"]
     assert graph["nodes_by_kind"] == {"Memory": 2, "Concept": 1}

@@ -23,12 +23,26 @@ def test_remember_one_returns_201_with_id_tier_and_outcome(client: TestClient) -
     )
     assert r.status_code == 201
     body = r.json()
-    assert set(body) == {"id", "tier", "created", "duplicate_of", "embedded", "quality", "reasons"}
+    assert set(body) == {
+        "id",
+        "tier",
+        "created",
+        "rejected",
+        "duplicate_of",
+        "conflicts_with",
+        "embedded",
+        "quality",
+        "sanitized",
+        "reasons",
+    }
     assert body["tier"] == "active"
     assert body["created"] is True
+    assert body["rejected"] is False
     assert body["duplicate_of"] is None
+    assert body["conflicts_with"] == []
     assert body["embedded"] is True
-    assert body["quality"] is None
+    assert body["quality"] > 0.5
+    assert body["sanitized"] is False
     assert body["reasons"] == []
 
 

@@ -126,4 +126,7 @@ def test_feedback_and_resurfacing(client: TestClient) -> None:
     assert due["scheduler"] == "fsrs" and due["results"] == []
     r = client.post(f"{BASE}/memories/{m['id']}/feedback", json={"helpful": False}, headers=ALPHA)
     assert r.json()["retrieval"]["recent_dismissals"] == 2.0
+    # The record carries surfacing's fields and hygiene's alike.
+    assert r.json()["retrieval"]["dismissed_at"] is not None
+    assert r.json()["retrieval"]["duplicates"] == 0
     assert client.get(f"{BASE}/resurface?limit=0", headers=ALPHA).status_code == 422

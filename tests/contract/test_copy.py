@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 
 from engine.errors import ConflictError
-from engine.model import Edge, EdgeType, EdgeUpdate, Event, RecallFilters
+from engine.model import (
+    Edge,
+    EdgeType,
+    EdgeUpdate,
+    Event,
+    Memory,
+    RecallFilters,
+    Review,
+    Tier,
+)
 from engine.model.association import ExpandParams
 from engine.store import GraphStore, MemoryRecord
 from engine.store.copy import copy_collection
@@ -32,9 +41,40 @@ from tests.contract.helpers import (
 )
 
 
+def _engaged(m: Memory) -> Memory:
+    """``m`` as hygiene and engagement leave a memory: merged duplicates and their
+    conversations, a quality score, engagement counts, a review state."""
+    return m.model_copy(
+        update={
+            "retrieval": m.retrieval.model_copy(
+                update={
+                    "duplicates": 2,
+                    "conversation_ids": ["conv-1", "conv-2"],
+                    "quality_score": 0.42,
+                    "usefulness": 0.7,
+                    "confidence": 0.35,
+                    "usage_count": 3,
+                    "last_used": T0 + timedelta(days=2),
+                    "recent_dismissals": 2.5,
+                    "dismissed_at": T0 + timedelta(days=3),
+                    "irrelevant_contexts": ["feedback:lunch"],
+                    "review": Review(
+                        stability=4.5,
+                        difficulty=6.25,
+                        last_review=T0 + timedelta(days=3),
+                        reviews=4,
+                        lapses=1,
+                    ),
+                }
+            )
+        }
+    )
+
+
 def _fill(store: GraphStore, collection: str) -> None:
     """A collection with a bit of everything: vectors and none, every edge type,
-    learned weights and dates, hub vectors, events."""
+    learned weights and dates, hub vectors, events, and memories as hygiene and
+    engagement leave them (archived, merged duplicates, reviewed)."""
     store.add_memories(
         collection,
         [
@@ -42,10 +82,14 @@ def _fill(store: GraphStore, collection: str) -> None:
                 memory("a", collection, category="decision", tags=["ops"], domains=["db"]),
                 [edge("a", ABOUT, "cache", 0.7), edge("a", IN_DOMAIN, "db", 0.5)],
             ),
-            record(memory("b", collection, minutes=1), [edge("b", HAS_TRIGGER, "deploy", 0.6)]),
+            record(
+                _engaged(memory("b", collection, minutes=1)),
+                [edge("b", HAS_TRIGGER, "deploy", 0.6)],
+            ),
             MemoryRecord(memory=memory("c", collection, minutes=2, model=None)),
             record(
-                memory("d", collection, minutes=3, model="other-model"), [edge("d", ABOUT, "cache")]
+                memory("d", collection, minutes=3, model="other-model", tier=Tier.ARCHIVED),
+                [edge("d", ABOUT, "cache")],
             ),
         ],
     )
@@ -150,3 +194,18 @@ def test_copying_into_a_collection_that_holds_memories_is_refused(
         with pytest.raises(ConflictError):
             copy_collection(source, store, "origin", into=collection)
     assert [m.id for m in store.iter_memories(collection)] == ["x"]
+
+
+def test_the_state_documents_named_are_copied_and_no_others(
+    store: GraphStore, new_collection: Callable[[], str], tmp_path: Path
+) -> None:
+    name = new_collection()
+    model = {"version": 3, "weights": {"length": 1.25}, "feedback_seen": 500}
+    with EmbeddedStore(tmp_path / "source") as source:
+        _fill(source, "origin")
+        source.put_states("origin", {"quality_model": model, "conv:1": {"turn": 2}})
+        report = copy_collection(
+            source, store, "origin", into=name, states=["quality_model", "absent"]
+        )
+    assert report.states == 1
+    assert store.get_states(name, ["quality_model", "conv:1", "absent"]) == {"quality_model": model}

@@ -141,6 +141,133 @@ def test_pending_embeddings_lists_missing_and_stale_vectors_oldest_first(
     assert store.pending_embeddings(collection, MODEL, 0) == []
 
 
+def test_count_pending_embeddings_counts_what_pending_embeddings_lists(
+    store: GraphStore, collection: str, other: str
+) -> None:
+    assert store.count_pending_embeddings(collection, MODEL) == 0
+    store.add_memories(
+        collection,
+        [
+            MemoryRecord(memory=memory("none", collection, model=None)),
+            record(memory("current", collection, minutes=1)),
+            record(memory("stale", collection, minutes=2, model="old-model")),
+            MemoryRecord(memory=memory("none-2", collection, minutes=3, model=None)),
+        ],
+    )
+    store.add_memories(other, [MemoryRecord(memory=memory("elsewhere", other, model=None))])
+    assert store.count_pending_embeddings(collection, MODEL) == 3
+    assert store.count_pending_embeddings(collection, MODEL) == len(
+        store.pending_embeddings(collection, MODEL, 100)
+    )
+    # For the old model, everything but its own vector is pending.
+    assert store.count_pending_embeddings(collection, "old-model") == 3
+    store.set_vectors(collection, [("none", vec("none"), MODEL), ("stale", vec("stale"), MODEL)])
+    assert store.count_pending_embeddings(collection, MODEL) == 1
+    assert store.count_pending_embeddings(other, MODEL) == 1
+    store.delete_memory(collection, "none-2")
+    assert store.count_pending_embeddings(collection, MODEL) == 0
+
+
+def _near_rows(store: GraphStore, collection: str, other: str) -> np.ndarray:
+    """Memories around three queries, some filtered out, some in another collection
+    or by another model; returns the queries (and a zero row) as a matrix."""
+    queries = [vec("q0"), vec("q1"), vec("q2")]
+    rows = []
+    for q, query in enumerate(queries):
+        for n in range(4):
+            rows.append(
+                record(
+                    memory(
+                        f"q{q}-{n}",
+                        collection,
+                        minutes=q * 4 + n,
+                        category="decision" if n % 2 else "insight",
+                        tier=Tier.ARCHIVED if n == 3 else Tier.ACTIVE,
+                        conversations=["c-1"] if n == 0 else [],
+                    ),
+                    vector=unit(query) + 0.2 * (n + 1) * unit(vec(f"noise-{q}-{n}")),
+                )
+            )
+    rows.append(record(memory("theirs", collection, model="other-model"), vector=queries[0]))
+    store.add_memories(collection, rows)
+    store.add_memories(other, [record(memory("elsewhere", other), vector=queries[1])])
+    return np.stack([*queries, np.zeros(len(queries[0]), dtype=np.float32)])
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        RecallFilters(),
+        ALL_TIERS,
+        RecallFilters(categories=["decision"], tiers=list(Tier)),
+        RecallFilters(exclude_conversation_id="c-1"),
+    ],
+    ids=["active", "all-tiers", "category", "not-in-conversation"],
+)
+@pytest.mark.parametrize("k", [1, 3, 20])
+def test_search_vectors_many_answers_each_row_as_search_vectors_does(
+    store: GraphStore, collection: str, other: str, filters: RecallFilters, k: int
+) -> None:
+    queries = _near_rows(store, collection, other)
+    many = store.search_vectors_many(collection, queries, model=MODEL, k=k, filters=filters)
+    assert len(many) == len(queries)
+    for query, hits in zip(queries, many, strict=True):
+        one = store.search_vectors(collection, query, model=MODEL, k=k, filters=filters)
+        assert ids(hits) == ids(one)
+        assert [s for _, s in hits] == pytest.approx([s for _, s in one], abs=1e-5)
+    assert many[-1] == []  # the zero row
+    # Each row is its own query's answer, not another row's.
+    assert [ids(hits)[0].split("-")[0] for hits in many[:3]] == ["q0", "q1", "q2"]
+    assert not {"theirs", "elsewhere"} & {i for hits in many for i in ids(hits)}
+
+
+def test_search_vectors_many_finds_nothing_where_search_vectors_finds_nothing(
+    store: GraphStore, collection: str, other: str
+) -> None:
+    queries = _near_rows(store, collection, other)
+    none = RecallFilters()
+    assert store.search_vectors_many(collection, queries, model=MODEL, k=0, filters=none) == [
+        [],
+        [],
+        [],
+        [],
+    ]
+    assert store.search_vectors_many(collection, queries, model="nobody", k=3, filters=none) == [
+        [],
+        [],
+        [],
+        [],
+    ]
+    assert store.search_vectors_many(
+        other, queries[:1], model="other-model", k=3, filters=none
+    ) == [[]]
+    empty = np.zeros((0, queries.shape[1]), dtype=np.float32)
+    assert store.search_vectors_many(collection, empty, model=MODEL, k=3, filters=none) == []
+
+
+def test_search_vectors_many_searches_vectors_of_another_dimension_among_themselves(
+    store: GraphStore, collection: str
+) -> None:
+    queries = np.stack([vec("small-a", dim=16), vec("small-b", dim=16)])
+    store.add_memories(
+        collection,
+        [
+            record(memory(f"s{q}{i}", collection, model="small"), vector=v)
+            for q, query in enumerate(queries)
+            for i, v in enumerate(unit(query) + 0.3 * i * unit(vec(i, dim=16)) for i in range(3))
+        ],
+    )
+    many = store.search_vectors_many(collection, queries, model="small", k=2, filters=ALL_TIERS)
+    assert [ids(hits) for hits in many] == [["s00", "s01"], ["s10", "s11"]]
+    assert many[0][0][1] == pytest.approx(1.0, abs=1e-5)
+    # Queries of the wrong size find nothing.
+    wrong = np.stack([vec(1), vec(2)])
+    assert store.search_vectors_many(collection, wrong, model="small", k=2, filters=ALL_TIERS) == [
+        [],
+        [],
+    ]
+
+
 # -- lexical ----------------------------------------------------------------------------
 
 _DOCS = {

@@ -306,6 +306,30 @@ def test_a_data_dir_held_by_another_store_is_reported_as_in_use(
     assert _cli(run, data, "stats")[0] == 0
 
 
+def test_a_memory_the_gate_rejects_exits_1_with_its_reasons(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    code, out, err = _cli(run, data, "remember", "fixed the thing, works now", "-c", "team")
+    assert code == 1 and out == ""
+    assert err.splitlines()[0].startswith("error: not stored (quality 0.")
+    assert "reason: rejected by the quality gate" in err
+    code, out, _ = _cli(run, data, "remember", "fixed it", "-c", "team", "--json")
+    assert code == 1 and json.loads(out)["rejected"] is True
+    code, out, _ = _cli(run, data, "stats", "-c", "team")
+    assert "quality model" in out and "never (prior)" in out
+
+
+def test_tiers_applies_the_policy_and_reports(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _cli(run, data, "remember", "Payment gateway timeouts during checkout", "-c", "team")
+    code, out, _ = _cli(run, data, "tiers", "-c", "team")
+    assert code == 0
+    assert out.splitlines() == [
+        "tier pass on team: 1 examined, 0 archived, 0 quarantined, 0 restored"
+    ]
+    code, out, _ = _cli(run, data, "tiers", "-c", "team", "--json")
+    assert code == 0 and json.loads(out)["examined"] == 1
+
+
 # -- setup and migrate ------------------------------------------------------------
 
 
@@ -382,6 +406,39 @@ def test_migrate_copies_a_collection_with_everything_it_holds(run: Runner, tmp_p
         "copy",
     )
     assert code == 1 and "already holds memories" in err
+
+
+def test_migrate_carries_the_learned_quality_model(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    text = "The nightly export job timed out: the Postgres connection pool was exhausted"
+    assert _cli(run, data, "remember", text, "-c", "team")[0] == 0
+    service = _open(data)
+    try:
+        service.retrain_quality("team")
+        model = service.quality_model("team")
+        assert model.last_training is not None
+    finally:
+        service.close()
+    code, out, _ = _cli(
+        run,
+        data,
+        "migrate",
+        "--from",
+        "embedded",
+        "--to",
+        "embedded",
+        "-c",
+        "team",
+        "--into",
+        "copy",
+    )
+    assert code == 0, out
+    assert out.rstrip().endswith("1 learned model")
+    service = _open(data)
+    try:
+        assert service.quality_model("copy") == model
+    finally:
+        service.close()
 
 
 def test_migrate_refuses_to_copy_a_collection_onto_itself(run: Runner, tmp_path: Path) -> None:

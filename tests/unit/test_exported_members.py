@@ -26,15 +26,19 @@ def test_public_names_are_pinned() -> None:
         "MemoryPatch",
         "NewMemory",
         "NotFoundError",
+        "QualityConfig",
         "RecallFilters",
         "RecallHit",
         "RecallResult",
         "RememberOutcome",
+        "Resource",
+        "ResourceOutcome",
         "SentenceTransformerEmbedder",
         "SpacyConceptExtractor",
         "StoreError",
         "StoreUnavailableError",
         "Tier",
+        "TierPolicy",
     ]
 
 

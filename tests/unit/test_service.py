@@ -19,12 +19,14 @@ from engine.errors import (
     NotFoundError,
 )
 from engine.extract import SpacyConceptExtractor
+from engine.extract.quality import QualityConfig
 from engine.model import EdgeType, MemoryPatch, NewMemory, RecallFilters, Tier
 from engine.service import MEMBERSHIP_WEIGHT, Hippocampus
 from engine.store.embedded import EmbeddedStore
 
 C = "org:acme"
 T0 = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
+OPERATOR = "operator"  # trusted by the fixture: stores placeholder texts
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -55,7 +57,12 @@ def embedder() -> CountingEmbedder:
 def svc(
     tmp_path: Path, embedder: CountingEmbedder, spacy_extractor: SpacyConceptExtractor
 ) -> Iterator[Hippocampus]:
-    service = Hippocampus(EmbeddedStore(tmp_path / "data"), embedder, spacy_extractor)
+    service = Hippocampus(
+        EmbeddedStore(tmp_path / "data"),
+        embedder,
+        spacy_extractor,
+        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
+    )
     yield service
     service.close()
 
@@ -104,10 +111,14 @@ def test_invalid_item_in_a_batch_writes_nothing_and_names_the_field(svc: Hippoca
 
 
 def test_existing_id_in_a_batch_writes_nothing(svc: Hippocampus) -> None:
-    svc.remember(C, NewMemory(content="first", id="ticket-1"))
+    svc.remember(C, NewMemory(content="first", id="ticket-1", source=OPERATOR))
     with pytest.raises(ConflictError):
         svc.remember_many(
-            C, [NewMemory(content="second", id="ticket-2"), NewMemory(content="x", id="ticket-1")]
+            C,
+            [
+                NewMemory(content="second", id="ticket-2", source=OPERATOR),
+                NewMemory(content="x", id="ticket-1", source=OPERATOR),
+            ],
         )
     assert svc.stats(C).memories == 1
 

@@ -10,6 +10,7 @@ import pytest
 
 from engine.embed import HashingEmbedder
 from engine.extract import SpacyConceptExtractor
+from engine.extract.quality import QualityConfig
 from engine.model import EdgeType, NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
@@ -33,9 +34,19 @@ DISTRACTORS = [
 ]
 
 
+OPERATOR = "operator"
+
+
 @pytest.fixture
 def svc(tmp_path: Path, spacy_extractor: SpacyConceptExtractor) -> Iterator[Hippocampus]:
-    service = Hippocampus(EmbeddedStore(tmp_path / "data"), HashingEmbedder(), spacy_extractor)
+    # Notes from the trusted operator are stored however short: these tests use
+    # placeholder texts and give the concepts themselves.
+    service = Hippocampus(
+        EmbeddedStore(tmp_path / "data"),
+        HashingEmbedder(),
+        spacy_extractor,
+        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
+    )
     yield service
     service.close()
 
@@ -108,9 +119,9 @@ def test_associate_needs_two_concepts_or_one_strong_path(svc: Hippocampus) -> No
     svc.remember_many(
         C,
         [
-            NewMemory(content="a", concepts=["redis", "connection pool"]),
-            NewMemory(content="b", concepts=["redis"]),
-            NewMemory(content="c", concepts=["kafka"]),
+            NewMemory(content="a", concepts=["redis", "connection pool"], source=OPERATOR),
+            NewMemory(content="b", concepts=["redis"], source=OPERATOR),
+            NewMemory(content="c", concepts=["kafka"], source=OPERATOR),
         ],
     )
     found = svc.associate(C, ["redis", "connection pool"])
@@ -121,7 +132,9 @@ def test_associate_needs_two_concepts_or_one_strong_path(svc: Hippocampus) -> No
 
 
 def test_graph_around_a_memory_shows_its_hubs(svc: Hippocampus) -> None:
-    mem = svc.remember(C, NewMemory(content="x", concepts=["redis"], domains=["ops"])).memory
+    mem = svc.remember(
+        C, NewMemory(content="x", concepts=["redis"], domains=["ops"], source=OPERATOR)
+    ).memory
     graph = svc.subgraph(C, mem.id)
     ids = {n.id for n in graph.nodes}
     assert {f"Memory:{mem.id}", "Concept:redis", "Domain:ops"} <= ids
@@ -134,9 +147,9 @@ def test_graph_health_counts_nodes_edges_and_components(svc: Hippocampus) -> Non
     svc.remember_many(
         C,
         [
-            NewMemory(content="a", concepts=["redis"], triggers=[], domains=[]),
-            NewMemory(content="b", concepts=["redis"], triggers=[], domains=[]),
-            NewMemory(content="c", concepts=["kafka"], triggers=[], domains=[]),
+            NewMemory(content="a", concepts=["redis"], triggers=[], domains=[], source=OPERATOR),
+            NewMemory(content="b", concepts=["redis"], triggers=[], domains=[], source=OPERATOR),
+            NewMemory(content="c", concepts=["kafka"], triggers=[], domains=[], source=OPERATOR),
         ],
     )
     health = svc.graph_health(C)

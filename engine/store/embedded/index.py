@@ -397,6 +397,60 @@ class CollectionIndex:
             q = q / np.float32(norm)
             return self._search(part, q, k, filters)
 
+    def search_many(
+        self, queries: npt.NDArray[np.float32], *, model: str, k: int, filters: RecallFilters
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`search` for each row of ``queries``. With no filter but tiers, all
+        rows are scored by one matrix product (a pass over the vectors serves every
+        query); otherwise one search per row."""
+        with self._lock.read():
+            rows = np.asarray(queries, dtype=np.float32)
+            if rows.ndim != 2:
+                rows = rows.reshape(1, -1)
+            part = self._partitions.get(model)
+            if part is None or k <= 0 or rows.shape[0] == 0:
+                return [[] for _ in range(rows.shape[0])]
+            if rows.shape[1] != part.dim:
+                logger.warning(
+                    "collection %s: %d-d queries cannot search %s's %d-d vectors",
+                    self.collection,
+                    rows.shape[1],
+                    model,
+                    part.dim,
+                )
+                return [[] for _ in range(rows.shape[0])]
+            norms = np.linalg.norm(rows, axis=1)
+            usable = (norms > 0.0) & np.isfinite(norms)
+            norms[~usable] = 1.0
+            unit: npt.NDArray[np.float32] = (rows / norms[:, None]).astype(np.float32)
+            plain = self._allowed(filters) is None and filters.exclude_conversation_id is None
+            if not plain:
+                return [
+                    self._search(part, unit[i], k, filters) if usable[i] else []
+                    for i in range(unit.shape[0])
+                ]
+            n = part.n
+            scores: npt.NDArray[np.float32] = part.vectors[:n] @ unit.T  # n x queries
+            tier_ok = np.ones(len(_TIERS), dtype=bool)
+            if filters.tiers:
+                tier_ok[:] = False
+                tier_ok[[_TIER_CODE[t] for t in filters.tiers]] = True
+            if sum(part.tier_counts[c] for c in np.flatnonzero(tier_ok)) != n:
+                scores[~tier_ok[part.tiers[:n]], :] = -np.inf
+            ids = part.ids
+            out: list[list[tuple[str, float]]] = []
+            for i in range(unit.shape[0]):
+                if not usable[i]:
+                    out.append([])
+                    continue
+                column: npt.NDArray[np.float32] = np.ascontiguousarray(scores[:, i])
+                top = top_k(column, k)
+                found = np.clip(column[top], -1.0, 1.0)
+                out.append(
+                    [(ids[r], float(s)) for r, s in zip(top.tolist(), found.tolist(), strict=True)]
+                )
+            return out
+
     def _search(
         self, part: _Partition, q: Vector, k: int, filters: RecallFilters
     ) -> list[tuple[str, float]]:

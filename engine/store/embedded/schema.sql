@@ -84,7 +84,8 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_collection ON events (collection, seq);
 
 -- Small JSON documents kept beside the graph: conversation state, surfacings,
--- learned surfacing models (GraphStore.get_states / put_states).
+-- learned models (surfacing, the quality gate), maintenance bookkeeping
+-- (GraphStore.get_states / put_states).
 CREATE TABLE IF NOT EXISTS states (
     collection TEXT NOT NULL,
     key        TEXT NOT NULL,

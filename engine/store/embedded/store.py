@@ -566,6 +566,20 @@ class EmbeddedStore:
         self._check_open()
         return self._index(collection).search(vector, model=model, k=k, filters=filters)
 
+    def search_vectors_many(
+        self,
+        collection: str,
+        vectors: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`search_vectors` for each row of ``vectors`` (one result list per
+        row, in order), sharing one pass over the index where the filters allow."""
+        self._check_open()
+        return self._index(collection).search_many(vectors, model=model, k=k, filters=filters)
+
     def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
         Ids that no longer exist are skipped.
@@ -627,6 +641,12 @@ class EmbeddedStore:
                 (collection, model, dim * 4 if dim is not None else None, limit),
             ).fetchall()
         return [Memory.model_validate_json(row[0]) for row in rows]
+
+    def count_pending_embeddings(self, collection: str, model: str) -> int:
+        """How many memories :meth:`pending_embeddings` would list with no limit: those
+        the index holds no vector of ``model`` for."""
+        index = self._index(collection)
+        return len(index) - index.vector_count(model)
 
     # -- edges ----------------------------------------------------------------------
 

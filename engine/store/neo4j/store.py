@@ -450,6 +450,68 @@ class Neo4jStore:
         )
         return [(row["id"], float(row["similarity"])) for row in rows]
 
+    def search_vectors_many(
+        self,
+        collection: str,
+        vectors: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`search_vectors` for each row of a 2-D ``vectors`` (a 1-D one is one
+        row): one list per row, in order, all read in one transaction.
+
+        The vector index answers every row in one statement; a row it answers
+        short (too few of its nearest candidates belong to the collection and pass
+        the filters), or every row when the queries have another dimension than
+        the index, is searched exhaustively, as :meth:`search_vectors` does. A
+        zero or non-finite row finds nothing.
+        """
+        rows = np.asarray(vectors, dtype=np.float32)
+        if rows.ndim != 2:
+            rows = rows.reshape(1, -1)
+        usable = [i for i in range(rows.shape[0]) if np.isfinite(rows[i]).all() and rows[i].any()]
+        if k <= 0 or rows.shape[1] == 0 or not usable:
+            return [[] for _ in range(rows.shape[0])]
+        params = {"model": model, "k": k, **convert.filter_params(filters)}
+        candidates = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
+
+        def work(tx: ManagedTransaction) -> list[list[tuple[str, float]]]:
+            # Built afresh on each try: the driver may run this function again.
+            found: list[list[tuple[str, float]]] = [[] for _ in range(rows.shape[0])]
+            exhaustive = usable
+            if rows.shape[1] == self._dimensions:
+                answered = _run(
+                    tx,
+                    "recall/search_vectors_many",
+                    collection,
+                    queries=[{"row": i, "vector": convert.vector_value(rows[i])} for i in usable],
+                    index=VECTOR_INDEX,
+                    candidates=candidates,
+                    **params,
+                )
+                exhaustive = []
+                for answer in answered:
+                    i = int(answer["row"])
+                    hits = [(hit["id"], float(hit["similarity"])) for hit in answer["hits"]]
+                    if len(hits) >= k or answer["seen"] < candidates:
+                        found[i] = hits
+                    else:
+                        exhaustive.append(i)
+            for i in exhaustive:
+                exact = _run(
+                    tx,
+                    "recall/search_vectors_exact",
+                    collection,
+                    vector=convert.vector_value(rows[i]),
+                    **params,
+                )
+                found[i] = [(row["id"], float(row["similarity"])) for row in exact]
+            return found
+
+        return self._read("search vectors", work)
+
     def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
         Ids that no longer exist are skipped.
@@ -494,6 +556,14 @@ class Neo4jStore:
             _records("memory/pending_embeddings", {"model": model, "limit": limit}, collection),
         )
         return [convert.memory_of(row["doc"], row["embedding_model"]) for row in rows]
+
+    def count_pending_embeddings(self, collection: str, model: str) -> int:
+        """How many memories :meth:`pending_embeddings` would list with no limit."""
+        (row,) = self._read(
+            "count pending embeddings",
+            _records("memory/count_pending_embeddings", {"model": model}, collection),
+        )
+        return int(row["pending"])
 
     # -- lexical ----------------------------------------------------------------------
 

@@ -301,3 +301,73 @@ def test_dense_search_falls_back_to_an_exact_scan_when_the_index_runs_short() ->
         filters=RecallFilters(),  # type: ignore[arg-type]
     )
     assert hits == [("a", 0.9), ("b", 0.5)]
+
+
+def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
+    from engine.store.neo4j.store import _MIN_CANDIDATES
+
+    queries = [[1.0] + [0.0] * 7, [0.0] * 8, [0.0, 1.0] + [0.0] * 6]
+    driver = FakeDriver(
+        answers={
+            "recall/search_vectors_many": lambda params: [
+                {"row": 0, "seen": 3, "hits": [{"id": "a", "similarity": 0.9}]},
+                # The index ran out of room before two hits of this collection.
+                {"row": 2, "seen": _MIN_CANDIDATES, "hits": [{"id": "c", "similarity": 0.7}]},
+            ],
+            "recall/search_vectors_exact": [
+                {"id": "c", "similarity": 0.7},
+                {"id": "d", "similarity": 0.2},
+            ],
+        }
+    )
+    found = make(driver).search_vectors_many(
+        C,
+        queries,  # type: ignore[arg-type]
+        model="m",
+        k=2,
+        filters=RecallFilters(),
+    )
+    assert found == [[("a", 0.9)], [], [("c", 0.7), ("d", 0.2)]]
+    assert len(driver.committed) == 1
+    assert driver.ran() == ["recall/search_vectors_many", "recall/search_vectors_exact"]
+    # The zero row is not sent; the rest keep their row numbers.
+    sent = driver.params_of("recall/search_vectors_many")["queries"]
+    assert [q["row"] for q in sent] == [0, 2]
+    assert driver.params_of("recall/search_vectors_exact")["vector"] == queries[2]
+
+
+def test_many_dense_searches_of_another_dimension_scan_the_collection() -> None:
+    driver = FakeDriver(answers={"recall/search_vectors_exact": [{"id": "s", "similarity": 1.0}]})
+    store = make(driver, dimensions=8)
+    found = store.search_vectors_many(
+        C,
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],  # type: ignore[arg-type]
+        model="small",
+        k=1,
+        filters=RecallFilters(),
+    )
+    assert found == [[("s", 1.0)], [("s", 1.0)]]
+    assert driver.ran() == ["recall/search_vectors_exact", "recall/search_vectors_exact"]
+    assert len(driver.committed) == 1
+    # Nothing to search runs nothing.
+    assert store.search_vectors_many(
+        C,
+        [[0.0, 0.0, 0.0]],  # type: ignore[arg-type]
+        model="small",
+        k=1,
+        filters=RecallFilters(),
+    ) == [[]]
+    assert store.search_vectors_many(
+        C,
+        [[1.0, 0.0, 0.0]],  # type: ignore[arg-type]
+        model="small",
+        k=0,
+        filters=RecallFilters(),
+    ) == [[]]
+    assert len(driver.committed) == 1
+
+
+def test_pending_embeddings_are_counted_in_cypher() -> None:
+    driver = FakeDriver(answers={"memory/count_pending_embeddings": [{"pending": 3}]})
+    assert make(driver).count_pending_embeddings(C, "m") == 3
+    assert driver.params_of("memory/count_pending_embeddings") == {"model": "m", "collection": C}
