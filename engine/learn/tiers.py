@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.model import Memory, Tier
+from engine.model import Memory, Tier, faded_dismissals
 
 
 class TierPolicy(BaseModel):
@@ -26,8 +26,9 @@ class TierPolicy(BaseModel):
     Attributes:
         archive_after_days: a memory neither used nor edited for this long...
         archive_max_uses: ...and used at most this many times is archived.
-        quarantine_dismissals: ``recent_dismissals`` at which a memory is
-            quarantined (a dismissal counts 2, an ignore 1).
+        quarantine_dismissals: recent dismissals at which a memory is
+            quarantined (a dismissal counts 2, an ignore 1), faded as surfacing
+            fades them (halved every ``dismissal_half_life_days``).
         quarantine_quality: a quality score below this is a collapse.
         exempt_sources: sources whose memories the policy never moves (records
             an application indexes follow its status, not their use).
@@ -38,6 +39,7 @@ class TierPolicy(BaseModel):
     archive_after_days: float = Field(default=180.0, gt=0.0)
     archive_max_uses: int = Field(default=1, ge=0)
     quarantine_dismissals: float = Field(default=4.0, gt=0.0)
+    dismissal_half_life_days: float = Field(default=7.0, gt=0.0)
     quarantine_quality: float = Field(default=0.15, ge=0.0, le=1.0)
     exempt_sources: tuple[str, ...] = ("resource",)
 
@@ -75,12 +77,13 @@ def tier_change(
     if tier == Tier.QUARANTINED:
         return None
     r = memory.retrieval
-    if r.recent_dismissals >= policy.quarantine_dismissals:
+    dismissals = faded_dismissals(memory, now, policy.dismissal_half_life_days)
+    if dismissals >= policy.quarantine_dismissals:
         return TierChange(
             memory.id,
             tier,
             Tier.QUARANTINED,
-            f"repeatedly dismissed (recent dismissals {r.recent_dismissals:g})",
+            f"repeatedly dismissed (recent dismissals {dismissals:.2g})",
         )
     q = r.quality_score
     if not quality_exempt and q is not None and q < policy.quarantine_quality:

@@ -29,6 +29,7 @@ from engine.model.memory import (
     Review,
     Tier,
     content_hash,
+    faded_dismissals,
     normalize_content,
     utcnow,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "SurfacedBefore",
     "Tier",
     "content_hash",
+    "faded_dismissals",
     "normalize_content",
     "target_kind",
     "utcnow",

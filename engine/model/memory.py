@@ -61,7 +61,7 @@ class RetrievalMeta(BaseModel):
     gains the repeat's conversation (provenance).
 
     ``recent_dismissals`` is the count as of ``dismissed_at``; it fades with a
-    half-life (see engine.surface.rules.faded_dismissals), so a memory dismissed
+    half-life (see :func:`faded_dismissals`), so a memory dismissed
     last quarter can be offered again.
     """
 
@@ -145,6 +145,16 @@ class MemoryPatch(BaseModel):
     domains: list[str] | None = None
     triggers: list[str] | None = None
     concepts: list[str] | None = None
+
+
+def faded_dismissals(memory: Memory, now: datetime, half_life_days: float) -> float:
+    """Recent dismissals as of ``now``: the stored count halved per half-life since
+    it was last raised."""
+    meta = memory.retrieval
+    if meta.recent_dismissals <= 0.0 or meta.dismissed_at is None:
+        return meta.recent_dismissals
+    days = max(0.0, (now - meta.dismissed_at).total_seconds() / 86400.0)
+    return float(meta.recent_dismissals * 0.5 ** (days / half_life_days))
 
 
 def normalize_content(text: str) -> str:

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.errors import ConflictError, InvalidInputError, LimitExceededError, NotFoundError
 from engine.extract import ConceptExtractor
 from engine.learn.rules import REAL_USE, co_use_updates
-from engine.model import HUB_EDGE, Event, HubKind, Memory, RecallFilters
+from engine.model import HUB_EDGE, Event, HubKind, Memory, RecallFilters, faded_dismissals
 from engine.retrieve.config import DEFAULT_RECIPE, RECIPES
 from engine.retrieve.pipeline import Candidate, retrieve
 from engine.schedule import Engagement, Scheduler
@@ -47,7 +47,6 @@ from engine.surface.rules import (
     ENGAGEMENT_RULES,
     SurfaceConfig,
     engaged,
-    faded_dismissals,
 )
 
 logger = logging.getLogger(__name__)

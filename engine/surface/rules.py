@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from engine.model import Memory
+from engine.model import Memory, faded_dismissals
 
 CONVERSATION_TYPES = ("debugging", "help-seeking", "exploration", "casual", "general")
 """The kinds of conversation; ``general`` when nothing marks it as another."""
@@ -91,16 +91,6 @@ class SurfaceConfig:
 
     def threshold(self, conversation_type: str) -> float:
         return self.thresholds.get(conversation_type, self.default_threshold)
-
-
-def faded_dismissals(memory: Memory, now: datetime, half_life_days: float) -> float:
-    """Recent dismissals as of ``now``: the stored count halved per half-life since
-    it was last raised."""
-    meta = memory.retrieval
-    if meta.recent_dismissals <= 0.0 or meta.dismissed_at is None:
-        return meta.recent_dismissals
-    days = max(0.0, (now - meta.dismissed_at).total_seconds() / 86400.0)
-    return float(meta.recent_dismissals * 0.5 ** (days / half_life_days))
 
 
 def engaged(

@@ -55,6 +55,14 @@ def test_repeated_dismissals_quarantine() -> None:
     assert tier_change(_memory(recent_dismissals=3.0), NOW, POLICY) is None
 
 
+def test_dismissals_that_have_faded_no_longer_quarantine() -> None:
+    # Dismissed twice (4) two weeks ago: halved twice, 1 is left.
+    old = _memory(recent_dismissals=4.0, dismissed_at=NOW - timedelta(days=14))
+    assert tier_change(old, NOW, POLICY) is None
+    fresh = _memory(recent_dismissals=4.0, dismissed_at=NOW)
+    assert tier_change(fresh, NOW, POLICY) is not None
+
+
 def test_quality_collapse_quarantines_unless_the_source_is_exempt() -> None:
     collapsed = _memory(quality_score=0.1)
     change = tier_change(collapsed, NOW, POLICY)
