@@ -51,7 +51,8 @@ from engine.service import (
     Subgraph,
     TierReport,
 )
-from engine.surface import EngagementOutcome, Insight, MessageOutcome, SurfaceMetrics
+from engine.surface import SurfaceMetrics
+from engine.surfacing import EngagementOutcome, Insight, MessageOutcome
 
 _LIMITS = Limits()
 

@@ -93,13 +93,8 @@ from engine.retrieve.summary import context_summary
 from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from engine.store import GraphStore, MemoryRecord, Vector
 from engine.store.factory import open_store
-from engine.surface import (
-    EngagementOutcome,
-    MessageOutcome,
-    SurfaceConfig,
-    SurfaceMetrics,
-    Surfacer,
-)
+from engine.surface import SurfaceConfig, SurfaceMetrics
+from engine.surfacing import ConversationView, EngagementOutcome, MessageOutcome, Surfacer
 
 logger = logging.getLogger(__name__)
 
@@ -1567,7 +1562,7 @@ class Hippocampus:
         conversation_type: str | None = None,
     ) -> MessageOutcome:
         """Take a conversation message in; returns 0-3 insights to offer now and the
-        conversation's state (see :mod:`engine.surface`).
+        conversation's state (see :mod:`engine.surfacing`).
 
         Raises:
             InvalidInputError: bad id, text, role, type or time.
@@ -1582,6 +1577,15 @@ class Hippocampus:
             conversation_type=conversation_type,
             max_chars=self.limits.max_content_chars,
         )
+
+    def conversation(self, collection: str, conversation_id: str) -> ConversationView:
+        """A conversation's state as surfacing sees it.
+
+        Raises:
+            NotFoundError: no such conversation in the collection.
+        """
+        self.check_collection(collection)
+        return self.surfacer.conversation(collection, conversation_id)
 
     def engage(
         self, collection: str, surfacing_id: str, engagement: str, *, now: datetime | None = None

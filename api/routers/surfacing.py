@@ -51,7 +51,7 @@ def conversation(
     conversation_id: Id, collection: CollectionDep, service: ServiceDep
 ) -> ConversationOut:
     """A conversation's state."""
-    view = service.surfacer.conversation(collection, conversation_id)
+    view = service.conversation(collection, conversation_id)
     return ConversationOut.model_validate(view.model_dump())
 
 

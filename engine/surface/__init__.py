@@ -1,25 +1,13 @@
-"""Proactive surfacing: conversation state, learned prediction, gates, engagement."""
+"""Proactive surfacing's pure parts: conversation state, the learned models,
+the seed's rules and the metrics. The orchestration over a store is
+:mod:`engine.surfacing`."""
 
-from engine.surface.engine import (
-    ConversationView,
-    EngagementOutcome,
-    Gate,
-    Insight,
-    MessageOutcome,
-    Surfacer,
-)
 from engine.surface.metrics import SurfaceMetrics
 from engine.surface.rules import CONVERSATION_TYPES, ENGAGEMENT_RULES, SurfaceConfig
 
 __all__ = [
     "CONVERSATION_TYPES",
     "ENGAGEMENT_RULES",
-    "ConversationView",
-    "EngagementOutcome",
-    "Gate",
-    "Insight",
-    "MessageOutcome",
     "SurfaceConfig",
     "SurfaceMetrics",
-    "Surfacer",
 ]

@@ -15,7 +15,8 @@ from engine.extract import SpacyConceptExtractor
 from engine.model import EdgeType, NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
-from engine.surface import MessageOutcome, SurfaceConfig
+from engine.surface import SurfaceConfig
+from engine.surfacing import MessageOutcome
 
 C = "team:payments"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
