@@ -30,7 +30,7 @@ from api.auth import is_loopback
 from engine.config import HippoSettings
 from engine.errors import DataDirLockedError, HippoError, InvalidInputError
 from engine.model import NewMemory, RecallResult
-from engine.retrieve import DEFAULT_RECIPE
+from engine.retrieve import DEFAULT_RECIPE, RECIPES
 from engine.service import Hippocampus
 from engine.store.factory import open_store
 
@@ -556,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--recipe",
         default=DEFAULT_RECIPE,
-        help="BM25, DENSE, HYBRID, HYBRID_GRAPH, WEIGHTED or SEED_COMPOSITE (default %(default)s)",
+        help=f"one of {', '.join(RECIPES)} (default %(default)s)",
     )
     p.add_argument("--explain", action="store_true", help="show the graph paths behind each hit")
     p.set_defaults(run=_cmd_recall)
