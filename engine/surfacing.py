@@ -55,8 +55,6 @@ logger = logging.getLogger(__name__)
 _ID = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}$")
 _ROLE = re.compile(r"^[A-Za-z0-9_.:@\- ]{1,64}$")
 _MODEL_KEY = "surface:model"
-_MISS = {"used": 0.0, "helpful": 0.0, "ignored": 0.5, "dismissed": 1.0}
-"""How much each engagement counts as a miss when tuning thresholds."""
 _COUNTERS_KEY = "surface:counters"
 
 
@@ -470,7 +468,7 @@ class Surfacer:
                 learned.confidence.update(record.features, success)
                 learned.thresholds.update(
                     ctype,
-                    _MISS[engagement],
+                    ENGAGEMENT_RULES[engagement].miss,
                     start=cfg.threshold(ctype),
                     target=cfg.target_dismissal_rate,
                     step=cfg.threshold_step,
@@ -583,14 +581,6 @@ class Surfacer:
     def metrics(self, collection: str) -> SurfaceMetrics:
         held = self.store.get_states(collection, [_COUNTERS_KEY])
         return SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {})).summary()
-
-    def thresholds(self, collection: str) -> dict[str, float]:
-        """The current threshold of every conversation type."""
-        held = self.store.get_states(collection, [_MODEL_KEY])
-        learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
-        return {
-            t: learned.thresholds.value(t, self.config.threshold(t)) for t in CONVERSATION_TYPES
-        }
 
 
 def _view(state: ConversationState, predicted: list[str]) -> ConversationView:

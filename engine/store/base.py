@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
+from engine.errors import InvalidInputError
 from engine.model import Edge, Event, Memory, RecallFilters
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 
@@ -271,3 +272,18 @@ class GraphStore(Protocol):
     def close(self) -> None:
         """Release files, locks and connections. Idempotent."""
         ...
+
+
+def check_decay_pass(period: str, step: float, floor: float) -> None:
+    """The arguments of :meth:`GraphStore.decay_edges`, checked alike by every store.
+
+    Raises:
+        InvalidInputError: an empty period, a negative step, or a floor outside
+            [0, 1].
+    """
+    if not period:
+        raise InvalidInputError("a decay pass needs a period", field="period")
+    if step < 0.0:
+        raise InvalidInputError("the decay step must not be negative", field="step")
+    if not 0.0 <= floor <= 1.0:
+        raise InvalidInputError("the decay floor must lie in [0, 1]", field="floor")

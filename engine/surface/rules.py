@@ -31,13 +31,19 @@ class EngagementRule:
     dismissals: float
     counts_as_use: bool
     marks_irrelevant: bool
+    miss: float
+    """How much it counts as a miss when thresholds are tuned."""
 
 
 ENGAGEMENT_RULES: dict[str, EngagementRule] = {
-    "used": EngagementRule(0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False),
-    "helpful": EngagementRule(0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False),
-    "ignored": EngagementRule(-0.02, 0.3, 1.0, counts_as_use=False, marks_irrelevant=False),
-    "dismissed": EngagementRule(-0.15, 0.2, 2.0, counts_as_use=False, marks_irrelevant=True),
+    "used": EngagementRule(0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False, miss=0.0),
+    "helpful": EngagementRule(0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False, miss=0.0),
+    "ignored": EngagementRule(
+        -0.02, 0.3, 1.0, counts_as_use=False, marks_irrelevant=False, miss=0.5
+    ),
+    "dismissed": EngagementRule(
+        -0.15, 0.2, 2.0, counts_as_use=False, marks_irrelevant=True, miss=1.0
+    ),
 }
 
 

@@ -54,7 +54,7 @@ from engine.model import (
     Tier,
 )
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
-from engine.store.base import MemoryRecord, StoreStats, Vector
+from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
 from engine.store.embedded import graph_sql
 from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
 from engine.store.embedded.index import CollectionIndex, IndexEntry
@@ -861,12 +861,7 @@ class EmbeddedStore:
             InvalidInputError: an empty period, a negative step, or a floor outside
                 [0, 1].
         """
-        if not period:
-            raise InvalidInputError("a decay pass needs a period", field="period")
-        if step < 0.0:
-            raise InvalidInputError("the decay step must not be negative", field="step")
-        if not 0.0 <= floor <= 1.0:
-            raise InvalidInputError("the decay floor must lie in [0, 1]", field="floor")
+        check_decay_pass(period, step, floor)
         cutoff = _micros(unused_before)
         with self._write_lock:
             graph = self._graph(collection)

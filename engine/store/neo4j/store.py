@@ -61,7 +61,7 @@ from engine.model.association import (
     HubMatch,
     PathStep,
 )
-from engine.store.base import MemoryRecord, StoreStats, Vector
+from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
 from engine.store.neo4j import convert
 from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
 from engine.store.neo4j.statements import statement
@@ -799,12 +799,7 @@ class Neo4jStore:
             InvalidInputError: an empty period, a negative step, or a floor outside
                 [0, 1].
         """
-        if not period:
-            raise InvalidInputError("a decay pass needs a period", field="period")
-        if step < 0.0:
-            raise InvalidInputError("the decay step must not be negative", field="step")
-        if not 0.0 <= floor <= 1.0:
-            raise InvalidInputError("the decay floor must lie in [0, 1]", field="floor")
+        check_decay_pass(period, step, floor)
         rows = self._write(
             "decay edges",
             _records(

@@ -18,7 +18,7 @@ from engine.surface.predict import (
     ThresholdTuner,
     TopicModel,
 )
-from engine.surface.rules import SurfaceConfig, engaged, faded_dismissals
+from engine.surface.rules import ENGAGEMENT_RULES, SurfaceConfig, engaged, faded_dismissals
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -44,6 +44,13 @@ def test_thresholds_start_at_the_seed_values() -> None:
     assert cfg.threshold("general") == 0.7
     assert (cfg.min_trigger_matches, cfg.max_momentum, cfg.max_recent_dismissals) == (2, 5.0, 2.0)
     assert cfg.max_insights == 3
+    # Threshold tuning counts a dismissal as a miss, an ignore as half of one.
+    assert {k: r.miss for k, r in ENGAGEMENT_RULES.items()} == {
+        "used": 0.0,
+        "helpful": 0.0,
+        "ignored": 0.5,
+        "dismissed": 1.0,
+    }
 
 
 @pytest.mark.parametrize("kind", ["used", "helpful"])
