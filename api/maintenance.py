@@ -17,7 +17,9 @@ class MaintenanceLoop:
     collection run the decay pass (the store applies it once per day, so most
     runs change nothing), the tier pass once a day (which also retrains the
     quality model when enough feedback came in), and re-embed a bounded batch of
-    memories still waiting for a vector from the current model.
+    memories still waiting for a vector from the current model. A failing
+    embedder is given a chance to recover first (a model missing at start is
+    loaded once it is there); while it still fails, re-embedding waits.
 
     Args:
         service: the engine to maintain.
@@ -52,6 +54,7 @@ class MaintenanceLoop:
         try:
             self._service.flush_learning()
             collections = self._service.collections()
+            embedder_ok = self._service.recover_embedder().healthy
         except HippoError as e:
             logger.warning("maintenance round failed: %s", e.message)
             return
@@ -62,13 +65,13 @@ class MaintenanceLoop:
             if self._stop.is_set():
                 return
             try:
-                self._maintain(collection)
+                self._maintain(collection, reindex=embedder_ok)
             except HippoError as e:
                 logger.warning("maintenance of %s failed: %s", collection, e.message)
             except Exception:
                 logger.exception("maintenance of %s failed", collection)
 
-    def _maintain(self, collection: str) -> None:
+    def _maintain(self, collection: str, *, reindex: bool) -> None:
         service = self._service
         decayed = service.decay(collection)
         if decayed:
@@ -83,7 +86,7 @@ class MaintenanceLoop:
                     report.quarantined,
                     report.restored,
                 )
-        if self._reindex_batch > 0 and service.pending_count(collection):
+        if reindex and self._reindex_batch > 0 and service.pending_count(collection):
             service.reindex(collection, limit=self._reindex_batch)
 
     def _run(self) -> None:

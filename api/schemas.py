@@ -677,7 +677,11 @@ class ResourceOut(BaseModel):
             "archived and not indexed anyway."
         )
     )
-    reindexed: bool = Field(description="Whether the record was embedded by this request.")
+    reindexed: bool = Field(description="Whether the record was indexed by this request.")
+    embedded: bool | None = Field(
+        description="Whether the document has a vector (false: stored without one, to be "
+        "re-embedded when the embedder is back); null once deleted."
+    )
     document: str | None = Field(description="The indexed document; null once deleted.")
     reasons: list[str]
 
@@ -689,6 +693,7 @@ class ResourceOut(BaseModel):
             id=outcome.resource_id,
             action=action,
             reindexed=outcome.reindexed,
+            embedded=outcome.embedded,
             document=outcome.memory.content if outcome.memory is not None else None,
             reasons=list(outcome.reasons),
         )
@@ -864,6 +869,9 @@ class MessageOut(BaseModel):
     insights: list[InsightOut]
     conversation: ConversationOut
     held_back: str | None = Field(description="Why nothing could be offered, when a gate said so.")
+    warnings: list[str] = Field(
+        description="What was degraded: an embedder that failed (text and graph only)."
+    )
 
     @classmethod
     def from_engine(cls, outcome: MessageOutcome) -> MessageOut:
@@ -871,6 +879,7 @@ class MessageOut(BaseModel):
             insights=[InsightOut.from_engine(i) for i in outcome.insights],
             conversation=ConversationOut.model_validate(outcome.conversation.model_dump()),
             held_back=outcome.held_back,
+            warnings=list(outcome.warnings),
         )
 
 
@@ -920,3 +929,9 @@ class ReadyOut(BaseModel):
     store: str
     embedder: str
     extractor: str
+    degraded: list[str] = Field(
+        default_factory=list,
+        description="What works in a lesser way while the server still serves: an "
+        "embedder that fails (memories are stored for re-embedding, recall uses text "
+        "and graph).",
+    )

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from engine.config import COLLECTION_PATTERN, HippoSettings, Limits
-from engine.embed import Embedder, make_embedder
+from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder, make_embedder
 from engine.errors import (
     ConflictError,
     EmbeddingError,
@@ -87,7 +87,13 @@ from engine.model import (
     utcnow,
 )
 from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
-from engine.retrieve.config import DEFAULT_RECIPE, RECIPES, SearchConfig
+from engine.retrieve.config import (
+    DEFAULT_RECIPE,
+    EMBEDDER_DOWN_WARNING,
+    RECIPES,
+    SearchConfig,
+    without_dense,
+)
 from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
 from engine.retrieve.summary import context_summary
 from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
@@ -117,6 +123,12 @@ PORTABLE_STATE = (QUALITY_MODEL_KEY,)
 """State documents that export and ``hippo migrate`` carry with a collection: what
 was learned from it and cannot be rebuilt from its memories."""
 _LATENCIES_KEPT = 1000
+NOT_EMBEDDED_REASON = (
+    "stored without a vector: the embedder is unavailable; flagged for re-embedding "
+    "once it recovers"
+)
+"""The reason given for a memory stored without a vector. The embedder's own error
+stays in the log: it may name hosts or files."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +182,12 @@ class ResourceOutcome:
     @property
     def reindexed(self) -> bool:
         return self.action in ("created", "updated")
+
+    @property
+    def embedded(self) -> bool | None:
+        """Whether the record's document has a vector (``False``: it waits for
+        re-embedding); ``None`` once deleted."""
+        return None if self.memory is None else not self.memory.needs_embedding
 
 
 @dataclass(frozen=True)
@@ -319,7 +337,7 @@ class Hippocampus:
         seed: int = 0,
     ) -> None:
         self.store = store
-        self.embedder = embedder
+        self.embedder = embedder  # guarded: see the property
         self.extractor = extractor
         self.limits = limits or Limits()
         self.embed_batch_size = embed_batch_size
@@ -344,6 +362,29 @@ class Hippocampus:
             seed=seed,
             on_engaged=self._count_feedback,
         )
+
+    @property
+    def embedder(self) -> GuardedEmbedder:
+        """The embedder, guarded: whatever goes wrong in it is an EmbeddingError,
+        which costs vectors (memories wait for re-embedding, recall falls back to
+        text and graph), never a write or a recall."""
+        return self._embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        self._embedder = (
+            embedder if isinstance(embedder, GuardedEmbedder) else GuardedEmbedder(embedder)
+        )
+
+    def embedder_health(self) -> EmbedderHealth:
+        """How the embedder fared on its latest call (or load)."""
+        return self._embedder.health()
+
+    def recover_embedder(self) -> EmbedderHealth:
+        """Try to bring a failing embedder back (load a model that was missing, or
+        embed a probe text); the memories waiting for vectors are then embedded by
+        :meth:`reindex` (the server's maintenance runs it)."""
+        return self._embedder.recover()
 
     @classmethod
     def from_settings(cls, settings: HippoSettings) -> Hippocampus:
@@ -590,7 +631,7 @@ class Hippocampus:
                 seen_ids.add(item_id)
 
         texts = [prepared[i].item.content for i, _ in fresh]
-        vectors, embed_error = self._embed(texts)
+        vectors = self._embed(texts)
         extractions = self.extractor.extract_many(texts) if texts else []
 
         created: dict[int, Memory] = {}  # batch index -> memory to create
@@ -680,8 +721,8 @@ class Hippocampus:
                         payload={},
                     )
                 )
-            if embed_error:
-                reasons.append(f"stored without a vector: {embed_error}")
+            if vector is None:
+                reasons.append(NOT_EMBEDDED_REASON)
             outcomes[i] = RememberOutcome(
                 memory=memory,
                 created=True,
@@ -906,16 +947,17 @@ class Hippocampus:
             ),
         )
 
-    def _embed(self, texts: Sequence[str]) -> tuple[Vector | None, str | None]:
-        """Vectors for ``texts``, or ``(None, reason)`` when the embedder fails."""
+    def _embed(self, texts: Sequence[str]) -> Vector | None:
+        """Vectors for ``texts``, or ``None`` when the embedder fails."""
         if not texts:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32), None
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
         try:
-            vectors = self._encode(texts)
+            return self._encode(texts)
         except EmbeddingError as e:
-            logger.warning("embedding failed; storing %d memories for re-embedding", len(texts))
-            return None, e.message
-        return vectors, None
+            logger.warning(
+                "embedding failed (%s); storing %d memories for re-embedding", e.message, len(texts)
+            )
+            return None
 
     def _encode(self, texts: Sequence[str]) -> Vector:
         """Embed in batches, each text cut to ``limits.max_embed_chars``.
@@ -981,7 +1023,7 @@ class Hippocampus:
                 content_changed = True
                 update["content"] = text
                 update["content_hash"] = checked.digest
-                vectors, _ = self._embed([text])
+                vectors = self._embed([text])
                 vector = vectors[0] if vectors is not None else None
                 update["embedding_model"] = self.embedder.name if vector is not None else None
                 extraction = self.extractor.extract_many([text])[0]
@@ -1124,6 +1166,8 @@ class Hippocampus:
                 ),
                 now=at,
             )
+            if memory.needs_embedding:
+                reasons.append(NOT_EMBEDDED_REASON)
             logger.info("updated resource %s in %s", resource_id, collection)
             return ResourceOutcome(resource_id, "updated", memory, reasons)
 
@@ -1134,7 +1178,7 @@ class Hippocampus:
             category=RESOURCE_CATEGORY,
             source=RESOURCE_SOURCE,
         )
-        vectors, embed_error = self._embed([item.content])
+        vectors = self._embed([item.content])
         extraction = self.extractor.extract_many([item.content])[0]
         score = assess(
             item.content, item.source, self.quality_model(collection), self.quality_config
@@ -1161,7 +1205,7 @@ class Hippocampus:
         if vectors is not None:
             self.embed_hubs(collection)
         else:
-            reasons.append(f"stored without a vector: {embed_error}")
+            reasons.append(NOT_EMBEDDED_REASON)
         if first:
             logger.info("created collection %s", collection)
         logger.info("added resource %s to %s", resource_id, collection)
@@ -1267,15 +1311,11 @@ class Hippocampus:
                 query_vector = self.embedder.encode([text])[0]
             except EmbeddingError:
                 logger.warning("query embedding failed; recalling by text and graph only")
-                warnings.append("the embedder failed: results come from text and graph only")
-                if not config.lexical:
-                    config = config.model_copy(
-                        update={
-                            "lexical": True,
-                            "graph": True,
-                            "weights": {**config.weights, "lexical": 1.0, "graph": 1.0},
-                        }
-                    )
+                warnings.append(EMBEDDER_DOWN_WARNING)
+                config = without_dense(config)
+                if min_score is not None:
+                    warnings.append("min_score was not applied: the query has no vector")
+                    min_score = None
         found = retrieve(
             self.store,
             self.extractor,
@@ -1757,6 +1797,7 @@ class Hippocampus:
             EmbeddingError: the embedder failed (what was done so far is kept).
         """
         self.check_collection(collection)
+        self._embedder.recover()  # a model missing at start may be there now
         done = 0
         while limit is None or done < limit:
             size = batch_size if limit is None else min(batch_size, limit - done)

@@ -36,7 +36,7 @@ from engine.errors import ConflictError, InvalidInputError, LimitExceededError, 
 from engine.extract import ConceptExtractor
 from engine.learn.rules import REAL_USE, co_use_updates
 from engine.model import HUB_EDGE, Event, HubKind, Memory, RecallFilters, faded_dismissals
-from engine.retrieve.config import DEFAULT_RECIPE, RECIPES
+from engine.retrieve.config import DEFAULT_RECIPE, EMBEDDER_DOWN_WARNING, RECIPES, without_dense
 from engine.retrieve.pipeline import Candidate, retrieve
 from engine.schedule import Engagement, Scheduler
 from engine.store import GraphStore, MemoryRecord, Vector
@@ -107,13 +107,15 @@ class ConversationView(BaseModel):
 class MessageOutcome(BaseModel):
     """What one message brought: the insights (0-3) and the conversation state;
     ``held_back`` says why nothing was offered when a conversation-wide gate
-    stopped it (momentum)."""
+    stopped it (momentum); ``warnings`` what was degraded (an embedder that
+    failed: candidates came from text and graph only)."""
 
     model_config = ConfigDict(extra="forbid")
 
     insights: list[Insight]
     conversation: ConversationView
     held_back: str | None = None
+    warnings: list[str] = Field(default_factory=list)
 
 
 class Surfacing(BaseModel):
@@ -259,13 +261,14 @@ class Surfacer:
             threshold = learned.thresholds.value(ctype, cfg.threshold(ctype))
             insights: list[Insight] = []
             held_back = None
+            warnings: list[str] = []
             if state.momentum > cfg.max_momentum:
                 held_back = (
                     f"momentum {state.momentum:.1f} messages/minute is above {cfg.max_momentum}"
                 )
             else:
                 insights = self._offer(
-                    collection, state, learned, predicted, threshold, at, counters
+                    collection, state, learned, predicted, threshold, at, counters, warnings
                 )
             writes: dict[str, dict[str, Any]] = {
                 key: state.model_dump(mode="json"),
@@ -278,6 +281,7 @@ class Surfacer:
             insights=insights,
             conversation=_view(state, predicted),
             held_back=held_back,
+            warnings=warnings,
         )
 
     def _predict(self, learned: SurfaceModel, state: ConversationState) -> list[str]:
@@ -298,6 +302,7 @@ class Surfacer:
         threshold: float,
         at: datetime,
         counters: SurfaceCounters,
+        warnings: list[str],
     ) -> list[Insight]:
         cfg = self.config
         # Two looks: what the conversation is about now, and what it is predicted
@@ -310,14 +315,17 @@ class Surfacer:
         best: dict[str, Candidate] = {}
         memories: dict[str, Memory] = {}
         for query in queries:
+            vector = self.embed(query)
+            if vector is None and not warnings:
+                warnings.append(EMBEDDER_DOWN_WARNING)
             found = retrieve(
                 self.store,
                 self.extractor,
                 collection,
                 query,
-                self.embed(query),
+                vector,
                 model=self.model(),
-                config=recipe,
+                config=recipe if vector is not None else without_dense(recipe),
                 filters=RecallFilters(),
                 limit=cfg.candidates,
                 now=at,

@@ -24,12 +24,21 @@ def healthz() -> HealthOut:
     responses={503: {"model": ErrorOut, "description": "The store cannot serve right now"}},
 )
 def readyz(service: ServiceDep) -> ReadyOut | JSONResponse:
-    """The store can serve requests now."""
+    """The store can serve requests now (503 when it cannot, or refuses writes).
+    A failing embedder leaves the server ready, and is listed in ``degraded``."""
+    degraded: list[str] = []
+    embedder = service.embedder_health()
+    if not embedder.healthy:
+        degraded.append(
+            f"embedder: {embedder.reason}; memories are stored for re-embedding and "
+            "recall uses text and graph"
+        )
     ready = ReadyOut(
         ready=True,
         store=type(service.store).__name__,
         embedder=service.embedder.name,
         extractor=service.extractor.name,
+        degraded=degraded,
     )
     try:
         service.store.check()

@@ -1,4 +1,5 @@
-"""Embedders: the protocol, a sentence-transformers model, a deterministic hashing one."""
+"""Embedders: the protocol, a sentence-transformers model, a deterministic hashing
+one, and the guard that makes their failures soft."""
 
 from __future__ import annotations
 
@@ -7,11 +8,19 @@ from pathlib import Path
 from typing import Literal
 
 from engine.embed.base import Embedder, normalize_rows
+from engine.embed.guard import EmbedderHealth, GuardedEmbedder, UnavailableEmbedder
 from engine.embed.hashing import HashingEmbedder
-from engine.embed.sentence_transformer import Precision, SentenceTransformerEmbedder
+from engine.embed.sentence_transformer import (
+    DEFAULT_MODEL_NAME,
+    Precision,
+    SentenceTransformerEmbedder,
+)
 from engine.errors import ConfigError
 
 logger = logging.getLogger(__name__)
+
+_DEFAULT_DIM = 384
+"""all-MiniLM-L6-v2's: what a model that cannot be loaded is taken to have."""
 
 
 def make_embedder(
@@ -24,24 +33,42 @@ def make_embedder(
 ) -> Embedder:
     """Build the configured embedder.
 
-    With ``fallback`` a missing model degrades to :class:`HashingEmbedder` with a
-    warning instead of failing; callers report which one they got (``.name``).
+    With ``fallback`` a model that cannot be loaded gives, with a warning, an
+    :class:`UnavailableEmbedder` under the model's own name: the engine starts,
+    stores memories flagged for re-embedding and recalls by text and graph,
+    and :meth:`GuardedEmbedder.recover` loads the model once it is there. (Not
+    the hashing embedder: its vectors would stand in for the model's, and
+    maintenance would re-embed every stored memory with it.)
     """
     if kind == "hashing":
         return HashingEmbedder()
-    try:
+
+    def load() -> Embedder:
         return SentenceTransformerEmbedder(model_path, batch_size=batch_size, precision=precision)
-    except ConfigError as e:
+
+    try:
+        return load()
+    except Exception as e:  # missing (ConfigError), or a model folder that will not load
         if not fallback:
             raise
-        logger.warning("embedding model unavailable (%s); using the hashing embedder", e)
-        return HashingEmbedder()
+        reason = e.message if isinstance(e, ConfigError) else f"{type(e).__name__}: {e}"
+        name = DEFAULT_MODEL_NAME if model_path is None else model_path.name
+        logger.warning(
+            "embedding model %s unavailable (%s): memories are stored without vectors and "
+            "recall uses text and graph until it loads",
+            name,
+            reason,
+        )
+        return UnavailableEmbedder(name, _DEFAULT_DIM, reason, load=load)
 
 
 __all__ = [
     "Embedder",
+    "EmbedderHealth",
+    "GuardedEmbedder",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
+    "UnavailableEmbedder",
     "make_embedder",
     "normalize_rows",
 ]

@@ -130,6 +130,22 @@ Measured choices (bench/quality.py, MiniLM): BM25 beside it, query triggers,
 sub-phrases and hub names matched by embedding each cost MuSiQue R@5; the
 graph weight is flat from 1.0 to 1.6."""
 
+EMBEDDER_DOWN_WARNING = "the embedder is unavailable: results come from text and graph only"
+"""The warning of a recall or surfacing whose query could not be embedded."""
+
+
+def without_dense(config: SearchConfig) -> SearchConfig:
+    """The recipe for a query that could not be embedded: dense search has nothing
+    to search with, so text search and the graph walk (anchored on the concepts
+    the query names) both run, at their own weights where the recipe gives them
+    one, else at 1.0. Fusion and everything else stay as the recipe says."""
+    weights = dict(config.weights)
+    for signal in ("lexical", "graph"):
+        if not getattr(config, signal) or weights.get(signal, 0.0) <= 0.0:
+            weights[signal] = 1.0
+    return config.model_copy(update={"lexical": True, "graph": True, "weights": weights})
+
+
 RECIPES: dict[str, SearchConfig] = {
     r.name: r for r in (BM25, DENSE, HYBRID, HYBRID_GRAPH, ASSOCIATIVE, WEIGHTED, SEED_COMPOSITE)
 }

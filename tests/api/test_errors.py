@@ -221,12 +221,16 @@ def test_embedder_failure_degrades_recall_to_text_and_graph_with_a_warning(
 
 
 def test_unexpected_error_is_500_without_stack_or_detail(
-    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedder = _FailingEmbedder(RuntimeError("secret internal detail"))
-    client, svc = _client_with(tmp_path, embedder, spacy_extractor)
+    client, svc = _client_with(tmp_path, _FailingEmbedder(RuntimeError()), spacy_extractor)
+
+    def broken(texts: Sequence[str]) -> list[Any]:
+        raise RuntimeError("secret internal detail")
+
     try:
-        embedder.fail = True
+        # An embedder that breaks only degrades recall: break the extractor instead.
+        monkeypatch.setattr(svc.extractor, "extract_many", broken)
         r = client.post("/v1/collections/team:alpha/recall", json={"query": "x"}, headers=ALPHA)
         assert r.status_code == 500
         assert_error(r.json(), "internal_error")

@@ -161,6 +161,7 @@ def test_an_archived_record_is_deleted_and_gone_from_search(
             "id": "workItem:45",
             "action": "deleted",
             "reindexed": False,
+            "embedded": None,
             "document": None,
             "reasons": [],
         }

@@ -3,9 +3,7 @@
 import numpy as np
 import pytest
 
-from engine.embed import Embedder, SentenceTransformerEmbedder, make_embedder
-from engine.embed.hashing import HashingEmbedder
-from engine.errors import ConfigError
+from engine.embed import Embedder, SentenceTransformerEmbedder
 
 pytestmark = pytest.mark.model
 
@@ -35,15 +33,6 @@ def test_model_loads_once_per_process(minilm: SentenceTransformerEmbedder) -> No
 
 def test_empty_batch_gives_empty_matrix(minilm: SentenceTransformerEmbedder) -> None:
     assert minilm.encode([]).shape == (0, 384)
-
-
-def test_missing_model_folder_falls_back_to_hashing_only_when_allowed(tmp_path: object) -> None:
-    from pathlib import Path
-
-    missing = Path(str(tmp_path)) / "no-model-here"
-    with pytest.raises(ConfigError, match="no sentence-transformers model"):
-        make_embedder("minilm", model_path=missing, fallback=False)
-    assert isinstance(make_embedder("minilm", model_path=missing), HashingEmbedder)
 
 
 def test_bfloat16_precision_gives_the_same_vectors_within_rounding(
