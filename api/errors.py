@@ -31,6 +31,8 @@ from engine.errors import (
     InvalidInputError,
     NotFoundError,
     StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
     StoreUnavailableError,
 )
 
@@ -41,7 +43,14 @@ NOT_FOUND_MESSAGE = "not found (or not visible to this API key)"
 another collection gets the very same answer as a request for something absent."""
 
 _INTERNAL_MESSAGE = "internal error; the server log has the details"
+# The most specific first: the first class an error is an instance of gives its message.
 _UNAVAILABLE_MESSAGES: dict[type[HippoError], str] = {
+    StoreFullError: (
+        "the store's disk is full: writes are refused until space is freed; reads still work"
+    ),
+    StoreReadOnlyError: (
+        "the store is read-only: writes are refused until it is writable again; reads still work"
+    ),
     StoreUnavailableError: "the store is unavailable right now; try again shortly",
     DataDirLockedError: "the store is unavailable right now; try again shortly",
     EmbeddingError: "the embedder is unavailable right now; try again shortly",

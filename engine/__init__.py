@@ -16,6 +16,8 @@ from engine.errors import (
     LimitExceededError,
     NotFoundError,
     StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
     StoreUnavailableError,
 )
 from engine.extract import ConceptExtractor, KeywordConceptExtractor, SpacyConceptExtractor
@@ -77,6 +79,8 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "SpacyConceptExtractor",
     "StoreError",
+    "StoreFullError",
+    "StoreReadOnlyError",
     "StoreUnavailableError",
     "Tier",
     "TierPolicy",

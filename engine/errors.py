@@ -13,6 +13,8 @@ Only ``api/errors.py`` turns these into HTTP status codes.
     ├── ConflictError               the write collides with existing state
     ├── StoreError                  the store failed
     │   ├── StoreUnavailableError   the store cannot be reached or written right now
+    │   │   ├── StoreFullError      its disk is full: writes are refused, reads work
+    │   │   └── StoreReadOnlyError  it may not be written: writes are refused, reads work
     │   └── DataDirLockedError      another process owns the embedded data directory
     └── EmbeddingError              the embedder could not produce vectors
 """
@@ -62,6 +64,14 @@ class StoreError(HippoError):
 
 class StoreUnavailableError(StoreError):
     code = "store_unavailable"
+
+
+class StoreFullError(StoreUnavailableError):
+    code = "store_full"
+
+
+class StoreReadOnlyError(StoreUnavailableError):
+    code = "store_read_only"
 
 
 class DataDirLockedError(StoreError):

@@ -36,6 +36,8 @@ def test_public_names_are_pinned() -> None:
         "SentenceTransformerEmbedder",
         "SpacyConceptExtractor",
         "StoreError",
+        "StoreFullError",
+        "StoreReadOnlyError",
         "StoreUnavailableError",
         "Tier",
         "TierPolicy",

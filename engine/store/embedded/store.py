@@ -40,6 +40,8 @@ from engine.errors import (
     InvalidInputError,
     NotFoundError,
     StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
     StoreUnavailableError,
 )
 from engine.model import (
@@ -82,11 +84,9 @@ _MEMORY_TYPES_SQL = ", ".join(f"'{t.value}'" for t in sorted(MEMORY_EDGES))
 _WALKED_TYPES = frozenset(t.value for t in WALKED_EDGES)
 _HUB_KINDS = frozenset(kind.value for kind in HubKind)
 
-# sqlite3 messages that mean "cannot serve right now" rather than "this call is wrong".
+# sqlite3 messages that mean "cannot serve right now" rather than "this call is wrong"
+# (besides a full disk and a read-only database: see _wrap).
 _UNAVAILABLE_HINTS = (
-    "disk is full",
-    "readonly",
-    "read-only",
     "disk i/o error",
     "unable to open",
     "database is locked",
@@ -94,6 +94,9 @@ _UNAVAILABLE_HINTS = (
     "not a database",
     "malformed",
 )
+
+_PROBE_BYTES = 16 * 1024
+"""What the readiness check writes (and deletes) after a write was refused."""
 
 _INSERT_MEMORY = """
 INSERT INTO memories
@@ -245,6 +248,8 @@ class EmbeddedStore:
         self._texts: dict[str, TextIndex] = {}
         # The walked graph per collection, built and published with its index.
         self._graphs: dict[str, CollectionGraph] = {}
+        # Why the latest write was refused (disk full, read-only), until one succeeds.
+        self._writes_refused: StoreUnavailableError | None = None
         try:
             self._data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -992,13 +997,32 @@ class EmbeddedStore:
 
     def check(self) -> None:
         """Raise StoreUnavailableError if the store cannot serve right now: closed,
-        the data directory or database not writable, or a trivial query failing."""
+        the data directory or database not writable, a trivial query failing, or
+        the latest write refused (disk full, read-only) and a probe write refused
+        too. The probe runs only after a refusal, so the check clears by itself
+        once space is freed or write access is back.
+
+        Raises:
+            StoreFullError: the disk is full.
+            StoreReadOnlyError: the directory, database or file system may not be
+                written.
+            StoreUnavailableError: any other reason.
+        """
         self._check_open()
         for path in (self._data_dir, self._db_path):
             if not os.access(path, os.W_OK):
-                raise StoreUnavailableError(f"{path} is not writable")
+                raise StoreReadOnlyError(f"{path} is not writable")
         with self._reading("check the store") as conn:
             conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if self._writes_refused is not None:
+            # Room for a few pages, given back in the same transaction: writes that
+            # fail for want of space fail here too.
+            with self._write_lock, self._transaction("check that writes are taken") as conn:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('write_probe', zeroblob(?))",
+                    (_PROBE_BYTES,),
+                )
+                conn.execute("DELETE FROM meta WHERE key = 'write_probe'")
 
     def close(self) -> None:
         """Release the database connections and the data directory lock. Idempotent.
@@ -1090,18 +1114,27 @@ class EmbeddedStore:
         self._check_open()
         conn = self._writer
         assert conn is not None
-        with _translated(action):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    try:
-                        conn.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        logger.exception("rollback failed in %s", self._db_path)
-                raise
+        try:
+            with _translated(action):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        try:
+                            conn.execute("ROLLBACK")
+                        except sqlite3.Error:
+                            logger.exception("rollback failed in %s", self._db_path)
+                    raise
+        except (StoreFullError, StoreReadOnlyError) as e:
+            if self._writes_refused is None:
+                logger.error("writes to %s are refused: %s", self._db_path, e.message)
+            self._writes_refused = e
+            raise
+        if self._writes_refused is not None:
+            logger.warning("writes to %s are taken again", self._db_path)
+            self._writes_refused = None
 
     @contextmanager
     def _reading(self, action: str) -> Iterator[sqlite3.Connection]:
@@ -1285,6 +1318,11 @@ def _unlock_data_dir(fd: int | None) -> None:
 def _wrap(error: sqlite3.Error, action: str) -> StoreError:
     message = f"cannot {action}: {error}"
     text = str(error).lower()
+    name = getattr(error, "sqlite_errorname", "") or ""
+    if name == "SQLITE_FULL" or "disk is full" in text:
+        return StoreFullError(message)
+    if name.startswith("SQLITE_READONLY") or "readonly" in text or "read-only" in text:
+        return StoreReadOnlyError(message)
     if any(hint in text for hint in _UNAVAILABLE_HINTS):
         return StoreUnavailableError(message)
     return StoreError(message)
