@@ -20,7 +20,8 @@ from engine.extract.dedup import DedupConfig
 from engine.extract.quality import QualityConfig
 from engine.learn.tiers import TierPolicy
 
-COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$")
+# \Z, not $: $ also matches before a final newline, which "team:a\n" would slip through.
+COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}\Z")
 
 
 class Neo4jSettings(BaseModel):
