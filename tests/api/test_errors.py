@@ -109,6 +109,23 @@ def test_malformed_json_is_422_without_a_field(client: TestClient) -> None:
     assert_error(r.json(), "validation_error")
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"content": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'{"content": "ok", "importance": ' + b"9" * 5000 + b"}",
+    ],
+    ids=["nested-too-deeply", "integer-too-long"],
+)
+def test_json_the_parser_gives_up_on_is_422_like_other_malformed_json(
+    client: TestClient, body: bytes
+) -> None:
+    r = client.post(URL, content=body, headers={**ALPHA, "Content-Type": "application/json"})
+    assert r.status_code == 422
+    assert_error(r.json(), "validation_error")
+    assert stored(client) == 0
+
+
 @pytest.mark.parametrize("name", ["-starts-with-dash", "has space", "x" * 129, "semi;colon"])
 def test_bad_collection_name_is_422_naming_collection(client: TestClient, name: str) -> None:
     r = client.post(
