@@ -243,6 +243,11 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
 
 async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and isinstance(exc.__cause__, ValueError | RecursionError):
+        # FastAPI's 400 for a body its JSON parser gave up on (nested too deeply, an
+        # integer too long to convert): malformed JSON, answered as the parser's
+        # other complaints are.
+        return error_response(422, "validation_error", "the body could not be parsed as JSON")
     codes = {404: "not_found", 405: "method_not_allowed"}
     code = codes.get(exc.status_code, "http_error")
     message = exc.detail if isinstance(exc.detail, str) else "request failed"

@@ -20,7 +20,8 @@ from engine.extract.dedup import DedupConfig
 from engine.extract.quality import QualityConfig
 from engine.learn.tiers import TierPolicy
 
-COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$")
+# \Z, not $: $ also matches before a final newline, which "team:a\n" would slip through.
+COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}\Z")
 
 
 class Neo4jSettings(BaseModel):
@@ -37,7 +38,7 @@ class Neo4jSettings(BaseModel):
 
     uri: str = "bolt://localhost:7687"
     user: str = "neo4j"
-    password: str = ""
+    password: str = Field(default="", repr=False)
     database: str = "neo4j"
     max_retry_s: float = Field(default=5.0, ge=0.0)
     timeout_s: float = Field(default=5.0, gt=0.0)
@@ -89,7 +90,9 @@ class HippoSettings(BaseSettings):
             ``/ai/rag-search``.
     """
 
-    model_config = SettingsConfigDict(env_prefix="HIPPO_", env_nested_delimiter="__")
+    model_config = SettingsConfigDict(
+        env_prefix="HIPPO_", env_nested_delimiter="__", hide_input_in_errors=True
+    )
 
     store: Literal["embedded", "neo4j"] = "embedded"
     data_dir: Path = Path("hippo-data")
@@ -99,7 +102,8 @@ class HippoSettings(BaseSettings):
     model_path: Path | None = None
     embed_batch_size: int = Field(default=64, ge=1, le=4096)
     embed_precision: Literal["auto", "fp32", "bf16"] = "auto"
-    api_keys: str = ""
+    # Secrets stay out of repr (logs, tracebacks) and out of validation errors.
+    api_keys: str = Field(default="", repr=False)
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     log_level: str = "INFO"
     maintenance_interval_s: float = Field(default=60.0, ge=0.0)

@@ -109,8 +109,9 @@ MEMBERSHIP_WEIGHT = 0.5
 Below the associative gate's 0.5 once damped, so one shared concept alone never
 surfaces a memory; use and co-retrieval raise it."""
 
-_ID_PATTERN = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}$")
-_CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
+# \Z, not $: $ also matches before a final newline.
+_ID_PATTERN = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}\Z")
+_CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,39}\Z")
 EXPORT_FORMAT = "hippocampus-jsonl/2"
 _READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", EXPORT_FORMAT})
 QUALITY_MODEL_KEY = "quality_model"

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import ConflictError, InvalidInputError, LimitExceededError, NotFoundError
 from engine.extract import ConceptExtractor
+from engine.extract.sanitize import has_control_characters
 from engine.learn.rules import REAL_USE, co_use_updates
 from engine.model import HUB_EDGE, Event, HubKind, Memory, RecallFilters, faded_dismissals
 from engine.retrieve.config import DEFAULT_RECIPE, EMBEDDER_DOWN_WARNING, RECIPES, without_dense
@@ -52,8 +53,9 @@ from engine.surface.rules import (
 
 logger = logging.getLogger(__name__)
 
-_ID = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}$")
-_ROLE = re.compile(r"^[A-Za-z0-9_.:@\- ]{1,64}$")
+# \Z, not $: $ also matches before a final newline.
+_ID = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}\Z")
+_ROLE = re.compile(r"^[A-Za-z0-9_.:@\- ]{1,64}\Z")
 _MODEL_KEY = "surface:model"
 _COUNTERS_KEY = "surface:counters"
 
@@ -607,7 +609,9 @@ def _view(state: ConversationState, predicted: list[str]) -> ConversationView:
 
 
 def _check_id(value: str, field: str) -> None:
-    if not _ID.match(value):
+    # The rule of Hippocampus.check_id: zero-width and bidirectional characters
+    # are refused too.
+    if not _ID.match(value) or has_control_characters(value):
         raise InvalidInputError(
             f"{field} is 1-200 characters, no control characters or slashes", field=field
         )

@@ -109,6 +109,23 @@ def test_malformed_json_is_422_without_a_field(client: TestClient) -> None:
     assert_error(r.json(), "validation_error")
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"content": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'{"content": "ok", "importance": ' + b"9" * 5000 + b"}",
+    ],
+    ids=["nested-too-deeply", "integer-too-long"],
+)
+def test_json_the_parser_gives_up_on_is_422_like_other_malformed_json(
+    client: TestClient, body: bytes
+) -> None:
+    r = client.post(URL, content=body, headers={**ALPHA, "Content-Type": "application/json"})
+    assert r.status_code == 422
+    assert_error(r.json(), "validation_error")
+    assert stored(client) == 0
+
+
 @pytest.mark.parametrize("name", ["-starts-with-dash", "has space", "x" * 129, "semi;colon"])
 def test_bad_collection_name_is_422_naming_collection(client: TestClient, name: str) -> None:
     r = client.post(
@@ -118,6 +135,64 @@ def test_bad_collection_name_is_422_naming_collection(client: TestClient, name: 
     )
     assert r.status_code == 422
     assert_error(r.json(), "invalid_input", "collection")
+
+
+@pytest.mark.parametrize("encoded", ["team:alpha%0A", "team:alpha%0a"])
+def test_collection_name_with_a_trailing_newline_is_422_and_makes_no_collection(
+    client: TestClient, service: Hippocampus, encoded: str
+) -> None:
+    r = client.post(
+        f"/v1/collections/{encoded}/memories",
+        json={"content": "a note for a collection whose name ends in a newline"},
+        headers={"Authorization": "Bearer admin-key-0003"},
+    )
+    assert r.status_code == 422
+    assert_error(r.json(), "invalid_input", "collection")
+    assert service.collections() == []
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body", "field"),
+    [
+        (
+            "POST",
+            "/v1/collections/team:alpha/conversations/chat%0A/messages",
+            {"text": "the checkout page is slow"},
+            "conversation_id",
+        ),
+        (
+            "POST",
+            "/v1/collections/team:alpha/conversations/chat%E2%80%8B/messages",
+            {"text": "the checkout page is slow"},
+            "conversation_id",
+        ),
+        (
+            "GET",
+            "/v1/collections/team:alpha/conversations/chat%0A",
+            None,
+            "conversation_id",
+        ),
+        (
+            "POST",
+            "/v1/collections/team:alpha/surfacings/s1%0A/engagement",
+            {"engagement": "used"},
+            "surfacing_id",
+        ),
+        (
+            "PUT",
+            "/v1/collections/team:alpha/resources/workItem:1%0A",
+            {"title": "Checkout is slow", "status": "OPEN"},
+            "resource_id",
+        ),
+    ],
+)
+def test_id_with_a_trailing_newline_or_zero_width_character_is_422(
+    client: TestClient, method: str, url: str, body: dict[str, Any] | None, field: str
+) -> None:
+    r = client.request(method, url, json=body, headers=ALPHA)
+    assert r.status_code == 422, r.text
+    assert_error(r.json(), "invalid_input", field)
+    assert stored(client) == 0
 
 
 def test_unknown_route_is_404_in_the_error_shape(client: TestClient) -> None:

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from engine.config import HippoSettings, parse_api_keys
 from engine.errors import ConfigError
@@ -51,3 +52,19 @@ def test_settings_reject_an_unknown_store(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("HIPPO_STORE", "mongodb")
     with pytest.raises(ValueError, match="store"):
         HippoSettings()
+
+
+def test_settings_keep_keys_and_passwords_out_of_repr_and_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HIPPO_API_KEYS", "s3cret-key-0001=team:alpha")
+    monkeypatch.setenv("HIPPO_NEO4J__PASSWORD", "s3cret-password")
+    settings = HippoSettings()
+    assert settings.key_map() == {"s3cret-key-0001": frozenset({"team:alpha"})}
+    assert settings.neo4j.password == "s3cret-password"
+    for text in (repr(settings), str(settings), repr(settings.neo4j)):
+        assert "s3cret" not in text
+    monkeypatch.setenv("HIPPO_PORT", "not-a-port")
+    with pytest.raises(ValidationError) as caught:
+        HippoSettings(api_keys="s3cret-key-0002=team:alpha", port="s3cret-port")
+    assert "s3cret" not in str(caught.value)
