@@ -110,7 +110,9 @@ def _assert_all_present(url: str, expected: Sequence[Note]) -> None:
 
 
 def _count(url: str) -> int:
-    r = httpx.get(f"{url}/v1/collections/{COLLECTION}/stats", timeout=30.0)
+    r = httpx.get(
+        f"{url}/v1/collections/{COLLECTION}/stats", params={"graph": "false"}, timeout=30.0
+    )
     assert r.status_code == 200, r.text
     count: int = r.json()["memories"]
     return count
