@@ -32,7 +32,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -134,7 +134,8 @@ class Ledger:
     memories: dict[str, str] = field(default_factory=dict)  # id -> content, acknowledged
     maybe_memories: dict[str, str] = field(default_factory=dict)
     forgotten: set[str] = field(default_factory=set)
-    maybe_forgotten: set[str] = field(default_factory=set)
+    forgetting: set[str] = field(default_factory=set)  # asked to forget, answered or not
+    maybe_forgotten: dict[str, str] = field(default_factory=dict)  # id -> content
     usage: Counter[str] = field(default_factory=Counter)
     maybe_usage: Counter[str] = field(default_factory=Counter)
     about: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -144,6 +145,7 @@ class Ledger:
     created_ids: list[str] = field(default_factory=list)  # every id a 201 returned
     errors: list[str] = field(default_factory=list)
     acknowledged: int = 0  # acknowledged writes of any kind
+    in_flight: int = 0  # requests sent and not answered yet
 
     def error(self, message: str) -> None:
         with self.lock:
@@ -211,6 +213,10 @@ class _NoAnswer(Exception):
     """The request was sent and no response came back."""
 
 
+class _Refused(Exception):
+    """No connection could be made: the request was never sent."""
+
+
 class Client:
     """One thread's share of the workload, against ``collection`` on ``url``.
 
@@ -270,18 +276,28 @@ class Client:
             route = "forget"
         if route == "engage" and not self._has_surfacing():
             route = "recall"
-        getattr(self, route)()
+        try:
+            getattr(self, route)()
+        except _Refused:
+            return "refused"
         return route
 
     # Each route: send, time, and on a 2xx write its effect to the ledger.
 
     def _send(self, route: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
         started = time.perf_counter()
+        with self.ledger.lock:
+            self.ledger.in_flight += 1
         try:
             r = self.http.request(method, path, **kwargs)
+        except httpx.ConnectError as e:
+            raise _Refused(route) from e
         except httpx.TransportError as e:
             self.latencies.fail(route)
             raise _NoAnswer(route) from e
+        finally:
+            with self.ledger.lock:
+                self.ledger.in_flight -= 1
         self.latencies.add(route, (time.perf_counter() - started) * 1000.0)
         if r.status_code >= 500:
             self.latencies.fail(route)
@@ -312,12 +328,15 @@ class Client:
         if not self.scratch:
             return
         memory_id = self.scratch.pop(0)
+        with self.ledger.lock:
+            self.ledger.forgetting.add(memory_id)
         try:
             r = self._send("forget", "DELETE", f"{self.base}/memories/{memory_id}")
         except _NoAnswer:
             with self.ledger.lock:
-                self.ledger.maybe_forgotten.add(memory_id)
-                self.ledger.memories.pop(memory_id, None)
+                content = self.ledger.memories.pop(memory_id, None)
+                if content is not None:
+                    self.ledger.maybe_forgotten[memory_id] = content
             return
         if r.status_code != 204:
             self._unexpected("forget", r)
@@ -393,7 +412,9 @@ class Client:
         if r.status_code == 404:
             with self.ledger.lock:
                 gone = (
-                    memory_id in self.ledger.forgotten or memory_id in self.ledger.maybe_forgotten
+                    memory_id in self.ledger.forgotten
+                    or memory_id in self.ledger.maybe_forgotten
+                    or memory_id in self.ledger.forgetting
                 )
             if gone:
                 return
@@ -470,24 +491,75 @@ def seed_memories(url: str, collection: str, items: Sequence[Note], ledger: Ledg
 # -- checking the server against the ledger ----------------------------------------------
 
 
+@dataclass
+class Verdict:
+    """What :func:`verify` found. ``lost``: acknowledged effects missing (memories
+    gone, forgets undone, counter increments short); ``problems``: every
+    difference, the losses included, one line each."""
+
+    problems: list[str]
+    lost: int
+
+
+def _read(url: str, base: str, ids: Sequence[str]) -> dict[str, tuple[int, dict[str, Any] | None]]:
+    out: dict[str, tuple[int, dict[str, Any] | None]] = {}
+    with httpx.Client(base_url=url, timeout=60.0) as http:
+        for memory_id in ids:
+            r = http.get(f"{base}/memories/{memory_id}")
+            out[memory_id] = (r.status_code, r.json() if r.status_code == 200 else None)
+    return out
+
+
+def _edges(url: str, base: str, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    out = {}
+    with httpx.Client(base_url=url, timeout=60.0) as http:
+        for memory_id in ids:
+            params = {"center": memory_id, "depth": 1, "max_nodes": 2000}
+            r = http.get(f"{base}/graph", params=params)
+            r.raise_for_status()
+            out[memory_id] = r.json()["edges"]
+    return out
+
+
+def _co(edges: list[dict[str, Any]], kind: str, source: str, target: str) -> int:
+    """co_occurrences of the edge (0 when absent); ASSOCIATED either way round."""
+    for e in edges:
+        if e["type"] != kind:
+            continue
+        if (e["source"], e["target"]) == (source, target) or (
+            kind == "ASSOCIATED" and (e["target"], e["source"]) == (source, target)
+        ):
+            return int(e["co_occurrences"])
+    return 0
+
+
 def verify(
-    url: str, collection: str, ledger: Ledger, *, pairs: bool, threads: int = 4
-) -> list[str]:
+    url: str,
+    collection: str,
+    ledger: Ledger,
+    *,
+    pairs: bool,
+    settle: bool = False,
+    threads: int = 4,
+) -> Verdict:
     """Every difference between what the server holds and what it acknowledged.
 
     Each acknowledged memory is there with its content, each acknowledged forget
-    is gone, the memory count is within what may have happened, and each
-    counter is at least what was acknowledged and at most that plus what was
-    left unanswered. ``pairs`` checks the ASSOCIATED edges' co-occurrences too
-    (exact only after the server wrote its batched learning: a decay pass).
+    is gone, no id was created twice, the memory count is within what may have
+    happened, and each counter is at least what was acknowledged and at most
+    that plus what was left unanswered. ``pairs`` checks the ASSOCIATED edges'
+    co-occurrences too (exact only after the server wrote its batched learning:
+    a decay pass). ``settle`` then takes the server's word for what unanswered
+    requests did, so the next check is exact again.
     """
     problems: list[str] = []
+    lost = 0
     base = f"/v1/collections/{collection}"
     with ledger.lock:
         memories = dict(ledger.memories)
         maybe_memories = dict(ledger.maybe_memories)
         forgotten = set(ledger.forgotten) - ledger.maybe_memories.keys()
-        maybe_forgotten = set(ledger.maybe_forgotten)
+        maybe_forgotten = dict(ledger.maybe_forgotten)
         usage, maybe_usage = Counter(ledger.usage), Counter(ledger.maybe_usage)
         about, maybe_about = Counter(ledger.about), Counter(ledger.maybe_about)
         expected_pairs = Counter(ledger.pairs)
@@ -497,12 +569,14 @@ def verify(
     if duplicated:
         problems.append(f"{len(duplicated)} ids created twice, e.g. {duplicated[:3]}")
 
-    def within(what: str, actual: int, low: int, extra: int) -> None:
+    def within(what: str, actual: int, low: int, extra: int) -> int:
+        """Note a value outside [low, low + extra]; returns how far short it fell."""
         if not low <= actual <= low + extra:
             span = f"{low}" if not extra else f"{low}..{low + extra}"
             problems.append(f"{what}: {actual}, expected {span}")
+        return max(0, low - actual)
 
-    with httpx.Client(base_url=url, timeout=60.0) as http:
+    with httpx.Client(base_url=url, timeout=120.0) as http:
         r = http.get(f"{base}/stats", params={"graph": "false"})
         r.raise_for_status()
         within(
@@ -512,80 +586,79 @@ def verify(
             len(maybe_memories) + len(maybe_forgotten),
         )
 
-    def read(ids: Iterable[str]) -> list[tuple[str, int, dict[str, Any] | None]]:
-        out = []
-        with httpx.Client(base_url=url, timeout=60.0) as http:
-            for memory_id in ids:
-                r = http.get(f"{base}/memories/{memory_id}")
-                out.append((memory_id, r.status_code, r.json() if r.status_code == 200 else None))
-        return out
-
-    def edges(ids: Iterable[str]) -> list[tuple[str, list[dict[str, Any]]]]:
-        out = []
-        with httpx.Client(base_url=url, timeout=60.0) as http:
-            for memory_id in ids:
-                r = http.get(
-                    f"{base}/graph", params={"center": memory_id, "depth": 1, "max_nodes": 2000}
-                )
-                r.raise_for_status()
-                out.append((memory_id, r.json()["edges"]))
-        return out
-
-    wanted = sorted(memories.keys() | forgotten)
+    wanted = sorted(memories.keys() | forgotten | maybe_memories.keys() | maybe_forgotten.keys())
     centers = sorted(
-        {m for m, _ in about} | {m for m, _ in maybe_about} | {a for a, _ in expected_pairs}
+        {m for m, _ in about.keys() | maybe_about.keys()}
+        | ({a for a, _ in expected_pairs} if pairs else set())
     )
     centers = [c for c in centers if c in memories]
     with ThreadPoolExecutor(threads) as pool:
-        found = [
-            x for part in pool.map(read, [wanted[i::threads] for i in range(threads)]) for x in part
-        ]
-        graphs = dict(
-            x
-            for part in pool.map(edges, [centers[i::threads] for i in range(threads)])
-            for x in part
-        )
+        found: dict[str, tuple[int, dict[str, Any] | None]] = {}
+        for part in pool.map(lambda ids: _read(url, base, ids), _split(wanted, threads)):
+            found.update(part)
+        graphs: dict[str, list[dict[str, Any]]] = {}
+        for edges in pool.map(lambda ids: _edges(url, base, ids), _split(centers, threads)):
+            graphs.update(edges)
 
-    lost = []
-    for memory_id, status, body in found:
-        if memory_id in forgotten:
-            if status != 404:
-                problems.append(f"forgotten memory {memory_id} answers {status}")
-            continue
+    missing = []
+    for memory_id in sorted(memories):
+        status, body = found[memory_id]
         if status != 200 or body is None or body["content"] != memories[memory_id]:
-            lost.append(f"{memory_id}: {status}")
+            missing.append(f"{memory_id}: {status}")
             continue
-        within(
+        lost += within(
             f"usage_count of {memory_id}",
             body["retrieval"]["usage_count"],
             usage[memory_id],
             maybe_usage[memory_id],
         )
-    if lost:
-        problems.append(f"{len(lost)} acknowledged memories lost, e.g. {lost[:5]}")
+    if missing:
+        problems.append(f"{len(missing)} acknowledged memories lost, e.g. {missing[:5]}")
+        lost += len(missing)
+    undone = sorted(m for m in forgotten if found[m][0] != 404)
+    if undone:
+        problems.append(f"{len(undone)} acknowledged forgets undone, e.g. {undone[:5]}")
+        lost += len(undone)
 
     for memory_id, context in sorted(about.keys() | maybe_about.keys()):
-        if memory_id not in graphs:
-            continue
-        co = [
-            e["co_occurrences"]
-            for e in graphs[memory_id]
-            if e["type"] == "ABOUT" and e["source"] == memory_id and e["target"].endswith(context)
-        ]
-        within(
-            f"co_occurrences of {memory_id} ABOUT {context}",
-            co[0] if co else 0,
-            about[(memory_id, context)],
-            maybe_about[(memory_id, context)],
-        )
+        if memory_id in memories:
+            lost += within(
+                f"co_occurrences of {memory_id} ABOUT {context}",
+                _co(graphs[memory_id], "ABOUT", memory_id, context),
+                about[(memory_id, context)],
+                maybe_about[(memory_id, context)],
+            )
     if pairs:
-        for (a, b), count in expected_pairs.items():
-            if a not in graphs or b not in memories:
-                continue
-            co = [
-                e["co_occurrences"]
-                for e in graphs[a]
-                if e["type"] == "ASSOCIATED" and {e["source"], e["target"]} == {a, b}
-            ]
-            within(f"co_occurrences of {a} ASSOCIATED {b}", co[0] if co else 0, count, 0)
-    return problems
+        for (a, b), count in sorted(expected_pairs.items()):
+            if a in memories and b in memories:
+                lost += within(
+                    f"co_occurrences of {a} ASSOCIATED {b}",
+                    _co(graphs[a], "ASSOCIATED", a, b),
+                    count,
+                    0,
+                )
+
+    if settle:
+        with ledger.lock:
+            for memory_id, content in {**maybe_memories, **maybe_forgotten}.items():
+                if found[memory_id][0] == 200:
+                    ledger.memories[memory_id] = content
+                else:
+                    ledger.forgotten.add(memory_id)
+                ledger.maybe_memories.pop(memory_id, None)
+                ledger.maybe_forgotten.pop(memory_id, None)
+            for memory_id in maybe_usage:
+                body = found.get(memory_id, (0, None))[1]
+                if body is not None:
+                    ledger.usage[memory_id] = body["retrieval"]["usage_count"]
+            for memory_id, context in maybe_about:
+                if memory_id in graphs:
+                    co = _co(graphs[memory_id], "ABOUT", memory_id, context)
+                    ledger.about[(memory_id, context)] = co
+            ledger.maybe_usage.clear()
+            ledger.maybe_about.clear()
+    return Verdict(problems, lost)
+
+
+def _split(items: Sequence[str], parts: int) -> list[Sequence[str]]:
+    return [items[i::parts] for i in range(parts)]

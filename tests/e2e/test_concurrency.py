@@ -86,4 +86,4 @@ def test_concurrent_clients_lose_and_double_nothing(server: Server) -> None:
     assert httpx.get(f"{server.url}/healthz", timeout=10.0).status_code == 200
     r = httpx.post(f"{server.url}/v1/collections/{COLLECTION}/maintenance/decay", timeout=60.0)
     assert r.status_code == 200, r.text
-    assert verify(server.url, COLLECTION, ledger, pairs=True) == []
+    assert verify(server.url, COLLECTION, ledger, pairs=True).problems == []
