@@ -22,8 +22,8 @@ after a random ``--min-s``..``--max-s`` seconds, requests in flight. Then:
    the unwritten batch), so co-retrieval edges are not counted here.
 
 Prints one line per trial and the totals; ``--json`` prints
-``{"trials", "acknowledged", "lost", ...}``. Exits non-zero when anything was
-lost or an integrity check failed.
+``{"trials", "acknowledged", "lost", ...}`` (and the lines on stderr). Exits
+non-zero when anything was lost or an integrity check failed.
 """
 
 from __future__ import annotations
@@ -142,12 +142,12 @@ def main() -> int:
         with ledger.lock:
             ledger.acknowledged += SEEDED
         next_note = counter(start=SEEDED)
-        if not args.json:
-            print(
-                f"{'trial':>5} {'kill at s':>9} {'in flight':>9} {'acknowledged':>12} "
-                f"{'lost':>5} {'problems':>8}",
-                flush=True,
-            )
+        # With --json the table goes to stderr, so stdout holds only the object.
+        show = log if args.json else print
+        show(
+            f"{'trial':>5} {'kill at s':>9} {'in flight':>9} {'acknowledged':>12} "
+            f"{'lost':>5} {'problems':>8}"
+        )
         for number in range(1, args.trials + 1):
             row = trial(
                 server,
@@ -159,14 +159,12 @@ def main() -> int:
                 next_note=next_note,
             )
             rows.append(row)
-            if not args.json:
-                print(
-                    f"{row['trial']:>5} {row['kill_after_s']:>9} {row['in_flight']:>9} "
-                    f"{row['acknowledged']:>12} {row['lost']:>5} {len(row['problems']):>8}",
-                    flush=True,
-                )
-                for problem in row["problems"][:10]:
-                    print(f"      {problem}", flush=True)
+            show(
+                f"{row['trial']:>5} {row['kill_after_s']:>9} {row['in_flight']:>9} "
+                f"{row['acknowledged']:>12} {row['lost']:>5} {len(row['problems']):>8}"
+            )
+            for problem in row["problems"][:10]:
+                show(f"      {problem}")
         memories = len(ledger.memories)
 
     lost = sum(r["lost"] for r in rows)
