@@ -11,7 +11,8 @@ CYPHER_LINT := tools/cypher-lint
 COMPOSE_SCHEMA := tools/compose-schema
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: install run test lint typecheck unit cypher-lint node-tools bench-ingest bench-recall clean
+.PHONY: install run test lint typecheck unit cypher-lint node-tools bench-ingest bench-recall \
+	bench-load bench-crashloop bench-soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +62,15 @@ bench-ingest: install
 
 bench-recall: install
 	$(BIN)/python bench/recall.py --n 100000
+
+bench-load: install
+	$(BIN)/python bench/load.py
+
+bench-crashloop: install
+	$(BIN)/python bench/crashloop.py --trials 20
+
+bench-soak: install
+	$(BIN)/python bench/soak.py --minutes 10
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -61,6 +61,7 @@ from engine.learn import (
     decay_period,
 )
 from engine.learn.tiers import TierChange, TierPolicy, tier_change
+from engine.locks import StripedLock
 from engine.metrics import GraphHealth, graph_health
 from engine.model import (
     HUB_EDGE,
@@ -352,6 +353,9 @@ class Hippocampus:
         self._latencies: dict[str, deque[float]] = {}
         self._feedback_lock = threading.Lock()
         self._feedback_grown: dict[str, int] = {}
+        # Held from reading a memory to writing it back (feedback, engagement, edits,
+        # tier moves): concurrent requests must not undo each other's changes.
+        self._memory_lock = StripedLock()
         self.scheduler: Scheduler = scheduler or FsrsScheduler()
         self.surfacer = Surfacer(
             store,
@@ -362,6 +366,7 @@ class Hippocampus:
             config=surfacing,
             seed=seed,
             on_engaged=self._count_feedback,
+            memory_lock=self._memory_lock,
         )
 
     @property
@@ -999,8 +1004,11 @@ class Hippocampus:
             NotFoundError: no such memory.
             InvalidInputError: a field is invalid; nothing is written.
         """
+        with self._memory_lock(collection, memory_id):
+            return self._update(collection, memory_id, patch, now or utcnow())
+
+    def _update(self, collection: str, memory_id: str, patch: MemoryPatch, at: datetime) -> Memory:
         current = self.get(collection, memory_id)
-        at = now or utcnow()
         update: dict[str, Any] = {"updated_at": at}
         retrieval = current.retrieval.model_copy()
         vector: Vector | None = None
@@ -1661,18 +1669,19 @@ class Hippocampus:
             NotFoundError: no such memory.
         """
         self.check_collection(collection)
-        memory = self.get(collection, memory_id)
         names = list(unique_names(context, 50))
         at = now or utcnow()
         self.flush_learning()
-        updated = self.surfacer.apply(
-            collection,
-            memory,
-            "helpful" if helpful else "dismissed",
-            "feedback:" + ",".join(names[:5]) if names else "feedback",
-            names,
-            at,
-        )
+        with self._memory_lock(collection, memory_id):
+            memory = self.get(collection, memory_id)
+            updated = self.surfacer.apply(
+                collection,
+                memory,
+                "helpful" if helpful else "dismissed",
+                "feedback:" + ",".join(names[:5]) if names else "feedback",
+                names,
+                at,
+            )
         self._retrain_after_feedback(collection, at)
         return updated
 
@@ -1850,16 +1859,18 @@ class Hippocampus:
         applied: list[TierChange] = []
         for change in changes:
             # Read again: the memory may have been edited since the scan.
-            current = self.store.get_memories(collection, [change.memory_id]).get(change.memory_id)
-            if current is None or current.tier != change.before:
-                continue
-            self.store.replace_memory(
-                collection,
-                MemoryRecord(
-                    memory=current.model_copy(update={"tier": change.after, "updated_at": at})
-                ),
-                replace_edges=False,
-            )
+            with self._memory_lock(collection, change.memory_id):
+                found = self.store.get_memories(collection, [change.memory_id])
+                current = found.get(change.memory_id)
+                if current is None or current.tier != change.before:
+                    continue
+                self.store.replace_memory(
+                    collection,
+                    MemoryRecord(
+                        memory=current.model_copy(update={"tier": change.after, "updated_at": at})
+                    ),
+                    replace_edges=False,
+                )
             applied.append(change)
             logger.info(
                 "memory %s in %s: %s -> %s (%s)",

@@ -36,6 +36,7 @@ from engine.errors import ConflictError, InvalidInputError, LimitExceededError, 
 from engine.extract import ConceptExtractor
 from engine.extract.sanitize import has_control_characters
 from engine.learn.rules import REAL_USE, co_use_updates
+from engine.locks import StripedLock
 from engine.model import HUB_EDGE, Event, HubKind, Memory, RecallFilters, faded_dismissals
 from engine.retrieve.config import DEFAULT_RECIPE, EMBEDDER_DOWN_WARNING, RECIPES, without_dense
 from engine.retrieve.pipeline import Candidate, retrieve
@@ -168,6 +169,10 @@ class Surfacer:
         on_engaged: called with ``(collection, before, after)`` once an
             engagement's changes to a memory are written (the quality gate counts
             the memories that have feedback).
+        memory_lock: held, per ``(collection, memory id)``, from reading a memory
+            to writing it back, by everyone who does that in this process, so that
+            concurrent changes (an engagement, feedback, an edit) never undo each
+            other. Shared with the service; its own when not given.
     """
 
     def __init__(
@@ -181,6 +186,7 @@ class Surfacer:
         config: SurfaceConfig | None = None,
         seed: int = 0,
         on_engaged: Engaged | None = None,
+        memory_lock: StripedLock | None = None,
     ) -> None:
         self.store = store
         self.extractor = extractor
@@ -190,6 +196,7 @@ class Surfacer:
         self.config = config or SurfaceConfig()
         self.seed = seed
         self.on_engaged = on_engaged
+        self.memory_lock = memory_lock or StripedLock()
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
@@ -462,15 +469,16 @@ class Surfacer:
                 raise ConflictError(
                     f"surfacing {surfacing_id!r} was already marked {record.engagement!r}"
                 )
-            memory = self.store.get_memories(collection, [record.memory_id]).get(record.memory_id)
-            if memory is None:
-                raise NotFoundError(f"memory {record.memory_id!r} is gone")
             learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
             counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
-
-            updated = self.apply(
-                collection, memory, engagement, record.context, record.concepts, at
-            )
+            with self.memory_lock(collection, record.memory_id):
+                found = self.store.get_memories(collection, [record.memory_id])
+                memory = found.get(record.memory_id)
+                if memory is None:
+                    raise NotFoundError(f"memory {record.memory_id!r} is gone")
+                updated = self.apply(
+                    collection, memory, engagement, record.context, record.concepts, at
+                )
             success = 1.0 if ENGAGEMENT_RULES[engagement].counts_as_use else 0.0
             ctype = record.conversation_type
             if cfg.learn:
@@ -513,7 +521,8 @@ class Surfacer:
     ) -> Memory:
         """Apply one engagement to a memory: the seed's metadata rules, its review
         state, and (used / helpful, when learning) its edges to the context's
-        concepts, created at 0.3 when absent. Written before returning."""
+        concepts, created at 0.3 when absent. Written before returning. The caller
+        read ``memory`` under, and still holds, its :attr:`memory_lock`."""
         updated = engaged(memory, engagement, context, at, self.config.dismissal_half_life_days)
         review = self.scheduler.reviewed(memory, cast(Engagement, engagement), at)
         updated = updated.model_copy(

@@ -226,6 +226,10 @@ class BM25Index:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._num_of
 
+    def ids(self) -> set[str]:
+        """The documents indexed."""
+        return set(self._num_of)
+
     @property
     def avgdl(self) -> float:
         """Mean document length in terms (0.0 when empty)."""

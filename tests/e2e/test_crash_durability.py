@@ -14,13 +14,7 @@ per second, and the rest of the import would prove nothing new.
 
 from __future__ import annotations
 
-import itertools
-import os
-import random
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -31,139 +25,25 @@ from pathlib import Path
 import httpx
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from bench.server import START_TIMEOUT_S, Server
+from bench.workload import Note, notes
+
 COLLECTION = "crash"
 TOTAL = 5_000
 BATCH = 10
 CLIENTS = 4
 RESUMED_BATCHES = 20
-START_TIMEOUT_S = 60.0
 
 pytestmark = pytest.mark.slow
-
-_SERVICES = (
-    "checkout", "billing", "search", "auth", "notifications", "inventory", "reporting",
-    "export worker", "mobile backend", "pricing engine", "webhook dispatcher", "session store",
-)  # fmt: skip
-_SYMPTOMS = (
-    "p99 latency passed two seconds", "requests timed out", "the queue backed up",
-    "memory grew until the pods were OOM-killed", "error rates jumped to 12%",
-    "webhooks were delivered twice", "users were logged out at random",
-    "the nightly job ran for five hours", "dashboards showed stale numbers",
-    "deploys hung at the health check",
-)  # fmt: skip
-_CAUSES = (
-    "a missing index", "an N+1 query", "a retry storm without jitter", "an unbounded cache",
-    "a daylight-saving bug", "a race between two workers", "a connection leak",
-    "a stale DNS entry", "a lock held across a network call", "a forgotten feature flag",
-)  # fmt: skip
-_FIXES = (
-    "added the index", "batched the lookups", "added backoff with jitter", "capped the cache",
-    "stored timestamps in UTC", "made the job claim atomic", "closed connections in finally",
-    "lowered the DNS TTL", "moved the call outside the lock", "removed the flag",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Item:
-    id: str
-    content: str
-    category: str
-
-
-def _items(n: int) -> list[Item]:
-    """``n`` distinct incident notes (identical content would be de-duplicated)."""
-    combos = list(itertools.product(_SERVICES, _SYMPTOMS, _CAUSES, _FIXES))
-    random.Random(2024).shuffle(combos)
-    return [
-        Item(
-            id=f"incident-{i:05d}",
-            content=f"Incident in the {svc} service: {symptom}. The cause was {cause}; "
-            f"the on-call engineer {fix} and wrote a regression test.",
-            category=("bug_fix", "outcome", "insight")[i % 3],
-        )
-        for i, (svc, symptom, cause, fix) in enumerate(combos[:n])
-    ]
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@dataclass
-class Server:
-    """``python -m api.cli serve`` on a data dir, its output in a log file."""
-
-    data_dir: Path
-    log: Path
-    port: int = field(default_factory=_free_port)
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def spawn(self) -> subprocess.Popen[bytes]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HIPPO_")}
-        env["HIPPO_EMBEDDER"] = "hashing"
-        env["HIPPO_LOG_LEVEL"] = "WARNING"
-        with self.log.open("ab") as out:
-            return subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "api.cli",
-                    "serve",
-                    "--port",
-                    str(self.port),
-                    "--data-dir",
-                    str(self.data_dir),
-                ],
-                cwd=REPO,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    def start(self) -> None:
-        self.port = _free_port()
-        self.proc = self.spawn()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"server exited with {self.proc.returncode}:\n{self.output()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        pytest.fail(f"server did not become healthy in {START_TIMEOUT_S} s:\n{self.output()}")
-
-    def stop(self, sig: signal.Signals) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=30)
-        self.proc = None
-        return code
-
-    def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    srv = Server(tmp_path / "data", tmp_path / "server.log")
-    yield srv
-    if srv.proc is not None and srv.proc.poll() is None:
-        srv.proc.kill()
-        srv.proc.wait(timeout=30)
+    with Server(tmp_path / "data", tmp_path / "server.log") as srv:
+        yield srv
 
 
-def _body(batch: Sequence[Item]) -> dict[str, object]:
+def _body(batch: Sequence[Note]) -> dict[str, object]:
     return {
         "memories": [
             {"id": m.id, "content": m.content, "category": m.category, "tags": ["incident"]}
@@ -177,7 +57,7 @@ class Importer:
     """Posts batches from several threads; records what was acknowledged."""
 
     url: str
-    batches: list[list[Item]]
+    batches: list[list[Note]]
     lock: threading.Lock = field(default_factory=threading.Lock)
     next_batch: int = 0
     in_flight: int = 0
@@ -213,8 +93,8 @@ class Importer:
                         return
 
 
-def _assert_all_present(url: str, expected: Sequence[Item]) -> None:
-    def missing(chunk: Sequence[Item]) -> list[str]:
+def _assert_all_present(url: str, expected: Sequence[Note]) -> None:
+    def missing(chunk: Sequence[Note]) -> list[str]:
         lost: list[str] = []
         with httpx.Client(base_url=url, timeout=30.0) as client:
             for m in chunk:
@@ -230,14 +110,16 @@ def _assert_all_present(url: str, expected: Sequence[Item]) -> None:
 
 
 def _count(url: str) -> int:
-    r = httpx.get(f"{url}/v1/collections/{COLLECTION}/stats", timeout=30.0)
+    r = httpx.get(
+        f"{url}/v1/collections/{COLLECTION}/stats", params={"graph": "false"}, timeout=30.0
+    )
     assert r.status_code == 200, r.text
     count: int = r.json()["memories"]
     return count
 
 
 def test_acknowledged_memories_survive_kill_9_and_a_restart(server: Server) -> None:
-    items = _items(TOTAL)
+    items = notes(TOTAL)
     batches = [items[i : i + BATCH] for i in range(0, TOTAL, BATCH)]
     server.start()
     importer = Importer(server.url, batches)

@@ -57,7 +57,7 @@ from engine.model import (
 )
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
-from engine.store.embedded import graph_sql
+from engine.store.embedded import graph_sql, integrity
 from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
 from engine.store.embedded.index import CollectionIndex, IndexEntry
 from engine.store.embedded.text_index import TextIndex
@@ -1023,6 +1023,38 @@ class EmbeddedStore:
                     (_PROBE_BYTES,),
                 )
                 conn.execute("DELETE FROM meta WHERE key = 'write_probe'")
+
+    def integrity_problems(self) -> list[str]:
+        """Check the database and the in-memory indexes against each other (this
+        store only: for checks after a crash, and tests). SQLite's
+        ``PRAGMA integrity_check``; then per collection: every memory document
+        agrees with its row; the vector index holds exactly the memories (tier,
+        category) and a vector for each stored one of its model's dimension; the
+        text index and the graph hold exactly the memories; the graph holds
+        exactly the walked edges, with their weights; no edge hangs from a
+        missing memory or hub, no hub is left without an edge, ASSOCIATED is
+        stored from its smaller id. Collections not used since the store opened
+        get their indexes built first (so those are checked as rebuilt from disk).
+        Writes wait meanwhile.
+
+        Returns:
+            One line per problem found; empty when all is well.
+        """
+        with self._write_lock, self._reading("check integrity") as conn:
+            problems = integrity.database_problems(conn)
+            collections = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT collection FROM memories UNION SELECT collection FROM edges "
+                    "UNION SELECT collection FROM hubs"
+                ).fetchall()
+            ]
+            for collection in collections:
+                index = self._index(collection)
+                problems += integrity.collection_problems(
+                    conn, collection, index, self._texts[collection], self._graphs[collection]
+                )
+        return problems
 
     def close(self) -> None:
         """Release the database connections and the data directory lock. Idempotent.

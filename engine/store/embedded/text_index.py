@@ -40,6 +40,11 @@ class TextIndex:
     def __len__(self) -> int:
         return len(self._bm25)
 
+    def ids(self) -> set[str]:
+        """The memories indexed (for checks)."""
+        with self._lock.read():
+            return self._bm25.ids()
+
     def search(
         self, query: str, *, k: int, allowed: Callable[[str], bool] | None = None
     ) -> list[tuple[str, float]]:

@@ -1,0 +1,178 @@
+"""Throughput and latency per route under concurrent clients, against one real
+server process on loopback.
+
+    .venv/bin/python bench/load.py [--clients 1,4,16] [--seconds 20] [--requests N]
+                                   [--memories 300] [--embedder hashing|minilm] [--json]
+
+Starts ``hippo serve`` on a temporary data dir (the hashing embedder by default;
+``--embedder minilm`` for the real model), remembers ``--memories`` incident
+notes, then runs the mixed workload of bench/workload.py (remember / forget,
+recall, conversation messages, engagement, feedback, decay passes) from 1, 4
+and 16 client threads in turn, each level for ``--seconds`` (or until
+``--requests`` answered). Per level and route: requests, throughput, p50 / p95
+/ p99 latency and failed requests (5xx or no answer). Client and server share
+the machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.server import Server
+from bench.workload import (
+    ROUTES,
+    Client,
+    Latencies,
+    Ledger,
+    Mix,
+    counter,
+    notes,
+    percentile,
+    seed_memories,
+)
+
+COLLECTION = "load"
+
+
+def log(message: str) -> None:
+    # stderr, so that --json leaves exactly one object on stdout
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_level(
+    url: str,
+    clients: int,
+    seconds: float,
+    requests: int | None,
+    *,
+    ledger: Ledger,
+    hot: list[str],
+    next_note: Callable[[], int],
+) -> dict[str, Any]:
+    """One level: ``clients`` threads until the time or the request budget is spent."""
+    latencies = Latencies()
+    deadline = time.monotonic() + seconds
+    budget = counter()
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            with Client(
+                url,
+                COLLECTION,
+                ledger,
+                latencies,
+                name=f"c{clients}-{n}",
+                seed=1000 * clients + n,
+                hot=hot,
+                next_note=next_note,
+                mix=Mix(scratch_cap=20),
+            ) as client:
+                while time.monotonic() < deadline and (requests is None or budget() < requests):
+                    client.step()
+        except Exception as e:
+            errors.append(e)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    if errors:
+        raise errors[0]
+    ms, failed = latencies.take()
+    routes = {}
+    for route in (*ROUTES, "all"):
+        samples = [x for v in ms.values() for x in v] if route == "all" else ms.get(route, [])
+        fails = sum(failed.values()) if route == "all" else failed.get(route, 0)
+        if not samples and not fails:
+            continue
+        routes[route] = {
+            "requests": len(samples),
+            "rps": round(len(samples) / elapsed, 1),
+            "p50_ms": round(percentile(samples, 0.50), 1),
+            "p95_ms": round(percentile(samples, 0.95), 1),
+            "p99_ms": round(percentile(samples, 0.99), 1),
+            "failed": fails,
+        }
+    return {"clients": clients, "seconds": round(elapsed, 1), "routes": routes}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--clients", default="1,4,16", help="comma-separated client counts")
+    p.add_argument("--seconds", type=float, default=20.0, help="per level")
+    p.add_argument("--requests", type=int, default=None, help="per level; stops a level early")
+    p.add_argument("--memories", type=int, default=300, help="remembered before the run")
+    p.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    args = p.parse_args()
+    levels = [int(x) for x in args.clients.split(",") if x.strip()]
+
+    with (
+        tempfile.TemporaryDirectory(prefix="hippo-load-") as tmp,
+        Server(
+            Path(tmp) / "data", Path(tmp) / "server.log", {"HIPPO_EMBEDDER": args.embedder}
+        ) as server,
+    ):
+        log(f"starting the server ({args.embedder} embedder) ...")
+        server.start(timeout_s=300.0)
+        ledger = Ledger()
+        seeds = notes(args.memories)
+        seed_memories(server.url, COLLECTION, seeds, ledger)
+        hot = [m.id for m in seeds[:8]]
+        next_note = counter(start=args.memories)
+        log(f"{args.memories} memories remembered; warming up ...")
+        run_level(server.url, 2, 3.0, None, ledger=ledger, hot=hot, next_note=next_note)
+        results = []
+        for clients in levels:
+            log(f"{clients} clients for {args.seconds:g} s ...")
+            results.append(
+                run_level(
+                    server.url,
+                    clients,
+                    args.seconds,
+                    args.requests,
+                    ledger=ledger,
+                    hot=hot,
+                    next_note=next_note,
+                )
+            )
+        problems = list(ledger.errors)
+
+    report = {"embedder": args.embedder, "memories": args.memories, "levels": results}
+    if problems:
+        report["errors"] = problems[:20]
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            f"{'clients':>7}  {'route':<9} {'requests':>8} {'req/s':>7} "
+            f"{'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'failed':>6}"
+        )
+        for level in results:
+            for route, r in level["routes"].items():
+                print(
+                    f"{level['clients']:>7}  {route:<9} {r['requests']:>8} {r['rps']:>7} "
+                    f"{r['p50_ms']:>8} {r['p95_ms']:>8} {r['p99_ms']:>8} {r['failed']:>6}"
+                )
+        for problem in problems[:20]:
+            print(f"unexpected answer: {problem}")
+    failed = sum(r["failed"] for level in results for r in level["routes"].values())
+    return 1 if problems or failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

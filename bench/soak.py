@@ -1,0 +1,226 @@
+"""Soak: a steady mixed workload against one server for a fixed time, watching
+the server process's memory and file descriptors.
+
+    .venv/bin/python bench/soak.py [--minutes 10 | --seconds 120] [--interval 60]
+                                   [--clients 4] [--memories 300] [--json]
+
+Starts ``hippo serve`` (hashing embedder by default) on a temporary data dir,
+remembers ``--memories`` notes, then runs the workload of bench/workload.py
+from ``--clients`` threads. The working set plateaus: each client forgets its
+oldest memory once it holds 10, so the memory count stays near the seeded
+one; conversations, surfacings and events do accumulate, on disk. Every
+``--interval`` seconds it prints the server's RSS (``VmRSS`` in
+/proc/PID/status), open descriptors (/proc/PID/fd), the data dir's size,
+requests answered and failed, throughput and p50 / p95 latency. At the end: RSS growth over the
+last half of the run (from the sample at half time to the last one), and a
+check that the server holds every acknowledged write.
+
+Exits non-zero when RSS grew 10% or more over the last half, a request failed,
+or an acknowledged write is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx
+
+from bench.server import Server
+from bench.workload import (
+    Client,
+    Latencies,
+    Ledger,
+    Mix,
+    counter,
+    notes,
+    percentile,
+    seed_memories,
+    verify,
+)
+
+COLLECTION = "soak"
+MAX_GROWTH = 0.10
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def rss_mib(pid: int) -> float:
+    """Resident set size of ``pid`` in MiB, from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def disk_mib(data_dir: Path) -> float:
+    """The data dir's size: the database, its WAL, the lock."""
+    return sum(f.stat().st_size for f in data_dir.iterdir() if f.is_file()) / 2**20
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument("--seconds", type=float, default=None, help="overrides --minutes")
+    p.add_argument("--interval", type=float, default=60.0, help="seconds per report line")
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--memories", type=int, default=300)
+    p.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    args = p.parse_args()
+    total_s = args.seconds if args.seconds is not None else args.minutes * 60.0
+    interval = min(args.interval, max(1.0, total_s / 4))
+
+    with (
+        tempfile.TemporaryDirectory(prefix="hippo-soak-") as tmp,
+        Server(
+            Path(tmp) / "data", Path(tmp) / "server.log", {"HIPPO_EMBEDDER": args.embedder}
+        ) as server,
+    ):
+        log(f"starting the server ({args.embedder} embedder) ...")
+        server.start(timeout_s=300.0)
+        pid = server.pid
+        ledger = Ledger()
+        latencies = Latencies()
+        seeds = notes(args.memories)
+        seed_memories(server.url, COLLECTION, seeds, ledger)
+        hot = [m.id for m in seeds[:8]]
+        next_note = counter(start=args.memories)
+        stop = threading.Event()
+        crashed: list[BaseException] = []
+
+        def work(n: int) -> None:
+            try:
+                with Client(
+                    server.url,
+                    COLLECTION,
+                    ledger,
+                    latencies,
+                    name=f"soak{n}",
+                    seed=n,
+                    hot=hot,
+                    next_note=next_note,
+                    mix=Mix(scratch_cap=10),
+                ) as client:
+                    while not stop.is_set():
+                        client.step()
+            except BaseException as e:
+                crashed.append(e)
+                stop.set()
+
+        rows: list[dict[str, Any]] = []
+        samples: list[tuple[float, float]] = [(0.0, rss_mib(pid))]
+        log(f"soaking for {total_s:g} s with {args.clients} clients; RSS {samples[0][1]:.1f} MiB")
+        if not args.json:
+            print(
+                f"{'t (s)':>7} {'RSS MiB':>8} {'fds':>5} {'disk MiB':>8} {'requests':>8} "
+                f"{'req/s':>6} {'p50 ms':>7} {'p95 ms':>7} {'failed':>6}",
+                flush=True,
+            )
+        threads = [
+            threading.Thread(target=work, args=(n,), daemon=True) for n in range(args.clients)
+        ]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        next_row = interval
+        while not stop.is_set():
+            now = time.monotonic() - started
+            if now >= total_s:
+                break
+            time.sleep(min(5.0, total_s - now, max(0.0, next_row - now)) or 0.05)
+            now = time.monotonic() - started
+            samples.append((now, rss_mib(pid)))
+            if now + 0.01 >= next_row or now >= total_s:
+                ms, failed = latencies.take()
+                answered = [x for v in ms.values() for x in v]
+                row = {
+                    "t_s": round(now),
+                    "rss_mib": round(samples[-1][1], 1),
+                    "fds": open_fds(pid),
+                    "disk_mib": round(disk_mib(server.data_dir), 1),
+                    "requests": len(answered),
+                    "rps": round(len(answered) / interval, 1),
+                    "p50_ms": round(percentile(answered, 0.5), 1),
+                    "p95_ms": round(percentile(answered, 0.95), 1),
+                    "failed": sum(failed.values()),
+                }
+                rows.append(row)
+                if not args.json:
+                    print(
+                        f"{row['t_s']:>7} {row['rss_mib']:>8} {row['fds']:>5} {row['disk_mib']:>8} "
+                        f"{row['requests']:>8} {row['rps']:>6} {row['p50_ms']:>7} "
+                        f"{row['p95_ms']:>7} {row['failed']:>6}",
+                        flush=True,
+                    )
+                next_row += interval
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+        _, failed = latencies.take()
+        late_failures = sum(failed.values())
+        elapsed = time.monotonic() - started
+        log("checking every acknowledged write ...")
+        httpx.post(f"{server.url}/v1/collections/{COLLECTION}/maintenance/decay", timeout=120.0)
+        problems = verify(server.url, COLLECTION, ledger, pairs=False).problems
+        count = httpx.get(
+            f"{server.url}/v1/collections/{COLLECTION}/stats",
+            params={"graph": "false"},
+            timeout=120.0,
+        ).json()["memories"]
+
+    half = elapsed / 2
+    mid = min(samples, key=lambda s: abs(s[0] - half))
+    end = samples[-1]
+    growth = (end[1] - mid[1]) / mid[1]
+    failures = sum(r["failed"] for r in rows) + late_failures
+    report = {
+        "seconds": round(elapsed),
+        "clients": args.clients,
+        "embedder": args.embedder,
+        "intervals": rows,
+        "rss_start_mib": round(samples[0][1], 1),
+        "rss_mid_mib": round(mid[1], 1),
+        "rss_end_mib": round(end[1], 1),
+        "rss_peak_mib": round(max(s[1] for s in samples), 1),
+        "growth_last_half": round(growth, 4),
+        "fds_start": rows[0]["fds"] if rows else None,
+        "fds_end": rows[-1]["fds"] if rows else None,
+        "memories_at_end": count,
+        "acknowledged": ledger.acknowledged,
+        "failed_requests": failures,
+        "problems": problems + ledger.errors[:20] + [repr(e) for e in crashed],
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            f"RSS start {report['rss_start_mib']} MiB, at half time {report['rss_mid_mib']} MiB, "
+            f"end {report['rss_end_mib']} MiB (peak {report['rss_peak_mib']}); "
+            f"growth over the last half {growth:+.1%} (limit {MAX_GROWTH:.0%}); "
+            f"fds {report['fds_start']} -> {report['fds_end']}; "
+            f"{count} memories at the end; {ledger.acknowledged} acknowledged writes; "
+            f"{failures} failed requests"
+        )
+        for problem in report["problems"]:
+            print(f"problem: {problem}")
+    return 1 if growth >= MAX_GROWTH or failures or report["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Checks of the embedded store's files and in-memory indexes against each other.
+
+Used after a crash (``bench/crashloop.py``) and by tests: SQLite is the source of
+truth, so every index must hold exactly what the tables say, and the tables
+must keep the invariants the store maintains.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from pydantic import ValidationError
+
+from engine.model import HUB_EDGE, MEMORY_EDGES, EdgeType, Memory
+from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph
+from engine.store.embedded.index import CollectionIndex
+from engine.store.embedded.text_index import TextIndex
+
+_SHOWN = 5  # ids named per problem
+_HUB_KIND = {edge_type.value: kind.value for kind, edge_type in HUB_EDGE.items()}
+_MEMORY_TYPES = frozenset(t.value for t in MEMORY_EDGES)
+_WALKED = frozenset(t.value for t in WALKED_EDGES)
+
+
+def database_problems(conn: sqlite3.Connection) -> list[str]:
+    """SQLite's own ``PRAGMA integrity_check``: pages, indexes, constraints."""
+    rows = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
+    return [] if rows == ["ok"] else [f"integrity_check: {line}" for line in rows[:_SHOWN]]
+
+
+def collection_problems(
+    conn: sqlite3.Connection,
+    collection: str,
+    index: CollectionIndex,
+    text: TextIndex,
+    graph: CollectionGraph,
+) -> list[str]:
+    """One collection's tables against its vector index, text index and graph.
+
+    The caller holds the store's write lock, so nothing changes meanwhile.
+    """
+    problems: list[str] = []
+
+    def differ(what: str, expected: set[str], held: set[str]) -> None:
+        missing, extra = sorted(expected - held), sorted(held - expected)
+        if missing:
+            problems.append(f"{collection}: {what} lacks {len(missing)}, e.g. {missing[:_SHOWN]}")
+        if extra:
+            problems.append(f"{collection}: {what} has {len(extra)} extra, e.g. {extra[:_SHOWN]}")
+
+    dims = dict(
+        conn.execute(
+            "SELECT model, dim FROM vector_dims WHERE collection = ?", (collection,)
+        ).fetchall()
+    )
+    rows = conn.execute(
+        "SELECT id, tier, category, doc, vector_model, length(vector) FROM memories "
+        "WHERE collection = ?",
+        (collection,),
+    ).fetchall()
+    ids: set[str] = set()
+    vectors: dict[str, str] = {}
+    bad_docs: list[str] = []
+    for memory_id, tier, category, doc, model, size in rows:
+        ids.add(memory_id)
+        try:
+            memory = Memory.model_validate_json(doc)
+        except ValidationError:
+            bad_docs.append(memory_id)
+            continue
+        if (memory.id, memory.tier.value, memory.category) != (memory_id, tier, category):
+            bad_docs.append(memory_id)
+        if memory.embedding_model != model:
+            bad_docs.append(memory_id)
+        if model is not None and size is not None and size == 4 * dims.get(model, -1):
+            vectors[memory_id] = model
+    if bad_docs:
+        problems.append(
+            f"{collection}: {len(bad_docs)} memory documents disagree with their row, "
+            f"e.g. {bad_docs[:_SHOWN]}"
+        )
+
+    entries, indexed = index.snapshot()
+    differ("the vector index's memories", ids, set(entries))
+    stale = sorted(
+        memory_id
+        for memory_id, tier, category, *_ in rows
+        if memory_id in entries
+        and (entries[memory_id].tier.value, entries[memory_id].category) != (tier, category)
+    )
+    if stale:
+        problems.append(f"{collection}: stale index entries, e.g. {stale[:_SHOWN]}")
+    differ("the vector index's vectors", set(vectors), set(indexed))
+    wrong_model = sorted(m for m, v in indexed.items() if m in vectors and v.model != vectors[m])
+    if wrong_model:
+        problems.append(f"{collection}: vectors of the wrong model, e.g. {wrong_model[:_SHOWN]}")
+    differ("the text index", ids, text.ids())
+    differ("the graph's memories", ids, {m for m in ids if graph.has_memory(m)})
+
+    edges = conn.execute(
+        "SELECT source, type, target, weight, used_at FROM edges WHERE collection = ?",
+        (collection,),
+    ).fetchall()
+    walked = {f"{s} {t} {g}": (float(w), int(u)) for s, t, g, w, u in edges if t in _WALKED}
+    held = {f"{s} {t} {g}": (w, u) for s, t, g, w, u in graph.edges()}
+    differ("the graph's edges", set(walked), set(held))
+    unequal = sorted(
+        key
+        for key, (w, u) in walked.items()
+        if key in held and (abs(held[key][0] - w) > 1e-9 or held[key][1] != u)
+    )
+    if unequal:
+        problems.append(
+            f"{collection}: graph edges with another weight or use time, e.g. {unequal[:_SHOWN]}"
+        )
+    try:
+        graph.check()
+    except AssertionError as e:
+        problems.append(f"{collection}: the graph's invariants fail: {e}")
+
+    hubs = {
+        (kind, name)
+        for kind, name in conn.execute(
+            "SELECT kind, name FROM hubs WHERE collection = ?", (collection,)
+        ).fetchall()
+    }
+    orphans = sorted(f"{s} {t} {g}" for s, t, g, _, _ in edges if s not in ids)
+    orphans += sorted(
+        f"{s} {t} {g}" for s, t, g, _, _ in edges if t in _MEMORY_TYPES and g not in ids
+    )
+    orphans += sorted(
+        f"{s} {t} {g}"
+        for s, t, g, _, _ in edges
+        if t in _HUB_KIND and (_HUB_KIND[t], g) not in hubs
+    )
+    if orphans:
+        problems.append(
+            f"{collection}: {len(orphans)} edges to or from nothing, e.g. {orphans[:_SHOWN]}"
+        )
+    linked = {(_HUB_KIND[t], g) for _, t, g, _, _ in edges if t in _HUB_KIND}
+    lonely = sorted(f"{kind}:{name}" for kind, name in hubs - linked)
+    if lonely:
+        problems.append(f"{collection}: {len(lonely)} hubs without edges, e.g. {lonely[:_SHOWN]}")
+    backwards = sorted(
+        f"{s} {g}" for s, t, g, _, _ in edges if t == EdgeType.ASSOCIATED.value and s >= g
+    )
+    if backwards:
+        problems.append(
+            f"{collection}: ASSOCIATED edges not stored from the smaller id, "
+            f"e.g. {backwards[:_SHOWN]}"
+        )
+    return problems
