@@ -128,13 +128,12 @@ class FsrsScheduler:
             stability = max(0.1, review.stability * 0.3 * (1.0 - 0.5 * r))
             lapses = review.lapses + 1
         else:
-            bonus = {2: 0.6, 3: 1.0, 4: 1.5}[rating]
+            bonus = {2: 0.3, 3: 1.0, 4: 2.5}[rating]
             growth = (
-                math.exp(1.0)
+                math.exp(1.5)
                 * (11.0 - difficulty)
-                / 10.0
-                * review.stability ** (-0.2)
-                * (math.exp(1.2 * (1.0 - r)) - 1.0)
+                * review.stability ** (-0.15)
+                * (math.exp(1.0 - r) - 1.0)
                 * bonus
             )
             stability = review.stability * (1.0 + max(growth, 0.05 * bonus))

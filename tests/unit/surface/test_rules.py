@@ -122,6 +122,19 @@ def test_fsrs_helpful_pushes_the_next_due_date_out_and_a_dismissal_pulls_it_in()
     assert fsrs.urgency(m, T0 + timedelta(days=4)) == pytest.approx(1.0)
 
 
+def test_fsrs_grows_a_kept_memory_s_interval_and_more_the_later_the_review() -> None:
+    fsrs = FsrsScheduler()
+    m = memory(review=fsrs.reviewed(memory(), "used", T0).model_dump())
+    on_time = fsrs.reviewed(m, "used", T0 + timedelta(days=4))  # at R = 0.9
+    late = fsrs.reviewed(m, "used", T0 + timedelta(days=12))
+    hard = fsrs.reviewed(m, "ignored", T0 + timedelta(days=4))
+    # A good review on time more than doubles the interval, as FSRS's defaults do;
+    # a hard one still grows it, by less.
+    assert on_time.stability > 2 * 4.0
+    assert late.stability > on_time.stability
+    assert 4.0 < hard.stability < on_time.stability
+
+
 def test_topic_model_learns_what_follows_what() -> None:
     model = TopicModel()
     for _ in range(5):
