@@ -26,11 +26,17 @@ Vector = npt.NDArray[np.float32]
 @dataclass(frozen=True)
 class MemoryRecord:
     """A memory as written: the memory, its vector (``None`` when it has none yet:
-    ``memory.embedding_model`` is then ``None`` too) and its outgoing edges."""
+    ``memory.embedding_model`` is then ``None`` too) and its outgoing edges.
+
+    ``drop_vector`` is for :meth:`GraphStore.replace_memory` only: the stored
+    vector goes too (it described content that changed and no new vector could be
+    made), so the memory is pending re-embedding. It cannot come with a vector.
+    """
 
     memory: Memory
     vector: Vector | None = None
     edges: Sequence[Edge] = field(default_factory=tuple)
+    drop_vector: bool = False
 
 
 class StoreStats(BaseModel):
@@ -69,11 +75,15 @@ class GraphStore(Protocol):
 
     def replace_memory(self, collection: str, record: MemoryRecord, *, replace_edges: bool) -> None:
         """Overwrite an existing memory. The vector is replaced when
-        ``record.vector`` is given and kept otherwise; with ``replace_edges`` the
-        memory's hub edges (IN_DOMAIN, HAS_TRIGGER, ABOUT) become ``record.edges``.
+        ``record.vector`` is given, removed with ``record.drop_vector`` (the memory
+        then has no ``embedding_model`` and is listed by :meth:`pending_embeddings`
+        until :meth:`set_vectors` gives it one) and kept otherwise; with
+        ``replace_edges`` the memory's hub edges (IN_DOMAIN, HAS_TRIGGER, ABOUT)
+        become ``record.edges``.
 
         Raises:
             NotFoundError: no such memory in the collection.
+            InvalidInputError: ``record.drop_vector`` with a vector.
         """
         ...
 

@@ -6,16 +6,18 @@ import numpy as np
 import pytest
 
 from engine.errors import ConflictError, InvalidInputError, NotFoundError
-from engine.model import Edge, EdgeType
+from engine.model import Edge, EdgeType, RecallFilters, Tier
 from engine.store import GraphStore, MemoryRecord
 from tests.contract.helpers import (
     ABOUT,
+    ALL_TIERS,
     ASSOCIATED,
     HAS_TRIGGER,
     IN_DOMAIN,
     MODEL,
     add,
     edge,
+    ids,
     memory,
     record,
     vec,
@@ -120,6 +122,57 @@ def test_replace_keeps_the_vector_unless_a_new_one_is_given(
     )
     assert store.get_memories(collection, ["a"])["a"].embedding_model == "other-model"
     np.testing.assert_array_equal(store.get_vectors(collection, ["a"])["a"], vec(99))
+
+
+def test_replace_with_drop_vector_leaves_the_memory_pending_and_out_of_vector_search(
+    store: GraphStore, collection: str
+) -> None:
+    add(
+        store,
+        collection,
+        [memory("a", collection, tags=["ops"]), memory("b", collection, minutes=1)],
+        [edge("a", ABOUT, "redis")],
+    )
+    old = vec("a")
+    assert store.search_vectors(collection, old, model=MODEL, k=5, filters=ALL_TIERS)[0][0] == "a"
+    assert store.count_pending_embeddings(collection, MODEL) == 0
+
+    edited = memory("a", collection, content="edited text", tags=["ops"], minutes=5)
+    store.replace_memory(
+        collection, MemoryRecord(memory=edited, drop_vector=True), replace_edges=False
+    )
+
+    got = store.get_memories(collection, ["a"])["a"]
+    assert got.content == "edited text" and got.embedding_model is None
+    assert store.get_vectors(collection, ["a"]) == {}
+    found = store.search_vectors(collection, old, model=MODEL, k=5, filters=ALL_TIERS)
+    assert "a" not in ids(found) and "b" in ids(found)
+    assert [m.id for m in store.pending_embeddings(collection, MODEL, 10)] == ["a"]
+    assert store.count_pending_embeddings(collection, MODEL) == 1
+    assert store.stats(collection).pending_embeddings == 1
+    # Still a memory of the collection: filtered, found by its new text and by its edges.
+    with_tag = RecallFilters(tiers=list(Tier), tags=["ops"])
+    assert ids(store.search_text(collection, "edited", k=5, filters=with_tag)) == ["a"]
+    assert [e.target for e in store.edges_of(collection, "a")] == ["redis"]
+
+    store.set_vectors(collection, [("a", vec("edited"), MODEL)])
+    assert store.get_memories(collection, ["a"])["a"].embedding_model == MODEL
+    assert store.count_pending_embeddings(collection, MODEL) == 0
+    hits = store.search_vectors(collection, vec("edited"), model=MODEL, k=1, filters=ALL_TIERS)
+    assert ids(hits) == ["a"]
+
+
+def test_replace_refuses_a_vector_given_and_dropped_at_once(
+    store: GraphStore, collection: str
+) -> None:
+    add(store, collection, ["a"])
+    with pytest.raises(InvalidInputError):
+        store.replace_memory(
+            collection,
+            MemoryRecord(memory=memory("a", collection), vector=vec(1), drop_vector=True),
+            replace_edges=False,
+        )
+    np.testing.assert_array_equal(store.get_vectors(collection, ["a"])["a"], vec("a"))
 
 
 def test_replace_of_an_absent_memory_is_not_found(store: GraphStore, collection: str) -> None:

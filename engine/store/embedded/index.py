@@ -626,6 +626,16 @@ class CollectionIndex:
                     self._vectorless.discard(memory_id)
                     self._put_vector(memory_id, vector, model)
 
+    def drop_vectors(self, ids: Sequence[str]) -> None:
+        """Take the vectors of known memories out of the index; the memories stay
+        (entries, filters) and count as having no stored vector. Unknown ids are
+        skipped."""
+        with self._lock.write():
+            for memory_id in ids:
+                if memory_id in self._entries:
+                    self._drop_vector(memory_id)
+                    self._vectorless.add(memory_id)
+
     def remove(self, memory_id: str) -> None:
         """Forget a memory (no-op when unknown)."""
         with self._lock.write():

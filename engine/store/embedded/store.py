@@ -383,19 +383,28 @@ class EmbeddedStore:
         """Overwrite an existing memory.
 
         The vector is replaced when ``record.vector`` is given (with the memory's
-        ``embedding_model``) and kept otherwise. With ``replace_edges`` the memory's
+        ``embedding_model``), removed with ``record.drop_vector`` (the memory is then
+        pending re-embedding) and kept otherwise. With ``replace_edges`` the memory's
         hub edges (IN_DOMAIN, HAS_TRIGGER, ABOUT) become the hub edges of
         ``record.edges``; memory edges among ``record.edges`` are upserted and the
         memory's other memory edges are kept. Hubs left without edges are deleted.
 
         Raises:
             NotFoundError: no such memory in the collection.
-            InvalidInputError: as for :meth:`add_memories`.
+            InvalidInputError: as for :meth:`add_memories`, or ``drop_vector`` with
+                a vector.
         """
         memory = record.memory
         _check_collection(collection, memory)
         vector: Vector | None = None
-        if record.vector is not None:
+        if record.drop_vector:
+            if record.vector is not None:
+                raise InvalidInputError(
+                    f"memory {memory.id!r}: a vector cannot be given and dropped at once",
+                    field="vector",
+                )
+            memory = memory.model_copy(update={"embedding_model": None})
+        elif record.vector is not None:
             if memory.embedding_model is None:
                 raise InvalidInputError(
                     f"memory {memory.id!r} has a vector but no embedding_model",
@@ -431,6 +440,13 @@ class EmbeddedStore:
                             "model": memory.embedding_model,
                         },
                     )
+                elif record.drop_vector:
+                    cursor = conn.execute(
+                        "UPDATE memories SET doc = :doc, category = :category, tier = :tier,"
+                        " content_hash = :hash, created_at = :created, vector = NULL,"
+                        " vector_model = NULL WHERE collection = :c AND id = :i",
+                        {**key, **columns, "doc": memory.model_dump_json()},
+                    )
                 else:
                     # The stored vector stays, so its model (not the caller's) goes in the doc.
                     cursor = conn.execute(
@@ -456,6 +472,10 @@ class EmbeddedStore:
                 rebuild = vector is not None and _record_dims(
                     conn, index, [(str(memory.embedding_model), vector.shape[0])]
                 )
+            if record.drop_vector:
+                # Out of the vector index before the entry is touched: a search in
+                # between never finds the memory by its old vector.
+                index.drop_vectors([memory.id])
             entries = [(IndexEntry.of(memory), vector, memory.embedding_model)]
             self._refresh_index(index, entries, rebuild)
             self._texts[collection].replace(memory.id, memory.content)

@@ -329,17 +329,26 @@ class Neo4jStore:
         """Overwrite an existing memory.
 
         The vector is replaced when ``record.vector`` is given (with the memory's
-        ``embedding_model``) and kept otherwise. With ``replace_edges`` the memory's
+        ``embedding_model``), removed with ``record.drop_vector`` (the memory is then
+        pending re-embedding) and kept otherwise. With ``replace_edges`` the memory's
         hub edges become the hub edges of ``record.edges``; memory edges among
         ``record.edges`` are upserted and its other memory edges kept. Hubs left
         without edges are deleted.
 
         Raises:
             NotFoundError: no such memory in the collection.
-            InvalidInputError: as for :meth:`add_memories`.
+            InvalidInputError: as for :meth:`add_memories`, or ``drop_vector`` with
+                a vector.
         """
         memory = record.memory
         convert.check_collection(collection, memory)
+        if record.drop_vector:
+            if record.vector is not None:
+                raise InvalidInputError(
+                    f"memory {memory.id!r}: a vector cannot be given and dropped at once",
+                    field="vector",
+                )
+            memory = memory.model_copy(update={"embedding_model": None})
         vector = self._record_vector(record)
         properties = convert.memory_properties(memory, vector, with_vector=False)
         edges = convert.record_edge_rows(memory, record.edges) if replace_edges else []
@@ -348,6 +357,7 @@ class Neo4jStore:
             "properties": properties,
             "embedding": convert.vector_value(vector) if vector is not None else None,
             "embedding_model": memory.embedding_model if vector is not None else None,
+            "drop_embedding": record.drop_vector,
         }
 
         def work(tx: ManagedTransaction) -> None:

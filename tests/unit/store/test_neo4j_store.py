@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 from neo4j.exceptions import (
     AuthError,
@@ -114,6 +115,29 @@ def test_replacing_an_absent_memory_writes_nothing() -> None:
     with pytest.raises(NotFoundError):
         make(driver).replace_memory(C, MemoryRecord(memory=memory("a")), replace_edges=True)
     assert driver.committed == []
+
+
+def test_a_dropped_vector_goes_to_the_statement_with_no_model_in_the_document() -> None:
+    # Without a server the contract suite cannot run the Cypher: this checks what
+    # it is given (the fake refuses a run missing any of its $parameters).
+    driver = FakeDriver(answers={"memory/replace_memory": [{"id": "a"}]})
+    stored = memory("a").model_copy(update={"embedding_model": "m"})
+    make(driver).replace_memory(C, MemoryRecord(memory=stored), replace_edges=False)
+    assert driver.params_of("memory/replace_memory")["drop_embedding"] is False
+
+    driver = FakeDriver(answers={"memory/replace_memory": [{"id": "a"}]})
+    make(driver).replace_memory(
+        C, MemoryRecord(memory=stored, drop_vector=True), replace_edges=False
+    )
+    params = driver.params_of("memory/replace_memory")
+    assert params["drop_embedding"] is True and params["embedding"] is None
+    assert Memory.model_validate_json(params["properties"]["doc"]).embedding_model is None
+    with pytest.raises(InvalidInputError):
+        make(FakeDriver()).replace_memory(
+            C,
+            MemoryRecord(memory=stored, vector=np.ones(8, dtype=np.float32), drop_vector=True),
+            replace_edges=False,
+        )
 
 
 def test_the_store_recovers_when_neo4j_comes_back() -> None:

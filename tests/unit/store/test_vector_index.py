@@ -68,6 +68,24 @@ def test_swap_remove_keeps_every_other_row_attached_to_its_id() -> None:
         assert index.search(v, model="model-a", k=1, filters=RecallFilters())[0][0] == memory_id
 
 
+def test_dropped_vectors_leave_search_but_their_memories_stay_filtered_and_pending() -> None:
+    index, vectors = filled(20)
+    index.put([(entry("m3", tags=("ops",)), None, None)])
+    index.drop_vectors(["m3", "m7", "unknown"])
+    entries, indexed = index.snapshot()
+    assert set(entries) == set(vectors) and set(indexed) == set(vectors) - {"m3", "m7"}
+    assert index.vector_count("model-a") == 18
+    assert index.counts()[3] == 2  # without a stored vector: what stats() reports pending
+    for gone in ("m3", "m7"):
+        found = index.search(vectors[gone], model="model-a", k=20, filters=ALL_TIERS)
+        assert gone not in {i for i, _ in found} and len(found) == 18
+    with index.matching(RecallFilters(tags=["ops"])) as passes:
+        assert passes is not None and passes("m3") and not passes("m4")
+    index.set_vectors([("m3", vectors["m3"], "model-a")])
+    assert index.search(vectors["m3"], model="model-a", k=1, filters=ALL_TIERS)[0][0] == "m3"
+    assert index.counts()[3] == 1
+
+
 def test_buffer_grows_past_its_capacity_and_shrinks_back_to_nothing() -> None:
     index, vectors = filled(1000)
     assert index.vector_count("model-a") == 1000
