@@ -43,6 +43,7 @@ from engine.model import (
 )
 from engine.model.resource import Resource
 from engine.service import (
+    NOT_EMBEDDED_REASON,
     Association,
     CollectionStats,
     Latency,
@@ -307,6 +308,25 @@ class MemoryOut(BaseModel):
                 conversation_ids=list(r.conversation_ids),
                 synthesized_from=list(r.synthesized_from),
             ),
+        )
+
+
+class MemoryEditOut(MemoryOut):
+    """An edited memory, and whether it has a vector: as remembering says it."""
+
+    embedded: bool = Field(
+        description="False: stored without a vector (the embedder failed on the new "
+        "content, which is not matched by the old text's vector), to be re-embedded."
+    )
+    reasons: list[str] = Field(description="Why it waits for a vector, in words.")
+
+    @classmethod
+    def from_engine(cls, memory: Memory) -> MemoryEditOut:
+        pending = memory.needs_embedding
+        return cls(
+            **dict(MemoryOut.from_engine(memory)),
+            embedded=not pending,
+            reasons=[NOT_EMBEDDED_REASON] if pending else [],
         )
 
 

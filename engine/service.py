@@ -998,7 +998,9 @@ class Hippocampus:
     ) -> Memory:
         """Edit a memory. Content is sanitized like new content; content that
         changes is re-embedded, re-extracted (its hub edges follow) and re-scored
-        for quality; unchanged content is never re-embedded.
+        for quality; unchanged content is never re-embedded. If the embedder fails
+        on the new content, the old vector is dropped and the memory is flagged for
+        re-embedding (``embedding_model`` is ``None``), as :meth:`remember` does.
 
         Raises:
             NotFoundError: no such memory.
@@ -1080,8 +1082,11 @@ class Hippocampus:
             first = e.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
             raise InvalidInputError(f"{where}: {first['msg']}", field=where) from e
-        if content_changed and vector is None:
-            # The old vector describes the old text: drop it so the memory is re-embedded.
+        # New content the embedder failed on: the old vector describes the old text,
+        # so it is dropped (recall would match the new text by it) and the memory
+        # waits for re-embedding like one remembered while the embedder is down.
+        drop_vector = content_changed and vector is None
+        if drop_vector:
             memory = memory.model_copy(update={"embedding_model": None})
         self.store.replace_memory(
             collection,
@@ -1089,6 +1094,7 @@ class Hippocampus:
                 memory=memory,
                 vector=vector,
                 edges=_hub_edges(memory.id, given, at) if hubs_changed else (),
+                drop_vector=drop_vector,
             ),
             replace_edges=hubs_changed,
         )

@@ -9,6 +9,7 @@ from api.schemas import (
     ERROR_RESPONSES,
     ErrorOut,
     MemoryBatchIn,
+    MemoryEditOut,
     MemoryOut,
     MemoryPatchIn,
     RememberBatchOut,
@@ -67,13 +68,15 @@ def get_memory(memory_id: str, collection: CollectionDep, service: ServiceDep) -
     return MemoryOut.from_engine(service.get(collection, memory_id))
 
 
-@router.patch("/{memory_id}", response_model=MemoryOut)
+@router.patch("/{memory_id}", response_model=MemoryEditOut)
 def update_memory(
     memory_id: str, body: MemoryPatchIn, collection: CollectionDep, service: ServiceDep
-) -> MemoryOut:
+) -> MemoryEditOut:
     """Edit a memory; absent fields stay. Changed content is re-embedded and
-    re-extracted; unchanged content is not."""
-    return MemoryOut.from_engine(service.update(collection, memory_id, body.to_engine()))
+    re-extracted; unchanged content is not. If the embedder fails on the new
+    content, the old vector is dropped and the memory waits for re-embedding
+    (`embedded` false, with the reason), as when remembering."""
+    return MemoryEditOut.from_engine(service.update(collection, memory_id, body.to_engine()))
 
 
 @router.delete("/{memory_id}", status_code=status.HTTP_204_NO_CONTENT, response_class=Response)

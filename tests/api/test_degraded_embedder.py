@@ -26,6 +26,7 @@ from tests.api.helpers import ALPHA, TRUSTED_OPERATOR, AuditingClient, make_sett
 BASE = "/v1/collections/team:alpha"
 SECRET = "/srv/models/minilm on 10.0.0.7"
 POOL = "Connection pool exhausted under load after the driver upgrade"
+RETRY = "Retry storms follow a cache node restart"
 
 
 class _Model:
@@ -126,6 +127,51 @@ def test_a_missing_model_degrades_every_route_then_heals(
     )
     assert dense.json()["warnings"] == []
     assert mid in [h["id"] for h in dense.json()["results"]]
+
+
+def test_content_edited_while_the_embedder_fails_waits_for_a_vector_of_its_own(
+    degraded: tuple[TestClient, Hippocampus], model: _Model
+) -> None:
+    client, service = degraded
+    model.there = True
+    assert service.recover_embedder().healthy
+    made = client.post(f"{BASE}/memories", json={"content": POOL}, headers=ALPHA).json()
+    assert made["embedded"] is True
+    mid = made["id"]
+
+    def dense(query: str) -> list[str]:
+        r = client.post(
+            f"{BASE}/recall",
+            json={"query": query, "recipe": "DENSE", "min_score": 0.9},
+            headers=ALPHA,
+        )
+        assert r.status_code == 200 and r.json()["warnings"] == []
+        return [h["id"] for h in r.json()["results"]]
+
+    assert dense(POOL) == [mid]
+    stats = f"{BASE}/stats"
+    pending = client.get(stats, headers=ALPHA).json()["pending_embeddings"]
+
+    model.broken = True
+    r = client.patch(f"{BASE}/memories/{mid}", json={"content": RETRY}, headers=ALPHA)
+    assert r.status_code == 200, r.text
+    assert r.json()["content"] == RETRY and r.json()["embedding_model"] is None
+    assert r.json()["embedded"] is False
+    assert any("flagged for re-embedding" in reason for reason in r.json()["reasons"])
+    assert "10.0.0.7" not in r.text
+    assert client.get(f"{BASE}/memories/{mid}", headers=ALPHA).json()["embedding_model"] is None
+    assert client.get(stats, headers=ALPHA).json()["pending_embeddings"] == pending + 1
+
+    # Back up: the old text's exact wording no longer finds it by the old vector.
+    model.broken = False
+    assert dense(POOL) == []
+    MaintenanceLoop(service, interval_s=3600).run_once()
+    assert client.get(stats, headers=ALPHA).json()["pending_embeddings"] == pending
+    assert client.get(f"{BASE}/memories/{mid}", headers=ALPHA).json()["embedding_model"] == (
+        "hashing-v1-384"
+    )
+    assert dense(RETRY) == [mid]
+    assert dense(POOL) == []
 
 
 def test_an_embedder_that_raises_anything_never_fails_a_request(

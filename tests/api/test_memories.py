@@ -181,6 +181,8 @@ def test_patch_updates_fields_and_returns_the_memory(client: TestClient) -> None
     assert memory["tier"] == "archived"
     assert memory["tags"] == ["ci", "qa"]
     assert memory["content"] == "Flaky test in the checkout suite"
+    # The edit's answer is the memory as read, plus whether it has a vector.
+    assert memory.pop("embedded") is True and memory.pop("reasons") == []
     assert client.get(f"{URL}/{made['id']}", headers=ALPHA).json() == memory
 
 

@@ -16,7 +16,7 @@ from engine.embed import Embedder, HashingEmbedder, UnavailableEmbedder
 from engine.errors import ConfigError, EmbeddingError
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
-from engine.model import EdgeType, NewMemory, RecallFilters
+from engine.model import EdgeType, MemoryPatch, NewMemory, RecallFilters
 from engine.retrieve.config import EMBEDDER_DOWN_WARNING
 from engine.service import NOT_EMBEDDED_REASON, Hippocampus
 from engine.store.embedded import EmbeddedStore
@@ -24,6 +24,7 @@ from engine.store.embedded import EmbeddedStore
 C = "team:degraded"
 MODEL = "hashing-v1-384"
 POOL = "Connection pool exhausted under load after the driver upgrade"
+RETRY = "Retry storms follow a cache node restart"
 
 
 class _Model:
@@ -158,6 +159,46 @@ def test_an_embedder_failing_at_call_time_keeps_writes_out_of_the_vector_index(
     assert svc.stats(C).pending_embeddings == 0
     hits = svc.recall(C, "connection pool exhausted", recipe="DENSE").hits
     assert hits[0].memory.id == outs[0].memory.id
+
+
+def test_content_edited_while_the_embedder_fails_drops_the_old_vector_until_reembedded(
+    svc: Hippocampus, model: _Model
+) -> None:
+    model.there = True
+    assert svc.recover_embedder().healthy
+    out = svc.remember(C, NewMemory(content=POOL, tags=["db"]))
+    assert out.memory is not None and out.embedded
+    mid = out.memory.id
+    old_probe = HashingEmbedder().encode([POOL])[0]
+    found = svc.store.search_vectors(C, old_probe, model=MODEL, k=5, filters=RecallFilters())
+    assert found[0][0] == mid
+    assert svc.stats(C).pending_embeddings == 0
+
+    model.failure = "raise"
+    edited = svc.update(C, mid, MemoryPatch(content=RETRY))
+    assert edited.needs_embedding
+    # The old text's vector would match the new text by the old one: it is gone.
+    _vectorless(svc, mid)
+    assert mid not in dict(
+        svc.store.search_vectors(C, old_probe, model=MODEL, k=50, filters=RecallFilters())
+    )
+    assert svc.stats(C).pending_embeddings == 1
+    assert [m.id for m in svc.store.pending_embeddings(C, MODEL, 10)] == [mid]
+    # Still found by its new text, its tag kept.
+    result = svc.recall(C, "retry storms cache restart")
+    assert [h.memory.id for h in result.hits] == [mid]
+    assert result.warnings == [EMBEDDER_DOWN_WARNING]
+    assert svc.get(C, mid).tags == ["db"]
+
+    model.failure = None
+    MaintenanceLoop(svc, interval_s=3600).run_once()
+    assert svc.stats(C).pending_embeddings == 0
+    assert svc.get(C, mid).embedding_model == MODEL
+    np.testing.assert_allclose(
+        svc.store.get_vectors(C, [mid])[mid], HashingEmbedder().encode([RETRY])[0], atol=1e-6
+    )
+    dense = svc.recall(C, "Retry storms follow a cache node restart", recipe="DENSE")
+    assert dense.hits[0].memory.id == mid and dense.warnings == []
 
 
 def test_without_a_vector_repeats_are_still_merged_by_hash_and_by_words(
