@@ -61,8 +61,10 @@ def collection_problems(
     ids: set[str] = set()
     vectors: dict[str, str] = {}
     bad_docs: list[str] = []
+    unvectored = 0  # rows with no vector at all: what stats() counts as pending
     for memory_id, tier, category, doc, model, size in rows:
         ids.add(memory_id)
+        unvectored += model is None or size is None
         try:
             memory = Memory.model_validate_json(doc)
         except ValidationError:
@@ -91,6 +93,12 @@ def collection_problems(
     if stale:
         problems.append(f"{collection}: stale index entries, e.g. {stale[:_SHOWN]}")
     differ("the vector index's vectors", set(vectors), set(indexed))
+    vectorless = index.counts()[3]
+    if vectorless != unvectored:
+        problems.append(
+            f"{collection}: the vector index counts {vectorless} memories without a vector, "
+            f"the table {unvectored}"
+        )
     wrong_model = sorted(m for m, v in indexed.items() if m in vectors and v.model != vectors[m])
     if wrong_model:
         problems.append(f"{collection}: vectors of the wrong model, e.g. {wrong_model[:_SHOWN]}")

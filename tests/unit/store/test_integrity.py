@@ -4,9 +4,11 @@ tables and indexes that disagree."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from engine.embed import HashingEmbedder
@@ -88,3 +90,58 @@ def test_rows_changed_behind_the_index_are_reported(used: Hippocampus, tmp_path:
     assert "edges to or from nothing" in problems
     assert "graph edges with another weight" in problems
     assert "hubs without edges, e.g. ['Concept:lonely']" in problems
+
+
+def test_a_vector_dropped_on_edit_keeps_the_store_consistent(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    embedder = _Breakable()
+    svc = Hippocampus(
+        EmbeddedStore(tmp_path / "data"),
+        embedder,
+        spacy_extractor,
+        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
+    )
+    try:
+        outs = svc.remember_many(C, [NewMemory(content=t, source=OPERATOR) for t in TEXTS])
+        memory_id = outs[0].memory.id if outs[0].memory is not None else ""
+        embedder.broken = True
+        edited = svc.update(C, memory_id, MemoryPatch(content="Pool size raised to 200"))
+        assert edited.needs_embedding
+        store = _store(svc)
+        assert store.stats(C).pending_embeddings == 1
+        assert store.integrity_problems() == []
+        embedder.broken = False
+        assert svc.reindex(C) == 1
+        assert store.integrity_problems() == []
+    finally:
+        svc.close()
+
+
+def test_a_pending_count_that_disagrees_with_the_table_is_reported(
+    used: Hippocampus, tmp_path: Path
+) -> None:
+    store = _store(used)
+    memory_id = next(iter(store.iter_memories(C))).id
+    with sqlite3.connect(tmp_path / "data" / DB_FILE) as conn:
+        conn.execute(
+            "UPDATE memories SET vector = NULL, vector_model = NULL,"
+            " doc = json_set(doc, '$.embedding_model', NULL) WHERE collection = ? AND id = ?",
+            (C, memory_id),
+        )
+    problems = "\n".join(store.integrity_problems())
+    assert f"the vector index's vectors has 1 extra, e.g. ['{memory_id}']" in problems
+    assert "the vector index counts 0 memories without a vector, the table 1" in problems
+
+
+class _Breakable(HashingEmbedder):
+    """The hashing embedder, raising while ``broken``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if self.broken:
+            raise RuntimeError("the model server is down")
+        return super().encode(texts)
