@@ -1378,10 +1378,10 @@ class Hippocampus:
         )
         before: list[SurfacedBefore] = []
         if conversation_id is not None:
-            top = [h.memory.id for h in hits[: self.surfacer.config.max_insights]]
+            shown = [h.memory for h in hits[: self.surfacer.config.max_insights]]
             before = [
                 SurfacedBefore(memory_id=mid, lead=lead)
-                for mid, lead in self.surfacer.explicit_recall(collection, conversation_id, top)
+                for mid, lead in self.surfacer.explicit_recall(collection, conversation_id, shown)
             ]
         return RecallResult(
             query=text,

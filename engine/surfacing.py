@@ -3,20 +3,25 @@ back. The pure parts (state, models, rules, metrics) are in :mod:`engine.surface
 
 Per message: the conversation state takes the message in (topics, type,
 domain, momentum), the topic model learns the transition from the previous
-message and predicts the coming topics, the recent messages retrieve
-candidates (the default recall recipe), and each candidate gets a confidence:
+message and predicts the coming topics, the need model adds the topics such
+conversations came to need (learned from their explicit recalls), the recent
+messages and the predicted topics retrieve candidates (the default recall
+recipe), and each candidate gets a confidence:
 the confidence model's chance that it will be used, from its similarity, its
 graph support, how many of its triggers and concepts are among the predicted
 topics, its own confidence, how its kind fares in this kind of conversation
 (a Thompson sample from the kind bandit, so untried kinds get tried) and
-whether it is due for spaced repetition. The gates (DESIGN.md) then decide.
+whether it is due for spaced repetition, and how much of its match is
+foreseen rather than said. The gates (DESIGN.md) then decide; a foreseen
+memory meets its type's separate bar for foreseen offers.
 
 Engagement applies the seed's rules to the memory, strengthens its edges to
 the conversation's concepts (used / helpful), and teaches the bandit, the
 confidence model and the threshold of the conversation's type.
 
 With ``SurfaceConfig.learn`` off nothing is learned: fixed thresholds, the
-prior confidence model, no bandit (a neutral 0.5), no transitions, no edges.
+prior confidence model, no bandit (a neutral 0.5), no transitions, no needs,
+no edges.
 """
 
 from __future__ import annotations
@@ -67,6 +72,13 @@ def _conversation_key(conversation_id: str) -> str:
 
 def _surfacing_key(surfacing_id: str) -> str:
     return f"surfacing:{surfacing_id}"
+
+
+def _foreseen(conversation_type: str) -> str:
+    """The key of a conversation type's bar for foreseen offers: tuned apart, so
+    that guesses about where a conversation goes, which miss more often, do not
+    raise the bar for what it is about now."""
+    return f"{conversation_type}+foreseen"
 
 
 class Gate(BaseModel):
@@ -138,6 +150,7 @@ class Surfacing(BaseModel):
     features: list[float]
     confidence: float
     threshold: float
+    foreseen: bool = False
     engagement: str | None = None
     engaged_at: datetime | None = None
 
@@ -265,7 +278,7 @@ class Surfacer:
                 conversation_type=conversation_type,
                 window=cfg.topic_window,
             )
-            predicted = self._predict(learned, state)
+            predicted, heading = self._predict(learned, state)
             ctype = state.type
             threshold = learned.thresholds.value(ctype, cfg.threshold(ctype))
             insights: list[Insight] = []
@@ -277,7 +290,15 @@ class Surfacer:
                 )
             else:
                 insights = self._offer(
-                    collection, state, learned, predicted, threshold, at, counters, warnings
+                    collection,
+                    state,
+                    learned,
+                    predicted,
+                    heading,
+                    threshold,
+                    at,
+                    counters,
+                    warnings,
                 )
             writes: dict[str, dict[str, Any]] = {
                 key: state.model_dump(mode="json"),
@@ -293,14 +314,24 @@ class Surfacer:
             warnings=warnings,
         )
 
-    def _predict(self, learned: SurfaceModel, state: ConversationState) -> list[str]:
+    def _predict(
+        self, learned: SurfaceModel, state: ConversationState
+    ) -> tuple[list[str], list[str]]:
+        """The predicted topics (the coming messages' likeliest, then those the
+        conversation heads toward), and the latter alone."""
         cfg = self.config
         if cfg.learn:
             ranked = learned.topics.predict(state.topics, cfg.predicted_topics)
-            return [t for t, _ in ranked]
+            heading = [
+                t
+                for t, _ in learned.needs.predict(
+                    state.topics, cfg.ahead_topics, weight=learned.topics.specificity
+                )
+            ]
+            return list(dict.fromkeys([*(t for t, _ in ranked), *heading])), heading
         # The baseline expects the conversation to stay on what was just said.
         recent = [t for topics in state.topics[-2:] for t in topics]
-        return list(dict.fromkeys(reversed(recent)))[: cfg.predicted_topics]
+        return list(dict.fromkeys(reversed(recent)))[: cfg.predicted_topics], []
 
     def _offer(
         self,
@@ -308,18 +339,19 @@ class Surfacer:
         state: ConversationState,
         learned: SurfaceModel,
         predicted: list[str],
+        heading: list[str],
         threshold: float,
         at: datetime,
         counters: SurfaceCounters,
         warnings: list[str],
     ) -> list[Insight]:
         cfg = self.config
-        # Two looks: what the conversation is about now, and what it is predicted
-        # to turn to (the predicted topics it has not mentioned lately).
+        # Three looks: what the conversation is about now, the topics predicted
+        # next that it has not mentioned lately, and what it will come to need.
         now_query = " ".join(state.texts[-cfg.context_messages :])[:4000]
         said = {t for topics in state.topics[-4:] for t in topics}
-        ahead = [t for t in predicted if t not in said][:8]
-        queries = [now_query] + ([" ".join(ahead)] if ahead else [])
+        next_up = [t for t in predicted if t not in said and t not in heading][:8]
+        queries = [now_query] + [" ".join(q) for q in (next_up, heading) if q]
         recipe = RECIPES[DEFAULT_RECIPE]
         best: dict[str, Candidate] = {}
         memories: dict[str, Memory] = {}
@@ -349,9 +381,9 @@ class Surfacer:
         wanted = [c.memory_id for c in candidates if c.memory_id not in memories]
         memories.update(self.store.get_memories(collection, wanted))
         rng = random.Random(f"{self.seed}:{collection}:{state.id}:{state.messages}")
-        predicted_set = set(predicted)
+        predicted_set, foreseen = set(predicted), set(heading)
         ctype, context = state.type, state.context
-        scored: list[tuple[float, Insight, list[float], Memory]] = []
+        scored: list[tuple[float, Insight, list[float], Memory, float, bool]] = []
         for c in candidates:
             memory = memories.get(c.memory_id)
             if memory is None or memory.id in surfaced:
@@ -368,11 +400,18 @@ class Surfacer:
                 meta.confidence,
                 taste,
                 due,
+                len(foreseen.intersection(matched)) / len(matched) if matched else 0.0,
             ]
             confidence = learned.confidence.predict(features)
+            foresight = features[-1] > 0.5
+            bar = (
+                learned.thresholds.value(_foreseen(ctype), cfg.threshold(ctype))
+                if foresight
+                else threshold
+            )
             dismissals = faded_dismissals(memory, at, cfg.dismissal_half_life_days)
             if (
-                confidence < threshold
+                confidence < bar
                 or len(matched) < cfg.min_trigger_matches
                 or dismissals > cfg.max_recent_dismissals
                 or context in meta.irrelevant_contexts
@@ -383,14 +422,14 @@ class Surfacer:
                     memory.id,
                     state.id,
                     confidence,
-                    threshold,
+                    bar,
                     len(matched),
                     dismissals,
                     context in meta.irrelevant_contexts,
                 )
                 continue
             gates = [
-                Gate(name="confidence", value=confidence, limit=threshold),
+                Gate(name="confidence", value=confidence, limit=bar),
                 Gate(name="trigger_matches", value=len(matched), limit=cfg.min_trigger_matches),
                 Gate(name="momentum", value=state.momentum, limit=cfg.max_momentum),
                 Gate(name="recent_dismissals", value=dismissals, limit=cfg.max_recent_dismissals),
@@ -402,11 +441,22 @@ class Surfacer:
                 matched_topics=matched,
                 gates=gates,
             )
-            scored.append((confidence, insight, features, memory))
+            scored.append((confidence, insight, features, memory, bar, foresight))
         scored.sort(key=lambda item: (-item[0], item[1].memory.id))
-        chosen = scored[: cfg.max_insights]
+        # Foreseen memories are a guess about where the conversation goes: a few
+        # at a time, so that what it is about now keeps its place.
+        chosen: list[tuple[float, Insight, list[float], Memory, float, bool]] = []
+        foreseen_taken = 0
+        for item in scored:
+            if len(chosen) == cfg.max_insights:
+                break
+            if item[5]:
+                if foreseen_taken == cfg.max_foreseen:
+                    continue
+                foreseen_taken += 1
+            chosen.append(item)
         records: dict[str, dict[str, Any]] = {}
-        for confidence, insight, features, memory in chosen:
+        for confidence, insight, features, memory, bar, foresight in chosen:
             record = Surfacing(
                 id=insight.surfacing_id,
                 conversation_id=state.id,
@@ -419,7 +469,8 @@ class Surfacer:
                 concepts=state.concepts[:20],
                 features=features,
                 confidence=confidence,
-                threshold=threshold,
+                threshold=bar,
+                foreseen=foresight,
             )
             records[_surfacing_key(record.id)] = record.model_dump(mode="json")
             state.surfaced.append(
@@ -434,12 +485,12 @@ class Surfacer:
                     Event(
                         type="surfacing",
                         at=at,
-                        memory_ids=[i.memory.id for _, i, _, _ in chosen],
+                        memory_ids=[item[1].memory.id for item in chosen],
                         payload={"conversation_id": state.id, "message": state.messages},
                     )
                 ],
             )
-        return [insight for _, insight, _, _ in chosen]
+        return [item[1] for item in chosen]
 
     # -- engagement ----------------------------------------------------------------
 
@@ -481,11 +532,12 @@ class Surfacer:
                 )
             success = 1.0 if ENGAGEMENT_RULES[engagement].counts_as_use else 0.0
             ctype = record.conversation_type
+            bar_key = _foreseen(ctype) if record.foreseen else ctype
             if cfg.learn:
                 learned.kinds.update(ctype, record.kind, success)
                 learned.confidence.update(record.features, success)
                 learned.thresholds.update(
-                    ctype,
+                    bar_key,
                     ENGAGEMENT_RULES[engagement].miss,
                     start=cfg.threshold(ctype),
                     target=cfg.target_dismissal_rate,
@@ -507,7 +559,7 @@ class Surfacer:
             surfacing_id=surfacing_id,
             engagement=engagement,
             memory=updated,
-            threshold=learned.thresholds.value(ctype, cfg.threshold(ctype)),
+            threshold=learned.thresholds.value(bar_key, cfg.threshold(ctype)),
         )
 
     def apply(
@@ -552,23 +604,35 @@ class Surfacer:
     # -- explicit recall -------------------------------------------------------------
 
     def explicit_recall(
-        self, collection: str, conversation_id: str, memory_ids: Sequence[str]
+        self, collection: str, conversation_id: str, found: Sequence[Memory]
     ) -> list[tuple[str, int]]:
         """Count an explicit recall made in a conversation: which of its top results
         had been surfaced there, and how many messages earlier. Feeds
-        recall-before-search and lead time.
+        recall-before-search and lead time. When learning, what was found
+        teaches the need model what conversations like this one come to need.
 
         Returns:
             ``(memory id, lead in messages)`` for each top result surfaced before.
         """
         _check_id(conversation_id, "conversation_id")
+        memory_ids = [m.id for m in found]
         with self._lock(collection):
             key = _conversation_key(conversation_id)
-            held = self.store.get_states(collection, [key, _COUNTERS_KEY])
+            held = self.store.get_states(collection, [key, _COUNTERS_KEY, _MODEL_KEY])
             counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
+            writes: dict[str, dict[str, Any]] = {}
             before: list[tuple[str, int]] = []
             if key in held:
                 state = ConversationState.model_validate(held[key])
+                early = state.topics[: -self.config.need_horizon]
+                if self.config.learn and early:
+                    learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
+                    for rank, memory in enumerate(found):
+                        meta = memory.retrieval
+                        learned.needs.learn(
+                            early, [*meta.concepts, *meta.triggers], 1.0 / (1 + rank)
+                        )
+                    writes[_MODEL_KEY] = learned.model_dump(mode="json")
                 first: dict[str, int] = {}
                 for item in state.surfaced:
                     first.setdefault(item.memory_id, item.message)
@@ -582,7 +646,8 @@ class Surfacer:
             if before:
                 counters.surfaced_before_search += 1
                 counters.add_lead(max(lead for _, lead in before))
-            self.store.put_states(collection, {_COUNTERS_KEY: counters.model_dump(mode="json")})
+            writes[_COUNTERS_KEY] = counters.model_dump(mode="json")
+            self.store.put_states(collection, writes)
         return before
 
     # -- reading ---------------------------------------------------------------------
@@ -595,7 +660,7 @@ class Surfacer:
             raise NotFoundError(f"no conversation {conversation_id!r} in this collection")
         state = ConversationState.model_validate(held[key])
         learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
-        return _view(state, self._predict(learned, state))
+        return _view(state, self._predict(learned, state)[0])
 
     def metrics(self, collection: str) -> SurfaceMetrics:
         held = self.store.get_states(collection, [_COUNTERS_KEY])

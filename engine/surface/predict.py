@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-FEATURES = ("bias", "similarity", "graph", "matches", "confidence", "taste", "due")
-"""Inputs of the confidence model, in order."""
+FEATURES = ("bias", "similarity", "graph", "matches", "confidence", "taste", "due", "foresight")
+"""Inputs of the confidence model, in order. ``foresight`` is the share of a
+memory's matched topics that the conversation has not reached yet (foreseen
+from what such conversations came to need)."""
 
-PRIOR_WEIGHTS = (-4.0, 4.0, 1.0, 2.0, 1.0, 2.0, 0.3)
+PRIOR_WEIGHTS = (-4.0, 4.0, 1.0, 2.0, 1.0, 2.0, 0.3, 0.0)
 """Cold-start weights: a memory close to the conversation (similarity 0.6), on
 two of the predicted topics, of a kind with no record yet, lands near 0.7; a
-loosely related one (0.3, one topic) near 0.25. Engagement moves them."""
+loosely related one (0.3, one topic) near 0.25. A foreseen memory starts less
+sure than one on what is being said. Engagement moves them."""
 
 
 class TopicModel(BaseModel):
@@ -92,6 +95,87 @@ class TopicModel(BaseModel):
         return sorted(weighted.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
+class NeedModel(BaseModel):
+    """Which topics a conversation will come to need, learned from what was
+    asked for: when a conversation recalls memories explicitly, the concepts of
+    what it found are counted against every topic said before the asking.
+
+    Prediction ranks the concepts not yet said by how much likelier they are to
+    be needed after the conversation's topics than in any conversation (lift),
+    times how often they were: words every memory carries have a lift near 1
+    and drop out, and so do pairings seen once.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    given: dict[str, dict[str, float]] = Field(default_factory=dict)
+    after: dict[str, float] = Field(default_factory=dict)
+    needed: dict[str, float] = Field(default_factory=dict)
+    needs: float = 0.0
+    min_needs: float = 20.0
+    smoothing: float = 5.0
+    max_concepts: int = 64
+    max_topics: int = 20_000
+
+    def learn(
+        self, context: Sequence[Sequence[str]], concepts: Sequence[str], weight: float = 1.0
+    ) -> None:
+        """One need: the topics of the messages before it, and the concepts of
+        what was needed."""
+        wanted = list(dict.fromkeys(concepts))
+        topics = list(dict.fromkeys(t for message in context for t in message))
+        if not wanted or not topics or weight <= 0.0:
+            return
+        self.needs += weight
+        for c in wanted:
+            self.needed[c] = self.needed.get(c, 0.0) + weight
+        for a in topics:
+            row = self.given.get(a)
+            if row is None:
+                if len(self.given) >= self.max_topics:
+                    continue
+                row = self.given[a] = {}
+            self.after[a] = self.after.get(a, 0.0) + weight
+            for c in wanted:
+                row[c] = row.get(c, 0.0) + weight
+            if len(row) > self.max_concepts:
+                keep = sorted(row.items(), key=lambda kv: (-kv[1], kv[0]))[: self.max_concepts]
+                self.given[a] = dict(keep)
+
+    def predict(
+        self,
+        history: Sequence[Sequence[str]],
+        k: int,
+        weight: Callable[[str], float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The ``k`` concepts likeliest to be needed and not said yet in
+        ``history`` (the conversation's topics, oldest first), each score times
+        ``weight(concept)`` when given. Nothing until ``min_needs`` needs were
+        seen; the chances are smoothed toward the base rate, so a pairing seen a
+        few times counts for little."""
+        if self.needs < self.min_needs:
+            return []
+        said = {t for topics in history for t in topics}
+        scores: dict[str, float] = {}
+        for a in said:
+            row = self.given.get(a)
+            if not row:
+                continue
+            total = self.after[a]
+            for c, n in row.items():
+                if c in said or n < 3.0:
+                    continue
+                base = self.needed[c] / self.needs
+                p = (n + self.smoothing * base) / (total + self.smoothing)
+                if p > base:
+                    # How much likelier, times how telling: a concept most needs
+                    # carry (a kind's stock words) says little about the subject.
+                    scores[c] = scores.get(c, 0.0) + p * math.log(p / base) * -math.log(base)
+        if weight is not None:
+            scores = {c: v * weight(c) for c, v in scores.items()}
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
 class KindBandit(BaseModel):
     """Which kinds of insight (memory categories) get engaged in which kind of
     conversation: a Beta posterior per (conversation type, kind), sampled for
@@ -133,8 +217,15 @@ class ConfidenceModel(BaseModel):
     rate: float = 0.05
     prior_pull: float = 0.01
 
+    @model_validator(mode="after")
+    def _all_features(self) -> ConfidenceModel:
+        # A model kept before a feature was added starts that feature at its prior.
+        if len(self.weights) < len(PRIOR_WEIGHTS):
+            self.weights = [*self.weights, *PRIOR_WEIGHTS[len(self.weights) :]]
+        return self
+
     def predict(self, x: Sequence[float]) -> float:
-        z = sum(w * v for w, v in zip(self.weights, x, strict=True))
+        z = sum(w * v for w, v in zip(self.weights, _padded(x), strict=True))
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     def update(self, x: Sequence[float], outcome: float) -> None:
@@ -142,9 +233,14 @@ class ConfidenceModel(BaseModel):
         rate = self.rate / math.sqrt(1.0 + self.updates / 50.0)
         self.weights = [
             w + rate * (error * v - self.prior_pull * (w - p))
-            for w, v, p in zip(self.weights, x, PRIOR_WEIGHTS, strict=True)
+            for w, v, p in zip(self.weights, _padded(x), PRIOR_WEIGHTS, strict=True)
         ]
         self.updates += 1
+
+
+def _padded(x: Sequence[float]) -> list[float]:
+    """Features recorded before a feature was added read it as 0."""
+    return [*x, *[0.0] * (len(FEATURES) - len(x))]
 
 
 class ThresholdTuner(BaseModel):
@@ -181,6 +277,7 @@ class SurfaceModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     topics: TopicModel = Field(default_factory=TopicModel)
+    needs: NeedModel = Field(default_factory=NeedModel)
     kinds: KindBandit = Field(default_factory=KindBandit)
     confidence: ConfidenceModel = Field(default_factory=ConfidenceModel)
     thresholds: ThresholdTuner = Field(default_factory=ThresholdTuner)

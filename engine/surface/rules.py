@@ -69,6 +69,13 @@ class SurfaceConfig:
         context_messages: how many recent messages make the retrieval query.
         topic_window: messages of topic history kept per conversation.
         predicted_topics: how many next topics prediction returns.
+        ahead_topics: how many topics the conversation will come to need (not yet
+            said, from the need model) are predicted besides.
+        need_horizon: an explicit recall in a conversation teaches what it needed
+            to the topics of the messages at least this many before it (the
+            asking message counts as one), so the need is foreseen that early.
+        max_foreseen: most foreseen insights (matched mostly on topics not yet
+            said) offered per message; they have their own threshold per type.
         learn: learn from engagement and trajectories (off: the fixed baseline).
     """
 
@@ -93,6 +100,9 @@ class SurfaceConfig:
     context_messages: int = 2
     topic_window: int = 12
     predicted_topics: int = 16
+    ahead_topics: int = 4
+    need_horizon: int = 3
+    max_foreseen: int = 2
     learn: bool = True
 
     def threshold(self, conversation_type: str) -> float:

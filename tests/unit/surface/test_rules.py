@@ -15,6 +15,7 @@ from engine.surface.predict import (
     PRIOR_WEIGHTS,
     ConfidenceModel,
     KindBandit,
+    NeedModel,
     ThresholdTuner,
     TopicModel,
 )
@@ -146,6 +147,42 @@ def test_topic_model_learns_what_follows_what() -> None:
     assert "look" not in predicted
 
 
+def test_need_model_foresees_what_such_conversations_came_to_need() -> None:
+    model = NeedModel()
+    for i in range(8):
+        # Cache talk ends up needing database memories; every memory says "fixed".
+        model.learn([["redis", "look"], ["ttl"]], ["postgres", "deadlock", "fixed"])
+        model.learn([["oauth", "look"]], ["react", "bundle size", "fixed"])
+        model.learn([["kafka", "look"]], [f"once-{i}", "fixed"])
+    ahead = [t for t, _ in model.predict([["redis"], ["look"]], 5)]
+    assert set(ahead) == {"postgres", "deadlock"}  # not "fixed": needed everywhere
+    assert [t for t, _ in model.predict([["oauth"]], 5)] == ["bundle size", "react"]
+    # Said already: not foreseen; seen after one conversation only: not either.
+    assert [t for t, _ in model.predict([["redis"], ["postgres"]], 5)] == ["deadlock"]
+    assert model.predict([["kafka"]], 5) == []
+
+
+def test_need_model_waits_for_evidence() -> None:
+    model = NeedModel()
+    for _ in range(6):
+        model.learn([["redis"]], ["postgres"])
+        model.learn([["oauth"]], ["react"])
+    assert model.needs == 12 and model.predict([["redis"]], 5) == []  # too few needs yet
+    for _ in range(4):
+        model.learn([["redis"]], ["postgres"])
+        model.learn([["oauth"]], ["react"])
+    assert [t for t, _ in model.predict([["redis"]], 5)] == ["postgres"]
+
+
+def test_confidence_model_reads_a_stored_model_without_the_newest_feature() -> None:
+    old = ConfidenceModel.model_validate({"weights": list(PRIOR_WEIGHTS[:-1]), "updates": 3})
+    assert old.weights == list(PRIOR_WEIGHTS)
+    x = [1.0, 0.6, 0.0, 0.5, 0.5, 0.5, 0.0]  # features recorded before "foresight"
+    assert old.predict(x) == old.predict([*x, 0.0])
+    old.update(x, 1.0)
+    assert len(old.weights) == len(PRIOR_WEIGHTS)
+
+
 def test_kind_bandit_learns_which_kind_lands_where() -> None:
     bandit = KindBandit()
     for _ in range(20):
@@ -161,7 +198,7 @@ def test_kind_bandit_learns_which_kind_lands_where() -> None:
 def test_confidence_model_moves_toward_outcomes_from_its_prior() -> None:
     model = ConfidenceModel()
     assert model.weights == list(PRIOR_WEIGHTS)
-    x = [1.0, 0.6, 0.0, 0.5, 0.5, 0.5, 0.0]
+    x = [1.0, 0.6, 0.0, 0.5, 0.5, 0.5, 0.0, 0.0]
     before = model.predict(x)
     for _ in range(50):
         model.update(x, 0.0)

@@ -173,3 +173,36 @@ def test_bad_messages_are_refused_with_their_field(svc: Hippocampus) -> None:
         with pytest.raises(InvalidInputError) as e:
             svc.message(C, **kwargs)  # type: ignore[arg-type]
         assert e.value.field == field
+
+
+def test_what_such_conversations_came_to_need_is_offered_before_it_is_said(
+    svc: Hippocampus,
+) -> None:
+    add(svc, "pg", "Postgres deadlock on the orders row lock", ["postgres", "deadlock", "row lock"])
+    add(
+        svc, "react", "React hydration loop in the login form", ["react", "hydration", "login form"]
+    )
+    add(svc, "redis", "Redis cache misses climb when the ttl is short", ["redis", "cache miss"])
+    talks = {
+        "pg": ("the redis cache misses keep climbing", "postgres deadlock row lock"),
+        "react": ("the oauth token refresh fails", "react hydration login form"),
+    }
+    minute = 0.0
+    for n in range(12):
+        for need, (opening, query) in talks.items():
+            conversation = f"{need}-{n}"
+            for text in (opening, "still looking at the graphs", "nothing obvious yet", "hmm"):
+                say(svc, conversation, text, minute)
+                minute += 2
+            svc.recall(C, query, limit=1, conversation_id=conversation, learn=False)
+            minute += 60
+
+    out = say(svc, "fresh", "the redis cache misses keep climbing", minute)
+    foreseen = {i.memory.id: i for i in out.insights if "postgres" in i.matched_topics}
+    assert "pg" in foreseen and "react" not in {i.memory.id for i in out.insights}
+    assert {"postgres", "deadlock"} <= set(out.conversation.predicted_topics)
+    # A foreseen offer is judged against its own bar, which its engagement moves.
+    engaged = svc.engage(C, foreseen["pg"].surfacing_id, "dismissed")
+    model = svc.store.get_states(C, ["surface:model"])["surface:model"]
+    assert model["thresholds"]["thresholds"]["debugging+foreseen"] == engaged.threshold
+    assert "debugging" not in model["thresholds"]["thresholds"]
