@@ -17,7 +17,8 @@ memory meets its type's separate bar for foreseen offers.
 
 Engagement applies the seed's rules to the memory, strengthens its edges to
 the conversation's concepts (used / helpful), and teaches the bandit, the
-confidence model and the threshold of the conversation's type.
+confidence model and the threshold of the conversation's type (its bar for
+foreseen offers when the offer was foreseen).
 
 With ``SurfaceConfig.learn`` off nothing is learned: fixed thresholds, the
 prior confidence model, no bandit (a neutral 0.5), no transitions, no needs,
@@ -318,7 +319,7 @@ class Surfacer:
         self, learned: SurfaceModel, state: ConversationState
     ) -> tuple[list[str], list[str]]:
         """The predicted topics (the coming messages' likeliest, then those the
-        conversation heads toward), and the latter alone."""
+        conversation will come to need), and the latter alone."""
         cfg = self.config
         if cfg.learn:
             ranked = learned.topics.predict(state.topics, cfg.predicted_topics)

@@ -98,12 +98,14 @@ class TopicModel(BaseModel):
 class NeedModel(BaseModel):
     """Which topics a conversation will come to need, learned from what was
     asked for: when a conversation recalls memories explicitly, the concepts of
-    what it found are counted against every topic said before the asking.
+    what it found are counted against the topics said before (the caller picks
+    which messages: those well before the asking, to foresee that early).
 
     Prediction ranks the concepts not yet said by how much likelier they are to
-    be needed after the conversation's topics than in any conversation (lift),
-    times how often they were: words every memory carries have a lift near 1
-    and drop out, and so do pairings seen once.
+    be needed after the conversation's topics than in any conversation (lift,
+    its chance smoothed toward the base rate), times that chance and how rare
+    the concept is among needs: the stock words of a kind of memory have a lift
+    near 1 and drop out, and so do pairings seen fewer than three times.
     """
 
     model_config = ConfigDict(extra="forbid")
