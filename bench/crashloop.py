@@ -41,7 +41,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.server import Server
-from bench.workload import Client, Latencies, Ledger, Mix, counter, notes, seed_memories, verify
+from bench.workload import (
+    Client,
+    Latencies,
+    Ledger,
+    Mix,
+    counter,
+    notes,
+    seed_memories,
+    start_crew,
+    verify,
+)
 from engine.store.embedded import EmbeddedStore
 
 COLLECTION = "crashloop"
@@ -67,40 +77,31 @@ def trial(
     before = ledger.acknowledged
     latencies = Latencies()
     killed = threading.Event()
-    crashed: list[BaseException] = []
-
-    def work(n: int) -> None:
-        try:
-            with Client(
-                server.url,
-                COLLECTION,
-                ledger,
-                latencies,
-                name=f"t{number}c{n}",
-                seed=number * 100 + n,
-                hot=hot,
-                next_note=next_note,
-                mix=Mix(scratch_cap=8, decay=4),
-            ) as client:
-                while not killed.is_set():
-                    client.step()
-        except BaseException as e:
-            crashed.append(e)
-
-    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(clients)]
-    for t in threads:
-        t.start()
+    crew = start_crew(
+        clients,
+        lambda n: Client(
+            server.url,
+            COLLECTION,
+            ledger,
+            latencies,
+            name=f"t{number}c{n}",
+            seed=number * 100 + n,
+            hot=hot,
+            next_note=next_note,
+            mix=Mix(scratch_cap=8, decay=4),
+        ),
+        go_on=lambda: not killed.is_set(),
+    )
     time.sleep(kill_after_s)
     with ledger.lock:  # holding it freezes the in-flight count while the signal goes
         assert server.proc is not None
         server.proc.kill()
         in_flight = ledger.in_flight
     killed.set()
-    for t in threads:
-        t.join(timeout=120)
+    crew.join(timeout=120)
     server.kill()  # reaps the process
-    if crashed:
-        raise crashed[0]
+    if crew.crashed:
+        raise crew.crashed[0]
 
     store = EmbeddedStore(server.data_dir)
     try:

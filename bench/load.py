@@ -20,7 +20,6 @@ import argparse
 import json
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +38,7 @@ from bench.workload import (
     notes,
     percentile,
     seed_memories,
+    start_crew,
 )
 
 COLLECTION = "load"
@@ -63,35 +63,26 @@ def run_level(
     latencies = Latencies()
     deadline = time.monotonic() + seconds
     budget = counter()
-    errors: list[BaseException] = []
-
-    def work(n: int) -> None:
-        try:
-            with Client(
-                url,
-                COLLECTION,
-                ledger,
-                latencies,
-                name=f"c{clients}-{n}",
-                seed=1000 * clients + n,
-                hot=hot,
-                next_note=next_note,
-                mix=Mix(scratch_cap=20),
-            ) as client:
-                while time.monotonic() < deadline and (requests is None or budget() < requests):
-                    client.step()
-        except Exception as e:
-            errors.append(e)
-
     started = time.perf_counter()
-    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    crew = start_crew(
+        clients,
+        lambda n: Client(
+            url,
+            COLLECTION,
+            ledger,
+            latencies,
+            name=f"c{clients}-{n}",
+            seed=1000 * clients + n,
+            hot=hot,
+            next_note=next_note,
+            mix=Mix(scratch_cap=20),
+        ),
+        go_on=lambda: time.monotonic() < deadline and (requests is None or budget() < requests),
+    )
+    crew.join()
     elapsed = time.perf_counter() - started
-    if errors:
-        raise errors[0]
+    if crew.crashed:
+        raise crew.crashed[0]
     ms, failed = latencies.take()
     routes = {}
     for route in (*ROUTES, "all"):

@@ -45,6 +45,7 @@ from bench.workload import (
     notes,
     percentile,
     seed_memories,
+    start_crew,
     verify,
 )
 
@@ -102,27 +103,6 @@ def main() -> int:
         hot = [m.id for m in seeds[:8]]
         next_note = counter(start=args.memories)
         stop = threading.Event()
-        crashed: list[BaseException] = []
-
-        def work(n: int) -> None:
-            try:
-                with Client(
-                    server.url,
-                    COLLECTION,
-                    ledger,
-                    latencies,
-                    name=f"soak{n}",
-                    seed=n,
-                    hot=hot,
-                    next_note=next_note,
-                    mix=Mix(scratch_cap=10),
-                ) as client:
-                    while not stop.is_set():
-                        client.step()
-            except BaseException as e:
-                crashed.append(e)
-                stop.set()
-
         rows: list[dict[str, Any]] = []
         samples: list[tuple[float, float]] = [(0.0, rss_mib(pid))]
         log(f"soaking for {total_s:g} s with {args.clients} clients; RSS {samples[0][1]:.1f} MiB")
@@ -132,12 +112,23 @@ def main() -> int:
                 f"{'req/s':>6} {'p50 ms':>7} {'p95 ms':>7} {'failed':>6}",
                 flush=True,
             )
-        threads = [
-            threading.Thread(target=work, args=(n,), daemon=True) for n in range(args.clients)
-        ]
         started = time.monotonic()
-        for t in threads:
-            t.start()
+        crew = start_crew(
+            args.clients,
+            lambda n: Client(
+                server.url,
+                COLLECTION,
+                ledger,
+                latencies,
+                name=f"soak{n}",
+                seed=n,
+                hot=hot,
+                next_note=next_note,
+                mix=Mix(scratch_cap=10),
+            ),
+            go_on=lambda: not stop.is_set(),
+            on_crash=stop.set,
+        )
         next_row = interval
         while not stop.is_set():
             now = time.monotonic() - started
@@ -170,8 +161,7 @@ def main() -> int:
                     )
                 next_row += interval
         stop.set()
-        for t in threads:
-            t.join(timeout=120)
+        crew.join(timeout=120)
         _, failed = latencies.take()
         late_failures = sum(failed.values())
         elapsed = time.monotonic() - started
@@ -204,7 +194,7 @@ def main() -> int:
         "memories_at_end": count,
         "acknowledged": ledger.acknowledged,
         "failed_requests": failures,
-        "problems": problems + ledger.errors[:20] + [repr(e) for e in crashed],
+        "problems": problems + ledger.errors[:20] + [repr(e) for e in crew.crashed],
     }
     if args.json:
         print(json.dumps(report, indent=2))

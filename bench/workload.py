@@ -454,6 +454,54 @@ class Client:
             self._unexpected("decay", r)
 
 
+@dataclass
+class Crew:
+    """Client threads stepping through the workload (see :func:`start_crew`)."""
+
+    threads: list[threading.Thread]
+    crashed: list[BaseException]
+
+    def join(self, timeout: float | None = None) -> list[str]:
+        """Wait for every client; the names of those still running after ``timeout``."""
+        for t in self.threads:
+            t.join(timeout=timeout)
+        return [t.name for t in self.threads if t.is_alive()]
+
+
+def start_crew(
+    count: int,
+    client: Callable[[int], Client],
+    *,
+    go_on: Callable[[], bool] = lambda: True,
+    steps: int | None = None,
+    on_crash: Callable[[], None] | None = None,
+) -> Crew:
+    """Start ``count`` threads, the ``n``-th stepping ``client(n)`` while ``go_on()``
+    holds (and at most ``steps`` times). An exception ends that client; it is kept
+    in :attr:`Crew.crashed` and ``on_crash`` is called."""
+    crashed: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            with client(n) as c:
+                taken = 0
+                while go_on() and (steps is None or taken < steps):
+                    c.step()
+                    taken += 1
+        except BaseException as e:
+            crashed.append(e)
+            if on_crash is not None:
+                on_crash()
+
+    threads = [
+        threading.Thread(target=work, args=(n,), name=f"client{n}", daemon=True)
+        for n in range(count)
+    ]
+    for t in threads:
+        t.start()
+    return Crew(threads, crashed)
+
+
 def counter(start: int = 0) -> Callable[[], int]:
     """A thread-safe source of ``start``, ``start + 1``, …"""
     lock = threading.Lock()

@@ -13,7 +13,6 @@ edges, equal to what the clients counted.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,17 @@ import httpx
 import pytest
 
 from bench.server import Server
-from bench.workload import Client, Latencies, Ledger, Mix, counter, notes, seed_memories, verify
+from bench.workload import (
+    Client,
+    Latencies,
+    Ledger,
+    Mix,
+    counter,
+    notes,
+    seed_memories,
+    start_crew,
+    verify,
+)
 
 COLLECTION = "concurrency"
 SEEDED = 30
@@ -47,33 +56,24 @@ def test_concurrent_clients_lose_and_double_nothing(server: Server) -> None:
     seed_memories(server.url, COLLECTION, seeds, ledger)
     next_note = counter(start=SEEDED)
     hot = [m.id for m in seeds[:HOT]]
-    crashed: list[BaseException] = []
-
-    def work(n: int) -> None:
-        try:
-            with Client(
-                server.url,
-                COLLECTION,
-                ledger,
-                latencies,
-                name=f"client{n}",
-                seed=n,
-                hot=hot,
-                next_note=next_note,
-                mix=Mix(scratch_cap=4),
-            ) as client:
-                for _ in range(STEPS):
-                    client.step()
-        except BaseException as e:
-            crashed.append(e)
-
-    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=JOIN_TIMEOUT_S)
-    assert not [t.name for t in threads if t.is_alive()], f"clients stuck:\n{server.output()}"
-    assert not crashed, crashed
+    crew = start_crew(
+        CLIENTS,
+        lambda n: Client(
+            server.url,
+            COLLECTION,
+            ledger,
+            latencies,
+            name=f"client{n}",
+            seed=n,
+            hot=hot,
+            next_note=next_note,
+            mix=Mix(scratch_cap=4),
+        ),
+        steps=STEPS,
+    )
+    stuck = crew.join(timeout=JOIN_TIMEOUT_S)
+    assert not stuck, f"clients stuck:\n{server.output()}"
+    assert not crew.crashed, crew.crashed
     assert not ledger.errors, ledger.errors
     sent, failed = latencies.take()
     assert not failed, f"failed requests {dict(failed)}:\n{server.output()}"
