@@ -34,7 +34,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -102,6 +102,15 @@ class Insight(BaseModel):
     confidence: float
     matched_topics: list[str]
     gates: list[Gate]
+
+
+class _Scored(NamedTuple):
+    """A candidate that passed the gates, with what its surfacing record keeps."""
+
+    insight: Insight
+    features: list[float]
+    bar: float
+    foreseen: bool
 
 
 class ConversationView(BaseModel):
@@ -384,7 +393,7 @@ class Surfacer:
         rng = random.Random(f"{self.seed}:{collection}:{state.id}:{state.messages}")
         predicted_set, foreseen = set(predicted), set(heading)
         ctype, context = state.type, state.context
-        scored: list[tuple[float, Insight, list[float], Memory, float, bool]] = []
+        scored: list[_Scored] = []
         for c in candidates:
             memory = memories.get(c.memory_id)
             if memory is None or memory.id in surfaced:
@@ -442,22 +451,23 @@ class Surfacer:
                 matched_topics=matched,
                 gates=gates,
             )
-            scored.append((confidence, insight, features, memory, bar, foresight))
-        scored.sort(key=lambda item: (-item[0], item[1].memory.id))
+            scored.append(_Scored(insight, features, bar, foresight))
+        scored.sort(key=lambda item: (-item.insight.confidence, item.insight.memory.id))
         # Foreseen memories are a guess about where the conversation goes: a few
         # at a time, so that what it is about now keeps its place.
-        chosen: list[tuple[float, Insight, list[float], Memory, float, bool]] = []
+        chosen: list[_Scored] = []
         foreseen_taken = 0
         for item in scored:
             if len(chosen) == cfg.max_insights:
                 break
-            if item[5]:
+            if item.foreseen:
                 if foreseen_taken == cfg.max_foreseen:
                     continue
                 foreseen_taken += 1
             chosen.append(item)
         records: dict[str, dict[str, Any]] = {}
-        for confidence, insight, features, memory, bar, foresight in chosen:
+        for insight, features, bar, foresight in chosen:
+            memory = insight.memory
             record = Surfacing(
                 id=insight.surfacing_id,
                 conversation_id=state.id,
@@ -469,7 +479,7 @@ class Surfacer:
                 context=context,
                 concepts=state.concepts[:20],
                 features=features,
-                confidence=confidence,
+                confidence=insight.confidence,
                 threshold=bar,
                 foreseen=foresight,
             )
@@ -486,12 +496,12 @@ class Surfacer:
                     Event(
                         type="surfacing",
                         at=at,
-                        memory_ids=[item[1].memory.id for item in chosen],
+                        memory_ids=[item.insight.memory.id for item in chosen],
                         payload={"conversation_id": state.id, "message": state.messages},
                     )
                 ],
             )
-        return [item[1] for item in chosen]
+        return [item.insight for item in chosen]
 
     # -- engagement ----------------------------------------------------------------
 
