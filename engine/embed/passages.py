@@ -73,9 +73,7 @@ def _cut(text: str, low: int, high: int) -> int:
     or ``high`` when the window has no break at all."""
     window = text[low:high]
     for pattern in _BREAKS:
-        last = None
-        for last in pattern.finditer(window):
-            pass
-        if last is not None:
-            return low + last.end()
+        breaks = list(pattern.finditer(window))
+        if breaks:
+            return low + breaks[-1].end()
     return high
