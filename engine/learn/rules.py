@@ -4,9 +4,12 @@ The numbers are the seed's: a co-used edge gains 0.1 up to 1.0 and starts at
 0.3; an edge unused for six months loses 0.05 per pass, never below 0.1.
 
 Feedback amplification guard: a bare retrieval (results shown, nobody said they
-helped) reinforces far less than real use — +0.02, and never past 0.6 — so a
-query repeated a thousand times cannot weld its results together; only use
-can take an edge to 1.0. Both are bounded, and decay pulls unused edges down.
+helped) is weak evidence. It counts on the edges its results already share
+(``co_occurrences``, ``last_co_occurred``, so an association in use does not
+decay) but moves no weight and creates no edge: a query repeated a thousand
+times cannot weld its results together or reorder itself. Weight comes from
+use (engagement, feedback, co-use), bounded at 1.0, and decay pulls unused
+edges down.
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ class Reinforcement:
 REAL_USE = Reinforcement(delta=0.1, cap=1.0, initial=0.3)
 """Memories used or found helpful together (the seed's co-retrieval rule)."""
 
-BARE_RETRIEVAL = Reinforcement(delta=0.02, cap=0.6, initial=0.3)
-"""Memories merely returned together by one recall."""
+BARE_RETRIEVAL = Reinforcement(delta=0.0, cap=0.0, initial=0.0, create=False)
+"""Memories merely returned together by one recall: counted on their existing
+edges, no weight gained (a recall that fed its own ranking would drift)."""
 
 
 @dataclass(frozen=True)

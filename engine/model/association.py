@@ -55,6 +55,9 @@ class Expansion(BaseModel):
         memory_id: the memory reached.
         strength: the sum over anchors of the best path from each.
         anchors: how many distinct anchors reach it.
+        best: the strength of the strongest single anchor's path (what one
+            anchor alone would give it).
+        best_anchor: the anchor of that path.
         paths: the best path from each anchor, strongest first.
     """
 
@@ -63,6 +66,8 @@ class Expansion(BaseModel):
     memory_id: str
     strength: float
     anchors: int
+    best: float = 0.0
+    best_anchor: Anchor | None = None
     paths: list[GraphPath]
 
 

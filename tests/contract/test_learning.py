@@ -202,3 +202,22 @@ def test_decay_refuses_bad_arguments(store: GraphStore, collection: str) -> None
         store.decay_edges(collection, period="p", unused_before=T0, step=-0.1, floor=0.1)
     with pytest.raises(InvalidInputError):
         store.decay_edges(collection, period="p", unused_before=T0, step=0.05, floor=1.5)
+
+
+def test_evidence_that_may_not_create_counts_only_on_existing_edges(
+    store: GraphStore, collection: str
+) -> None:
+    add(store, collection, ["a", "b", "c"])
+    store.upsert_edges(collection, [edge("a", ASSOCIATED, "b", 0.4)])
+    weak = {"delta": 0.0, "cap": 0.0, "initial": 0.0}
+    store.reinforce_edges(
+        collection,
+        [
+            update("a", "b", **weak).model_copy(update={"create": False}),
+            update("a", "c", **weak).model_copy(update={"create": False}),
+            update("a", "new hub", ABOUT, kind=None, **weak).model_copy(update={"create": False}),
+        ],
+    )
+    edges = store.edges_of(collection, "a")
+    assert [(e.target, e.weight, e.co_occurrences) for e in edges] == [("b", 0.4, 1)]
+    assert not store.match_hubs(collection, ["new hub"])

@@ -104,15 +104,41 @@ def test_months_of_disuse_decay_the_learned_edge_once_per_day(svc: Hippocampus) 
     assert _associated_weight(svc, top, partner) == pytest.approx(0.6)
 
 
-def test_a_bare_retrieval_reinforces_less_than_use_and_stays_bounded(svc: Hippocampus) -> None:
-    top, _ = _ids(svc)
-    for _ in range(60):
-        result = svc.recall(C, QUERY, limit=3, now=T0)
+def test_a_hundred_repeats_of_one_recall_leave_its_order_and_weights_unchanged(
+    svc: Hippocampus,
+) -> None:
+    _ids(svc)
+    shown = svc.recall(C, QUERY, limit=5, learn=False, now=T0)
+    first, second = shown.hits[0].memory.id, shown.hits[1].memory.id
+    svc.record_use(C, [first, second], now=T0)  # one learned association to walk
+    before = svc.recall(C, QUERY, limit=5, learn=False, now=T0)
+    edges_before = {(e.source, e.type, e.target): e.weight for e in svc.store.iter_edges(C)}
+    for i in range(100):
+        svc.recall(C, QUERY, limit=5, now=T0 + timedelta(minutes=i))
     svc.flush_learning()
-    second = result.hits[1].memory.id
-    weight = _associated_weight(svc, top, second)
-    assert weight is not None
-    assert weight == pytest.approx(0.6)  # 0.3 + 0.02 per recall, capped at 0.6
+    after = svc.recall(C, QUERY, limit=5, learn=False, now=T0)
+    assert [h.memory.id for h in after.hits] == [h.memory.id for h in before.hits]
+    edges_after = {(e.source, e.type, e.target): e.weight for e in svc.store.iter_edges(C)}
+    assert edges_after == edges_before  # no weight moved, no edge created
+    # The recalls still count as evidence on the edge their results share.
+    shared = next(
+        e
+        for e in svc.store.edges_of(C, first)
+        if e.type == EdgeType.ASSOCIATED and second in (e.source, e.target)
+    )
+    assert shared.co_occurrences > 1
+
+
+def test_use_after_repeated_recalls_still_reinforces_by_the_seed_rule(svc: Hippocampus) -> None:
+    top, partner = _ids(svc)
+    for _ in range(20):
+        svc.recall(C, QUERY, limit=5, now=T0)
+    svc.flush_learning()
+    assert _associated_weight(svc, top, partner) is None  # bare recalls created nothing
+    svc.record_use(C, [top, partner], now=T0)
+    assert _associated_weight(svc, top, partner) == pytest.approx(0.3)
+    svc.record_use(C, [top, partner], now=T0)
+    assert _associated_weight(svc, top, partner) == pytest.approx(0.4)
 
 
 def test_associate_needs_two_concepts_or_one_strong_path(svc: Hippocampus) -> None:

@@ -116,6 +116,7 @@ class Reinforcement(NamedTuple):
     used_at: int
     kind: str | None = None
     at: str = ""
+    create: bool = True
 
 
 def reinforced(weight: float | None, update: Reinforcement) -> float:
@@ -639,6 +640,9 @@ class CollectionGraph:
         barrier = np.zeros(nn, dtype=bool)
         barrier[[node for node, _ in found]] = True
         strength = np.zeros(nn, dtype=np.float64)
+        best = np.zeros(nn, dtype=np.float64)
+        best_of = np.full(nn, -1, dtype=np.int64)  # index into found of the best anchor
+        done = 0  # anchors of earlier parts
         count = np.zeros(nn, dtype=np.int64)
         walked: list[tuple[_Walked, F64]] = []
         picked: list[int] = []
@@ -659,6 +663,9 @@ class CollectionGraph:
                     lo, hi = bounds[a], bounds[a + 1]
                     nodes = cells[lo:hi] - a * nn
                     strength[nodes] += value[lo:hi]
+                    better = value[lo:hi] > best[nodes]
+                    best[nodes[better]] = value[lo:hi][better]
+                    best_of[nodes[better]] = done + a
                     count[nodes] += 1
                 reached = np.unique(cells % nn)
                 picked = self._pick(strength, params, mask, among=reached)
@@ -669,10 +676,15 @@ class CollectionGraph:
                 # Summing the anchors' rows streams the scratch once. Groups add
                 # in order.
                 strength += walk.grid.sum(axis=0)
+                top = walk.grid.max(axis=0)
+                better = top > best
+                best[better] = top[better]
+                best_of[better] = done + walk.grid.argmax(axis=0)[better]
                 count += np.count_nonzero(walk.grid, axis=0)
                 walk.grid[:] = 0.0
             # Only a walk that got this far left the scratch clean.
             _SCRATCH.give(scratch)
+            done += len(part)
         if len(parts) > 1:
             picked = self._pick(strength, params, mask)
             for part in parts if paths and picked else ():
@@ -688,6 +700,8 @@ class CollectionGraph:
                     memory_id=names[node],
                     strength=float(strength[node]),
                     anchors=int(count[node]),
+                    best=float(best[node]),
+                    best_anchor=found[best_of[node]][1] if best_of[node] >= 0 else None,
                     paths=[],
                 )
                 for node in picked
@@ -705,6 +719,8 @@ class CollectionGraph:
                     memory_id=names[node],
                     strength=float(strength[node]),
                     anchors=len(ranked),
+                    best=float(best[node]),
+                    best_anchor=found[best_of[node]][1] if best_of[node] >= 0 else None,
                     paths=[path for _, _, path in ranked],
                 )
             )
@@ -1056,13 +1072,16 @@ class CollectionGraph:
         :func:`reinforced`); other than walked edge types are ignored."""
         with self._lock.write():
             for update in updates:
-                ends = self._ends(update.source, update.type, update.target, create=True)
+                ends = self._ends(
+                    update.source, update.type, update.target, create=update.create
+                )
                 if ends is None:
                     continue
                 a, b = ends
                 e = self._find_edge(a, b)
                 if e < 0:
-                    self._new_edge(a, b, reinforced(None, update), update.used_at)
+                    if update.create:
+                        self._new_edge(a, b, reinforced(None, update), update.used_at)
                 else:
                     self._set_edge(e, reinforced(float(self._w[e]), update), update.used_at)
             self._maybe_compact()

@@ -7,6 +7,7 @@ locking, transactions and keeping the in-memory graph in step are the store's jo
 
 from __future__ import annotations
 
+import itertools
 import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -54,6 +55,17 @@ ON CONFLICT (collection, source, type, target) DO UPDATE SET
     last_co_occurred = ?6,
     used_at = ?8,
     kind = coalesce(edges.kind, ?7)
+"""
+# The same for evidence that may not create an edge: existing edges only.
+_REINFORCE_EXISTING = """
+UPDATE edges SET
+    weight = max(weight, min(?9, weight + ?10)),
+    co_occurrences = co_occurrences + 1,
+    last_co_occurred = ?6,
+    used_at = ?8,
+    kind = coalesce(kind, ?7)
+WHERE collection = ?1 AND source = ?2 AND type = ?3 AND target = ?4
+  AND ?5 IS NOT NULL
 """
 _INSERT_HUB = "INSERT OR IGNORE INTO hubs (collection, kind, name) VALUES (?, ?, ?)"
 _DECAY = """
@@ -181,33 +193,39 @@ def reinforcements(graph: CollectionGraph, updates: Sequence[EdgeUpdate]) -> lis
                 used_at=micros(update.at),
                 kind=update.kind,
                 at=update.at.isoformat(),
+                create=update.create,
             )
         )
     return applied
 
 
 def reinforce(conn: sqlite3.Connection, collection: str, applied: Sequence[Reinforcement]) -> None:
-    """Write :func:`reinforcements`, in order, creating missing hubs."""
-    hubs = dict.fromkeys((_HUB_KIND[r.type], r.target) for r in applied if r.type in _HUB_KIND)
-    conn.executemany(_INSERT_HUB, [(collection, kind, name) for kind, name in hubs])
-    conn.executemany(
-        _REINFORCE,
-        [
-            (
-                collection,
-                r.source,
-                r.type,
-                r.target,
-                r.initial,
-                r.at,
-                r.kind,
-                r.used_at,
-                r.cap,
-                r.delta,
-            )
-            for r in applied
-        ],
+    """Write :func:`reinforcements`, in order, creating missing hubs (and edges,
+    for the updates that may create them)."""
+    hubs = dict.fromkeys(
+        (_HUB_KIND[r.type], r.target) for r in applied if r.type in _HUB_KIND and r.create
     )
+    conn.executemany(_INSERT_HUB, [(collection, kind, name) for kind, name in hubs])
+    # In order, a run of updates of one kind per statement.
+    for create, run in itertools.groupby(applied, key=lambda r: r.create):
+        conn.executemany(
+            _REINFORCE if create else _REINFORCE_EXISTING,
+            [
+                (
+                    collection,
+                    r.source,
+                    r.type,
+                    r.target,
+                    r.initial,
+                    r.at,
+                    r.kind,
+                    r.used_at,
+                    r.cap,
+                    r.delta,
+                )
+                for r in run
+            ],
+        )
 
 
 def decay(

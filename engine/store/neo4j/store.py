@@ -747,6 +747,7 @@ class Neo4jStore:
         found = []
         for row in rows:
             reached = row["reached"]
+            strongest = min(reached, key=lambda r: (-r["strength"], r["anchor"]), default=None)
             walked: list[GraphPath] = []
             if paths:
                 ranked = sorted(reached, key=lambda r: (-r["strength"], r["anchor"]))
@@ -771,6 +772,8 @@ class Neo4jStore:
                     memory_id=row["memory_id"],
                     strength=float(row["strength"]),
                     anchors=len(reached),
+                    best=float(strongest["strength"]) if strongest else 0.0,
+                    best_anchor=ordered[strongest["anchor"]] if strongest else None,
                     paths=walked,
                 )
             )

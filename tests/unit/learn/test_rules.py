@@ -27,12 +27,12 @@ def test_real_use_caps_at_one() -> None:
     assert reinforced_weight(1.0, REAL_USE) == 1.0
 
 
-def test_bare_retrieval_counts_less_than_use_and_stops_at_its_cap() -> None:
-    assert reinforced_weight(0.3, BARE_RETRIEVAL) == pytest.approx(0.32)
+def test_bare_retrieval_moves_no_weight_and_creates_no_edge() -> None:
     weight: float | None = 0.3
     for _ in range(1000):
         weight = reinforced_weight(weight, BARE_RETRIEVAL)
-    assert weight == pytest.approx(0.6)
+    assert weight == 0.3
+    assert reinforced_weight(None, BARE_RETRIEVAL) is None
     assert BARE_RETRIEVAL.delta < REAL_USE.delta
 
 
