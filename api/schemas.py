@@ -428,9 +428,17 @@ class PathOut(BaseModel):
 
 class RecallHitOut(BaseModel):
     id: str
-    score: float = Field(description="The fused score results are ranked by.")
+    score: float = Field(
+        description=(
+            "What results are ranked by, on the recipe's scale: ASSOCIATIVE, cosine units "
+            "(similarity + lexical lead + graph lift); DENSE, cosine similarity; BM25, the "
+            "BM25 score over the best result's (1.0 at the top); HYBRID and HYBRID_GRAPH, "
+            "a sum of 1/(60 + rank); WEIGHTED, a weighted sum of 0-1 signals; "
+            "SEED_COMPOSITE, 0.4 similarity + 0.3 quality + 0.3 usefulness."
+        )
+    )
     similarity: float | None = Field(description="Cosine similarity to the query.")
-    lexical: float | None = Field(default=None, description="BM25 score.")
+    lexical: float | None = Field(default=None, description="Raw BM25 score.")
     graph: float | None = Field(default=None, description="Associative path strength.")
     paths: list[PathOut] | None = Field(default=None, description="With explain: why.")
     memory: MemoryOut

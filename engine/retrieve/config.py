@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.model.association import ExpandParams
 
-Fusion = Literal["rrf", "weighted", "seed_composite"]
+Fusion = Literal["calibrated", "rrf", "weighted", "seed_composite"]
 
 
 class SearchConfig(BaseModel):
@@ -21,7 +21,10 @@ class SearchConfig(BaseModel):
     Attributes:
         name: the recipe's name.
         dense / lexical / graph: which signals run.
-        fusion: ``rrf`` (reciprocal rank), ``weighted`` (sum of weighted, max-
+        fusion: ``calibrated`` (similarity plus lexical lead, both measured by
+            their spread over the query's best matches, in cosine units; graph
+            evidence lifts on top, see :func:`engine.retrieve.fusion.lifted`),
+            ``rrf`` (reciprocal rank), ``weighted`` (sum of weighted, max-
             normalized scores, where confidence, quality, usefulness and recency
             may weigh in too) or ``seed_composite`` (0.4·similarity + 0.3·quality
             + 0.3·usefulness over the dense candidates).
@@ -47,6 +50,15 @@ class SearchConfig(BaseModel):
         min_path_strength: an associative-only result (not found by dense or
             lexical search) needs at least this strength...
         min_anchor_paths: ...or paths from at least this many distinct anchors.
+        lexical_lean: for ``calibrated``, added to the lexical weight for each
+            word of the query that names something exactly (numbers, dates,
+            names: :func:`engine.retrieve.fusion.specific_terms`), up to two.
+        spread_top: for ``calibrated``, how many of each signal's best scores
+            measure its spread.
+        clear_margin: for ``calibrated``, the most a single anchor's graph
+            evidence may lift a memory, in standard deviations of the query's
+            best similarities: a direct match better by more is never passed on
+            the strength of one anchor.
         mmr_lambda: with a value, results are diversified by MMR.
         recency_half_life_days: the recency signal halves every so many days.
     """
@@ -73,6 +85,9 @@ class SearchConfig(BaseModel):
     expand: ExpandParams = ExpandParams()
     min_path_strength: float = Field(default=0.5, ge=0.0)
     min_anchor_paths: int = Field(default=2, ge=1)
+    lexical_lean: float = Field(default=0.0, ge=0.0)
+    spread_top: int = Field(default=20, ge=3, le=1000)
+    clear_margin: float = Field(default=1.0, ge=0.0)
     mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=90.0, gt=0.0)
 
@@ -83,8 +98,24 @@ class SearchConfig(BaseModel):
         return self.fusion == "seed_composite" or any(self.weights.get(s) for s in extra)
 
 
-BM25 = SearchConfig(name="BM25", dense=False, graph=False, weights={"lexical": 1.0})
-DENSE = SearchConfig(name="DENSE", lexical=False, graph=False, weights={"dense": 1.0})
+# One signal alone scores on its own scale: DENSE the cosine similarity, BM25 the
+# BM25 score divided by the query's best (the top result scores 1.0).
+BM25 = SearchConfig(
+    name="BM25",
+    dense=False,
+    graph=False,
+    fusion="weighted",
+    normalize=("lexical",),
+    weights={"lexical": 1.0},
+)
+DENSE = SearchConfig(
+    name="DENSE",
+    lexical=False,
+    graph=False,
+    fusion="weighted",
+    normalize=(),
+    weights={"dense": 1.0},
+)
 HYBRID = SearchConfig(name="HYBRID", graph=False, weights={"dense": 1.0, "lexical": 1.0})
 HYBRID_GRAPH = SearchConfig(name="HYBRID_GRAPH")
 WEIGHTED = SearchConfig(
@@ -110,25 +141,30 @@ SEED_COMPOSITE = SearchConfig(
 
 ASSOCIATIVE = SearchConfig(
     name="ASSOCIATIVE",
-    lexical=False,
-    fusion="weighted",
+    fusion="calibrated",
     normalize=(),
-    weights={"dense": 1.0, "graph": 1.2},
+    weights={"dense": 1.0, "lexical": 0.5, "graph": 1.2},
+    lexical_lean=0.25,
+    clear_margin=2.0,
     seed_temperature=0.03,
     query_triggers=False,
     query_subphrases=False,
     hub_matches=0,
     expand=ExpandParams(max_depth=2, damping=1.0, hub_degree_mode="inverse", max_results=100),
 )
-"""Similarity plus what the graph adds: the best dense hits and the concepts the
-query names anchor a two-hop walk, each hub passing on 1/degree of what reaches
-it, and a memory's score is its similarity + 1.2 × the sum of its best paths.
-A rare name shared with a strong hit (the bridge of a multi-hop question) or a
-learned association lifts a memory that similarity alone ranks low.
+"""The default: similarity and words both, then what the graph adds.
 
-Measured choices (bench/quality.py, MiniLM): BM25 beside it, query triggers,
-sub-phrases and hub names matched by embedding each cost MuSiQue R@5; the
-graph weight is flat from 1.0 to 1.6."""
+Dense and lexical search each find candidates; each memory scores its cosine
+similarity plus its lexical lead (how far its BM25 score stands above the
+query's typical best, in the signal's own spread, worth 0.5 of a spread of
+similarity, and 0.25 more for each word of the query that names something
+exactly, up to two). The best of those seed a two-hop walk (each with strength
+``exp((score - best) / 0.03)``), beside the hubs of the concepts the query
+names; a hub passes on 1/degree of what reaches it. A memory then adds 1.2 ×
+the sum of its best paths, except that one anchor never carries it past a
+clearly better direct match (two spreads of similarity better): a query-named
+hub's path lifts by at most that margin, and a memory reached from a seed stays
+below the seed. See the README's "How recall ranks"."""
 
 EMBEDDER_DOWN_WARNING = "the embedder is unavailable: results come from text and graph only"
 """The warning of a recall or surfacing whose query could not be embedded."""
@@ -149,7 +185,6 @@ def without_dense(config: SearchConfig) -> SearchConfig:
 RECIPES: dict[str, SearchConfig] = {
     r.name: r for r in (BM25, DENSE, HYBRID, HYBRID_GRAPH, ASSOCIATIVE, WEIGHTED, SEED_COMPOSITE)
 }
-# Measured with bench/quality.py (MiniLM), R@5: on MuSiQue-100 ASSOCIATIVE 0.708
-# against dense alone 0.622 and HYBRID_GRAPH (rank fusion) 0.580; on HotpotQA-100
-# 0.875 against 0.790 and 0.825.
+# Measured with bench/quality.py (MiniLM); the README's "How recall ranks" has the
+# tables for every recipe on MuSiQue-100, HotpotQA-100 and beam-100k.
 DEFAULT_RECIPE = ASSOCIATIVE.name

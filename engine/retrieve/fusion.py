@@ -6,7 +6,9 @@ mapping from memory id to score; fusion turns them into one ranking.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +68,116 @@ def weighted(
         for mid, score in values.items():
             fused[mid] = fused.get(mid, 0.0) + weight * score
     return fused
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Where one signal's best scores for a query lie: the mean and standard
+    deviation of its top scores, and the lowest of them (the floor below which a
+    score is no evidence at all)."""
+
+    mean: float
+    std: float
+    floor: float
+
+    def z(self, score: float) -> float:
+        """How many standard deviations ``score`` stands above the mean of the top
+        (0.0 when the top has no spread)."""
+        if self.std <= 0.0:
+            return 0.0
+        return (max(score, self.floor) - self.mean) / self.std
+
+
+def spread(scores: Mapping[str, float], top: int) -> Spread | None:
+    """The :class:`Spread` of the ``top`` best scores, ``None`` for fewer than 3."""
+    best = sorted(scores.values(), reverse=True)[:top]
+    if len(best) < 3:
+        return None
+    values = np.asarray(best, dtype=np.float64)
+    return Spread(mean=float(values.mean()), std=float(values.std()), floor=float(values[-1]))
+
+
+def calibrated(
+    dense: Mapping[str, float],
+    lexical: Mapping[str, float],
+    *,
+    lexical_weight: float,
+    top: int = 20,
+) -> dict[str, float]:
+    """Dense and lexical evidence on one scale: cosine similarity units.
+
+    Each memory scores its cosine similarity plus, when its BM25 score stands
+    above the typical BM25 score of the query's best matches, that lead, measured
+    in the lexical signal's own standard deviations and converted to cosine units
+    by the dense signal's standard deviation (both over the ``top`` best of each
+    signal), times ``lexical_weight``. A query whose words pick out a few memories
+    (a rare name, a number) gives those a lead of several deviations; one whose
+    words are everywhere gives nobody much. A memory without a similarity (found
+    by text only, with no vector) counts the least similarity seen.
+
+    Args:
+        dense: memory id → cosine similarity to the query.
+        lexical: memory id → BM25 score.
+        lexical_weight: how much a standard deviation of lexical lead is worth in
+            standard deviations of similarity.
+        top: how many of each signal's best scores measure its spread.
+
+    Returns:
+        memory id → fused score, for every id of either signal.
+    """
+    ids = list(dict.fromkeys([*dense, *lexical]))
+    if not dense:
+        return dict(max_normalized(dict(lexical)))
+    d_spread = spread(dense, top)
+    l_spread = spread(lexical, top)
+    lowest = min(dense.values())
+    scale = lexical_weight * (d_spread.std if d_spread is not None else 0.0)
+    fused: dict[str, float] = {}
+    for mid in ids:
+        score = dense.get(mid, lowest)
+        if l_spread is not None and mid in lexical:
+            score += scale * max(0.0, l_spread.z(lexical[mid]))
+        fused[mid] = score
+    return fused
+
+
+_TERM = re.compile(r"[^\W_]+(?:[.'’-][^\W_]+)*")
+_CALENDAR = frozenset(
+    """january february march april may june july august september october november
+    december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday
+    thursday friday saturday sunday today yesterday tomorrow""".split()
+)
+
+
+def specific_terms(query: str) -> int:
+    """How many of the query's words name something exactly: numbers, versions and
+    dates, calendar words, and capitalized words inside the sentence (names).
+
+    Such words are matched best letter for letter, so the more a query has, the
+    more its fusion leans on lexical evidence; a paraphrase has none and leans on
+    similarity.
+    """
+    count = 0
+    sentence_start = True
+    for match in _TERM.finditer(query):
+        word = match.group()
+        exact = any(ch.isdigit() for ch in word) or word.lower() in _CALENDAR
+        name = not sentence_start and word[:1].isupper() and re.split("['’]", word)[0] != "I"
+        count += exact or name
+        tail = query[match.end() : match.end() + 2]
+        sentence_start = bool(tail) and tail[0] in ".!?"
+    return count
+
+
+def lifted(direct: float, strength: float, best: float, *, weight: float, cap: float) -> float:
+    """A direct score raised by graph evidence, ``weight`` × path strength, where
+    the strongest single anchor's share (``best`` of ``strength``) lifts by at
+    most ``cap``. One anchor can reorder near ties but never carry a memory past
+    one that matches clearly better; each further anchor's path adds in full, so
+    evidence that converges from several places still lifts what similarity
+    missed."""
+    single = min(weight * best, cap)
+    return direct + single + weight * max(0.0, strength - best)
 
 
 def seed_composite(similarity: float, quality: float, usefulness: float) -> float:

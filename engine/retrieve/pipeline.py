@@ -20,7 +20,17 @@ from engine.extract import ConceptExtractor
 from engine.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters
 from engine.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, HubMatch
 from engine.retrieve.config import SearchConfig
-from engine.retrieve.fusion import max_normalized, mmr, rrf, seed_composite, weighted
+from engine.retrieve.fusion import (
+    calibrated,
+    lifted,
+    max_normalized,
+    mmr,
+    rrf,
+    seed_composite,
+    specific_terms,
+    spread,
+    weighted,
+)
 from engine.store import GraphStore, Vector
 
 
@@ -110,6 +120,20 @@ def retrieve(
     if config.lexical:
         lexical = dict(store.search_text(collection, query, k=config.candidates, filters=filters))
 
+    direct: dict[str, float] = {}
+    if config.fusion == "calibrated":
+        if dense and query_vector is not None:
+            # Text matches outside the dense candidates have a similarity too.
+            missing = [mid for mid in lexical if mid not in dense]
+            if missing:
+                dense.update(_similarities(store, collection, missing, query_vector))
+        direct = calibrated(
+            dense,
+            lexical,
+            lexical_weight=_lexical_weight(query, config),
+            top=config.spread_top,
+        )
+
     hubs: list[HubMatch] = []
     graph: dict[str, float] = {}
     expansions: dict[str, Expansion] = {}
@@ -118,17 +142,18 @@ def retrieve(
             store, extractor, collection, query, query_vector, model=model, config=config
         )
         anchors = [Anchor(kind=h.kind, name=h.name, strength=_unit(h.similarity)) for h in hubs]
-        for mid, strength in _seeds(dense, lexical, config):
+        seeds = _seeds(direct, config) if direct else _fused_seeds(dense, lexical, config)
+        for mid, strength in seeds:
             anchors.append(Anchor(kind=MEMORY_NODE, name=mid, strength=_unit(strength)))
         if anchors:
             found = store.expand(
                 collection, anchors, params=config.expand, filters=filters, paths=explain
             )
             for e in found:
-                direct = e.memory_id in dense or e.memory_id in lexical
+                is_direct = e.memory_id in dense or e.memory_id in lexical
                 # The seed's false-positive guard: one weak path alone surfaces nothing.
                 if (
-                    direct
+                    is_direct
                     or e.anchors >= config.min_anchor_paths
                     or e.strength >= config.min_path_strength
                 ):
@@ -148,7 +173,9 @@ def retrieve(
         memories = store.get_memories(collection, sorted(pool))
         signals.update(_metadata_signals(memories, now, config))
 
-    if config.fusion == "rrf":
+    if config.fusion == "calibrated":
+        fused = _with_graph(direct, dense, graph, expansions, config)
+    elif config.fusion == "rrf":
         fused = rrf(signals, config.weights, k=config.rrf_k)
     elif config.fusion == "weighted":
         fused = weighted(signals, config.weights, normalize=config.normalize)
@@ -212,16 +239,83 @@ def _quality(memory: Memory) -> float:
     return 0.5 if q is None else q
 
 
-def _seeds(
+def _lexical_weight(query: str, config: SearchConfig) -> float:
+    """The lexical weight for this query: the recipe's, leaning further toward
+    words for each word that names something exactly (up to two)."""
+    return config.weights.get("lexical", 0.0) + config.lexical_lean * min(specific_terms(query), 2)
+
+
+def _with_graph(
+    direct: dict[str, float],
+    dense: Mapping[str, float],
+    graph: Mapping[str, float],
+    expansions: Mapping[str, Expansion],
+    config: SearchConfig,
+) -> dict[str, float]:
+    """Calibrated direct scores lifted by graph evidence, under the rule that a
+    clearly better direct match (better by more than ``clear_margin`` spreads of
+    similarity) is never passed on the strength of one anchor:
+
+    - what the strongest single anchor gives is capped at that margin when the
+      anchor is a hub the query names (the query's words are already counted
+      by lexical search);
+    - a memory reached from a direct match (a seed) stays below that seed
+      unless it matches nearly as well itself;
+    - every further anchor's path adds in full.
+
+    A memory the graph alone found starts from its similarity (or the least
+    direct score, without one)."""
+    fused = dict(direct)
+    if not graph:
+        return fused
+    d_spread = spread(dense, config.spread_top)
+    margin = config.clear_margin * (d_spread.std if d_spread is not None else 0.0)
+    floor = min(direct.values(), default=0.0)
+    weight = config.weights.get("graph", 0.0)
+    base = {mid: direct.get(mid, dense.get(mid, floor)) for mid in graph}
+    from_seed: dict[str, str] = {}
+    for mid, strength in graph.items():
+        e = expansions[mid]
+        source = e.best_anchor
+        if source is not None and source.kind == MEMORY_NODE:
+            from_seed[mid] = source.name
+            cap = math.inf
+        else:
+            cap = margin
+        fused[mid] = lifted(base[mid], strength, e.best, weight=weight, cap=cap)
+    for mid, seed in from_seed.items():
+        seed_direct = direct.get(seed)
+        if seed_direct is None or seed_direct <= base[mid] + margin:
+            continue
+        e = expansions[mid]
+        others = weight * max(0.0, e.strength - e.best)
+        single = fused[mid] - others
+        # Just below the seed: a neighbour never passes the match that led to it.
+        fused[mid] = min(single, math.nextafter(fused[seed], -math.inf)) + others
+    return fused
+
+
+def _seeds(direct: Mapping[str, float], config: SearchConfig) -> list[tuple[str, float]]:
+    """The best direct matches, each anchoring with strength
+    ``exp((score - best) / seed_temperature)`` (1.0 without a temperature)."""
+    top = _top(direct, config.seeds)
+    if not top:
+        return []
+    best = top[0][1]
+    temperature = config.seed_temperature
+    if temperature is None:
+        return [(mid, 1.0) for mid, _ in top]
+    return [(mid, math.exp((score - best) / temperature)) for mid, score in top]
+
+
+def _fused_seeds(
     dense: Mapping[str, float], lexical: Mapping[str, float], config: SearchConfig
 ) -> list[tuple[str, float]]:
     """The memories expansion starts from, with their strengths."""
     if config.seed_temperature is None or not dense:
         fused = rrf({"dense": dense, "lexical": lexical}, {"dense": 1.0, "lexical": 1.0})
         return _top(max_normalized(fused), config.seeds)
-    top = _top(dense, config.seeds)
-    best = top[0][1]
-    return [(mid, math.exp((sim - best) / config.seed_temperature)) for mid, sim in top]
+    return _seeds(dense, config)
 
 
 def _similarities(

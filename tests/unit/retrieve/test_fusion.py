@@ -2,7 +2,18 @@ import numpy as np
 import pytest
 
 from engine.retrieve.config import DEFAULT_RECIPE, RECIPES, SEED_COMPOSITE
-from engine.retrieve.fusion import max_normalized, mmr, ranks, rrf, seed_composite, weighted
+from engine.retrieve.fusion import (
+    calibrated,
+    lifted,
+    max_normalized,
+    mmr,
+    ranks,
+    rrf,
+    seed_composite,
+    specific_terms,
+    spread,
+    weighted,
+)
 
 
 def test_ranks_break_ties_by_id() -> None:
@@ -66,3 +77,58 @@ def test_recipes_are_named_and_the_default_exists() -> None:
     }
     assert all(name == cfg.name for name, cfg in RECIPES.items())
     assert DEFAULT_RECIPE in RECIPES
+
+
+def test_calibrated_scores_are_similarities_when_words_set_nothing_apart() -> None:
+    dense = {f"m{i}": 0.9 - i * 0.05 for i in range(10)}
+    flat = {f"m{i}": 3.0 for i in range(10)}  # every memory shares the query's words alike
+    assert calibrated(dense, flat, lexical_weight=1.0) == pytest.approx(dense)
+
+
+def test_calibrated_adds_a_lexical_lead_in_cosine_units() -> None:
+    dense = {f"m{i}": 0.5 - i * 0.01 for i in range(10)}
+    lexical = {f"m{i}": 1.0 for i in range(10)} | {"m9": 11.0}  # a rare name only m9 has
+    fused = calibrated(dense, lexical, lexical_weight=1.0)
+    d = spread(dense, 20)
+    lx = spread(lexical, 20)
+    assert d is not None and lx is not None
+    assert fused["m9"] == pytest.approx(dense["m9"] + d.std * lx.z(11.0))
+    assert sorted(fused, key=fused.__getitem__, reverse=True)[:2] == ["m0", "m9"]
+    assert fused["m0"] == pytest.approx(dense["m0"])  # below the lexical mean: no lead
+
+
+def test_calibrated_gives_text_only_matches_the_least_similarity_seen() -> None:
+    dense = {"a": 0.6, "b": 0.5, "c": 0.4}
+    fused = calibrated(dense, {"a": 1.0, "b": 1.0, "z": 1.0}, lexical_weight=1.0)
+    assert fused["z"] == pytest.approx(0.4)
+
+
+def test_calibrated_without_similarities_ranks_by_words() -> None:
+    assert calibrated({}, {"a": 4.0, "b": 2.0}, lexical_weight=1.0) == {"a": 1.0, "b": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("query", "count"),
+    [
+        ("how should I retry calls to an external service", 0),
+        ("When did Caroline go to the LGBTQ support group?", 2),
+        ("What did I say on March 15, 2024 about Flask 2.0?", 5),
+        ("I'm Craig. I've used Redis.", 2),
+    ],
+)
+def test_specific_terms_count_names_numbers_and_dates(query: str, count: int) -> None:
+    assert specific_terms(query) == count
+
+
+def test_one_anchor_lifts_at_most_the_cap_and_more_anchors_add_in_full() -> None:
+    assert lifted(0.3, 0.5, 0.5, weight=1.2, cap=0.05) == pytest.approx(0.35)
+    assert lifted(0.3, 0.01, 0.01, weight=1.2, cap=0.05) == pytest.approx(0.312)
+    # Two anchors of 0.25 each: the strongest capped, the second in full.
+    assert lifted(0.3, 0.5, 0.25, weight=1.2, cap=0.05) == pytest.approx(0.3 + 0.05 + 0.3)
+
+
+def test_a_clearly_better_direct_match_stays_above_a_single_anchor_neighbour() -> None:
+    cap = 0.05
+    better = lifted(0.48, 0.0, 0.0, weight=1.2, cap=cap)
+    neighbour = lifted(0.40, 0.9, 0.9, weight=1.2, cap=cap)
+    assert better > neighbour
