@@ -1,164 +1,337 @@
-"""Retrieval quality on multi-hop question sets: R@2, R@5 and All@5 per method.
+"""Retrieval quality on the dev sets: every recipe, R@k and All@k, per question type.
 
-Each corpus passage becomes one memory (title and text) in a fresh collection;
-each question is recalled with every method and scored against its gold
-passages. Methods map to recipes: bm25 → BM25, dense → DENSE, hybrid → HYBRID,
-graph → HYBRID_GRAPH, default → the engine's default recipe. Recalls run with learning off, so the
-graph is the same for every method and question order does not matter.
+Three sets (see the data folder's README):
+
+- MuSiQue-100 and HotpotQA-100: each corpus passage becomes one memory (title
+  and text) in one collection; R@2, R@5 and All@5.
+- beam-100k: each of its 20 long user–assistant chats becomes a collection, one
+  memory per message (content past the engine's cap is cut there), remembered
+  in order with its conversation, speaker and time; each chat's questions are
+  asked of its own collection. R@5, R@10 and All@10, overall and per type.
+
+Every recipe runs (``--methods`` picks some, by recipe name or ``default``).
+Recalls run with learning off, so the graph is the same for every recipe and
+question order does not matter.
 
     .venv/bin/python bench/quality.py --data ../shared/data
-    .venv/bin/python bench/quality.py --data ../shared/data --json
+    .venv/bin/python bench/quality.py --data ../shared/data --datasets beam --json
+    .venv/bin/python bench/quality.py --data ../shared/data --cache /tmp/hippo-vectors
+
+``--cache DIR`` keeps the embeddings of passages and questions on disk between
+runs (keyed by the model and the exact text), so a second run measures ranking
+changes in a fraction of the time. Leave it out for a measurement from scratch.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.embed import HashingEmbedder, SentenceTransformerEmbedder
+import numpy as np
+import numpy.typing as npt
+
+from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from engine.extract import SpacyConceptExtractor
 from engine.model import NewMemory
 from engine.retrieve.config import DEFAULT_RECIPE, RECIPES
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
 
-METHODS = {
-    "bm25": "BM25",
-    "dense": "DENSE",
-    "hybrid": "HYBRID",
-    "graph": "HYBRID_GRAPH",
-    "default": DEFAULT_RECIPE,
-}
-COLLECTION = "bench:quality"
+
+@dataclass
+class Question:
+    text: str
+    gold: set[str]  # memory ids
+    kind: str = "all"
+
+
+@dataclass
+class Corpus:
+    """One collection's memories, in the order they are remembered."""
+
+    collection: str
+    memories: list[NewMemory]
+    questions: list[Question]
 
 
 @dataclass
 class Dataset:
     name: str
-    passages: list[tuple[str, str]]  # (title, text)
-    questions: list[tuple[str, set[int]]]  # (question, gold passage indexes)
+    corpora: list[Corpus]
+    ks: tuple[int, int]  # the two cut-offs reported; All@ uses the larger
+    by_kind: bool = False
+    notes: list[str] = field(default_factory=list)
 
 
-def load_musique(folder: Path) -> Dataset:
+def load_musique(folder: Path, max_chars: int) -> Dataset:
     corpus = json.loads((folder / "musique_train_corpus.json").read_text())
     passages = [(p["title"], p["text"]) for p in corpus]
-    index = {p: i for i, p in enumerate(passages)}
-    questions = []
-    for q in json.loads((folder / "musique_train.json").read_text()):
-        gold = {
-            index[(p["title"], p["paragraph_text"])] for p in q["paragraphs"] if p["is_supporting"]
-        }
-        questions.append((q["question"], gold))
-    return Dataset("musique", passages, questions)
+    index = {p: f"p{i}" for i, p in enumerate(passages)}
+    questions = [
+        Question(
+            q["question"],
+            {
+                index[(p["title"], p["paragraph_text"])]
+                for p in q["paragraphs"]
+                if p["is_supporting"]
+            },
+        )
+        for q in json.loads((folder / "musique_train.json").read_text())
+    ]
+    return Dataset("musique", [_passages("bench:musique", passages, questions)], (2, 5))
 
 
-def load_hotpotqa(folder: Path) -> Dataset:
+def load_hotpotqa(folder: Path, max_chars: int) -> Dataset:
     corpus = json.loads((folder / "hotpotqa_train_corpus.json").read_text())
     passages = [(title, "".join(sentences)) for title, sentences in corpus.items()]
-    index = {title: i for i, (title, _) in enumerate(passages)}
-    questions = []
-    for q in json.loads((folder / "hotpotqa_train.json").read_text()):
-        gold = {index[title] for title, _ in q["supporting_facts"]}
-        questions.append((q["question"], gold))
-    return Dataset("hotpotqa", passages, questions)
+    index = {title: f"p{i}" for i, (title, _) in enumerate(passages)}
+    questions = [
+        Question(q["question"], {index[title] for title, _ in q["supporting_facts"]})
+        for q in json.loads((folder / "hotpotqa_train.json").read_text())
+    ]
+    return Dataset("hotpotqa", [_passages("bench:hotpotqa", passages, questions)], (2, 5))
 
 
-LOADERS = {"musique": ("musique-100", load_musique), "hotpotqa": ("hotpotqa-100", load_hotpotqa)}
+def _passages(collection: str, passages: list[tuple[str, str]], qs: list[Question]) -> Corpus:
+    memories = [
+        NewMemory(content=f"{title}\n{text}", id=f"p{i}", category="documentation")
+        for i, (title, text) in enumerate(passages)
+    ]
+    return Corpus(collection, memories, qs)
 
 
-def index_corpus(service: Hippocampus, data: Dataset) -> dict[str, int]:
-    """Remember every passage; returns memory id → passage index (duplicates map to
-    the passage stored first)."""
-    owner: dict[str, int] = {}
-    batch = 128
-    for start in range(0, len(data.passages), batch):
-        chunk = data.passages[start : start + batch]
-        items = [
-            NewMemory(content=f"{title}\n{text}", id=f"p{start + i}", category="documentation")
-            for i, (title, text) in enumerate(chunk)
+_SPEAKER = re.compile(r"^(User|Assistant):\s*")
+
+
+def load_beam(folder: Path, max_chars: int) -> Dataset:
+    data = json.loads((folder / "beam-100k.json").read_text())
+    corpora = []
+    cut = 0
+    for group in data["groups"]:
+        memories = []
+        day_counts: dict[str, int] = defaultdict(int)
+        for unit in group["units"]:
+            text = unit["text"]
+            if len(text) > max_chars:
+                text, cut = text[:max_chars], cut + 1
+            speaker = _SPEAKER.match(text)
+            # Messages of one batch share a date; keep their order within it.
+            day = datetime.fromisoformat(unit["time"]).replace(tzinfo=UTC)
+            at = day + timedelta(minutes=day_counts[unit["time"]])
+            day_counts[unit["time"]] += 1
+            memories.append(
+                NewMemory(
+                    content=text,
+                    id=unit["key"],
+                    category="conversation",
+                    conversation_id=group["id"],
+                    **_when_who(at, speaker.group(1).lower() if speaker else None),
+                )
+            )
+        questions = [
+            Question(q["question"], set(q["gold"]), q["category"]) for q in group["questions"]
         ]
-        for i, outcome in enumerate(service.remember_many(COLLECTION, items)):
-            owner.setdefault(outcome.memory.id, start + i)
-    return owner
+        corpora.append(Corpus(f"bench:beam:{group['id']}", memories, questions))
+    notes = [f"{cut} messages cut to {max_chars} characters"] if cut else []
+    return Dataset("beam", corpora, (5, 10), by_kind=True, notes=notes)
+
+
+def _when_who(at: datetime, speaker: str | None) -> dict[str, Any]:
+    """The time and speaker fields, where this version of the engine has them."""
+    fields = NewMemory.model_fields
+    out: dict[str, Any] = {}
+    if "occurred_at" in fields:
+        out["occurred_at"] = at
+    if "speaker" in fields and speaker is not None:
+        out["speaker"] = speaker
+    return out
+
+
+LOADERS = {
+    "musique": ("musique-100", load_musique),
+    "hotpotqa": ("hotpotqa-100", load_hotpotqa),
+    "beam": ("beam-100k", load_beam),
+}
+
+
+class CachedEmbedder:
+    """An embedder whose vectors are kept on disk by model and text (bench only)."""
+
+    def __init__(self, inner: Embedder, folder: Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', inner.name)}.npz"
+        self.vectors: dict[str, npt.NDArray[np.float32]] = {}
+        if self.path.exists():
+            with np.load(self.path) as stored:
+                self.vectors = {k: stored[k] for k in stored.files}
+        self.dirty = False
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in self.vectors})
+        if todo:
+            by_key = {k: t for k, t in zip(keys, texts, strict=True)}
+            fresh = self.inner.encode([by_key[k] for k in todo])
+            self.vectors.update(zip(todo, fresh, strict=True))
+            self.dirty = True
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.vectors[k] for k in keys]).astype(np.float32)
+
+    def save(self) -> None:
+        if self.dirty:
+            np.savez(self.path, **self.vectors)
+            self.dirty = False
+
+
+def index_corpus(service: Hippocampus, corpus: Corpus) -> None:
+    batch = 128
+    for start in range(0, len(corpus.memories), batch):
+        service.remember_many(corpus.collection, corpus.memories[start : start + batch])
 
 
 def evaluate(
-    service: Hippocampus, data: Dataset, owner: dict[str, int], methods: list[str]
-) -> dict[str, dict[str, float]]:
-    vectors = service.embedder.encode([q for q, _ in data.questions])
-    scores: dict[str, dict[str, float]] = {}
+    service: Hippocampus, data: Dataset, methods: list[str]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per method, per question kind ("all" included): mean R@k for both cut-offs,
+    All@ the larger, and the question count."""
+    small, large = data.ks
+    out: dict[str, dict[str, dict[str, float]]] = {}
     for method in methods:
-        r2 = r5 = all5 = 0.0
-        for (question, gold), vector in zip(data.questions, vectors, strict=True):
-            result = service.recall(
-                COLLECTION,
-                question,
-                limit=5,
-                query_vector=vector,
-                recipe=METHODS[method],
-                learn=False,
-            )
-            ranked = [owner.get(h.memory.id, -1) for h in result.hits]
-            hit2 = len(gold & set(ranked[:2]))
-            hit5 = len(gold & set(ranked[:5]))
-            r2 += hit2 / len(gold)
-            r5 += hit5 / len(gold)
-            all5 += 1.0 if hit5 == len(gold) else 0.0
-        n = len(data.questions)
-        scores[method] = {"r2": r2 / n, "r5": r5 / n, "all5": all5 / n}
-    return scores
+        sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        for corpus in data.corpora:
+            vectors = service.embedder.encode([q.text for q in corpus.questions])
+            for q, vector in zip(corpus.questions, vectors, strict=True):
+                result = service.recall(
+                    corpus.collection,
+                    q.text,
+                    limit=large,
+                    query_vector=vector,
+                    recipe=method,
+                    learn=False,
+                )
+                ranked = [h.memory.id for h in result.hits]
+                found_small = len(q.gold & set(ranked[:small]))
+                found_large = len(q.gold & set(ranked[:large]))
+                for kind in ("all", q.kind) if data.by_kind else ("all",):
+                    row = sums[kind]
+                    row[f"r{small}"] += found_small / len(q.gold)
+                    row[f"r{large}"] += found_large / len(q.gold)
+                    row[f"all{large}"] += 1.0 if found_large == len(q.gold) else 0.0
+                    row["n"] += 1
+        out[method] = {
+            kind: {key: (v if key == "n" else v / row["n"]) for key, v in row.items()}
+            for kind, row in sums.items()
+        }
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with the data sets")
-    parser.add_argument("--datasets", default="musique,hotpotqa")
-    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--datasets", default="musique,hotpotqa,beam")
+    parser.add_argument(
+        "--methods", default=",".join(["default", *RECIPES]), help="recipe names, or default"
+    )
     parser.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
+    parser.add_argument("--cache", type=Path, help="keep embeddings in this folder between runs")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="index into this folder and keep it; a later run given the same folder reuses "
+        "the collections already there (for trying ranking changes; index anew after "
+        "changing how memories are stored)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    methods = [m for m in args.methods.split(",") if m]
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown or any(METHODS[m] not in RECIPES for m in methods):
-        parser.error(f"unknown methods: {unknown}")
+    methods = [DEFAULT_RECIPE if m == "default" else m.upper() for m in args.methods.split(",")]
+    unknown = [m for m in methods if m not in RECIPES]
+    if unknown:
+        parser.error(f"unknown recipes: {unknown}; known: {', '.join(RECIPES)}")
+    methods = list(dict.fromkeys(methods))
+    names = [d for d in args.datasets.split(",") if d]
+    if bad := [d for d in names if d not in LOADERS]:
+        parser.error(f"unknown data sets: {bad}; known: {', '.join(LOADERS)}")
 
-    embedder = SentenceTransformerEmbedder() if args.embedder == "minilm" else HashingEmbedder()
+    inner: Embedder = (
+        SentenceTransformerEmbedder() if args.embedder == "minilm" else HashingEmbedder()
+    )
+    embedder = CachedEmbedder(inner, args.cache) if args.cache else inner
     extractor = SpacyConceptExtractor()
     results: dict[str, Any] = {}
-    for name in [d for d in args.datasets.split(",") if d]:
+    datasets: list[Dataset] = []
+    for name in names:
         folder, loader = LOADERS[name]
-        data = loader(args.data / folder)
         with tempfile.TemporaryDirectory(prefix="hippo-quality-") as tmp:
-            service = Hippocampus(EmbeddedStore(Path(tmp)), embedder, extractor)
+            where = args.keep / name if args.keep else Path(tmp)
+            service = Hippocampus(EmbeddedStore(where), embedder, extractor)
             try:
+                data = loader(args.data / folder, service.limits.max_content_chars)
+                datasets.append(data)
                 t0 = time.perf_counter()
-                owner = index_corpus(service, data)
+                known = set(service.store.list_collections()) if args.keep else set()
+                for corpus in data.corpora:
+                    if corpus.collection not in known:
+                        index_corpus(service, corpus)
                 t1 = time.perf_counter()
-                results[name] = evaluate(service, data, owner, methods)
+                if isinstance(embedder, CachedEmbedder):
+                    embedder.save()
+                results[name] = evaluate(service, data, methods)
                 t2 = time.perf_counter()
             finally:
                 service.close()
+        if isinstance(embedder, CachedEmbedder):
+            embedder.save()
+        n_memories = sum(len(c.memories) for c in data.corpora)
+        n_questions = sum(len(c.questions) for c in data.corpora)
         print(
-            f"{name}: {len(data.passages)} passages indexed in {t1 - t0:.1f} s, "
-            f"{len(data.questions)} questions x {len(methods)} methods in {t2 - t1:.1f} s",
+            f"{name}: {n_memories} memories indexed in {t1 - t0:.1f} s, "
+            f"{n_questions} questions x {len(methods)} recipes in {t2 - t1:.1f} s"
+            + "".join(f"; {note}" for note in data.notes),
             file=sys.stderr,
         )
 
     if args.json:
         print(json.dumps(results))
         return 0
-    print(f"retrieval quality ({embedder.name}, default recipe {DEFAULT_RECIPE})")
-    for name, by_method in results.items():
-        print(f"\n{name:<10} {'R@2':>6} {'R@5':>6} {'All@5':>6}")
-        for method, s in by_method.items():
-            print(f"{method:<10} {s['r2']:>6.3f} {s['r5']:>6.3f} {s['all5']:>6.3f}")
+    print(f"retrieval quality ({inner.name}, default recipe {DEFAULT_RECIPE})")
+    for data in datasets:
+        _print_table(data, results[data.name], methods)
     return 0
+
+
+def _print_table(data: Dataset, by_method: dict[str, Any], methods: list[str]) -> None:
+    small, large = data.ks
+    print(f"\n{data.name}: R@{small} / R@{large} / All@{large}")
+    print(f"{'recipe':<15} {'R@' + str(small):>6} {'R@' + str(large):>6} {'All@' + str(large):>6}")
+    for method in methods:
+        s = by_method[method]["all"]
+        print(
+            f"{method:<15} {s[f'r{small}']:>6.3f} {s[f'r{large}']:>6.3f} {s[f'all{large}']:>6.3f}"
+        )
+    if not data.by_kind:
+        return
+    kinds = sorted(k for k in by_method[methods[0]] if k != "all")
+    print(f"\n{data.name} R@{large} by question type")
+    print(f"{'type':<26} {'n':>3} " + " ".join(f"{m[:12]:>12}" for m in methods))
+    for kind in kinds:
+        n = int(by_method[methods[0]][kind]["n"])
+        cells = " ".join(f"{by_method[m][kind][f'r{large}']:>12.3f}" for m in methods)
+        print(f"{kind:<26} {n:>3} {cells}")
 
 
 if __name__ == "__main__":
