@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 
 from engine.embed.passages import passages
@@ -11,7 +13,7 @@ def test_passages_cover_the_text_within_the_size_and_overlap() -> None:
     text = " ".join(f"Sentence number {i} says something." for i in range(200))
     cuts = passages(text, 300, overlap=50)
     assert cuts[0][0] == 0 and cuts[-1][1] == len(text)
-    for (start, end), (next_start, _) in zip(cuts, cuts[1:], strict=False):
+    for (start, end), (next_start, _) in itertools.pairwise(cuts):
         assert end - start <= 300
         assert end - 50 <= next_start <= end  # overlap, never a gap
     assert all(text[start - 1] == " " for start, _ in cuts[1:])  # passages start at a word
