@@ -87,6 +87,7 @@ from engine.model import (
     target_kind,
     utcnow,
 )
+from engine.model.memory import MAX_SPEAKER_CHARS
 from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
 from engine.retrieve.config import (
     DEFAULT_RECIPE,
@@ -488,6 +489,7 @@ class Hippocampus:
         if item.conversation_id is not None:
             self.check_id(item.conversation_id, f"{where}conversation_id")
         source = self._check_source(item.source, f"{where}source")
+        speaker = self._check_speaker(item.speaker, f"{where}speaker")
         category = item.category.strip().lower()
         if not _CATEGORY_PATTERN.match(category):
             raise InvalidInputError(
@@ -500,8 +502,26 @@ class Hippocampus:
             if given is not None:
                 self._check_names(given, f"{where}{name}")
         return item.model_copy(
-            update={"content": content, "category": category, "tags": tags, "source": source}
+            update={
+                "content": content,
+                "category": category,
+                "tags": tags,
+                "source": source,
+                "speaker": speaker,
+            }
         )
+
+    def _check_speaker(self, speaker: str | None, where: str) -> str | None:
+        """A speaker label as given: trimmed, 1-100 characters, no control characters."""
+        if speaker is None:
+            return None
+        name = speaker.strip()
+        if not name or len(name) > MAX_SPEAKER_CHARS or has_control_characters(name):
+            raise InvalidInputError(
+                f"speaker is 1-{MAX_SPEAKER_CHARS} characters with no control characters",
+                field=where,
+            )
+        return name
 
     def _check_source(self, source: str | None, where: str) -> str | None:
         if source is None:
@@ -942,6 +962,8 @@ class Hippocampus:
             tags=item.tags,
             created_at=at,
             updated_at=at,
+            occurred_at=item.occurred_at or at,
+            speaker=item.speaker,
             content_hash=digest,
             embedding_model=self.embedder.name if embedded else None,
             retrieval=RetrievalMeta(
@@ -1059,6 +1081,10 @@ class Hippocampus:
             update["source"] = source
         if patch.tags is not None:
             update["tags"] = self._check_names(patch.tags, "tags")
+        if patch.occurred_at is not None:
+            update["occurred_at"] = patch.occurred_at
+        if patch.speaker is not None:
+            update["speaker"] = self._check_speaker(patch.speaker, "speaker")
         given = merge_given(
             Extraction(
                 domains=tuple(retrieval.domains),
