@@ -114,8 +114,8 @@ surfaces a memory; use and co-retrieval raise it."""
 # \Z, not $: $ also matches before a final newline.
 _ID_PATTERN = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}\Z")
 _CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,39}\Z")
-EXPORT_FORMAT = "hippocampus-jsonl/2"
-_READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", EXPORT_FORMAT})
+EXPORT_FORMAT = "hippocampus-jsonl/3"
+_READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", "hippocampus-jsonl/2", EXPORT_FORMAT})
 QUALITY_MODEL_KEY = "quality_model"
 TIER_PASS_KEY = "tier_pass"
 FEEDBACK_COUNT_KEY = "quality_feedback"
