@@ -52,6 +52,7 @@ from engine.service import (
     ResourceOutcome,
     Subgraph,
     TierReport,
+    TurnWindow,
 )
 from engine.surface import SurfaceMetrics
 from engine.surfacing import EngagementOutcome, Insight, MessageOutcome
@@ -357,6 +358,23 @@ class MemoryEditOut(MemoryOut):
             **dict(MemoryOut.from_engine(memory)),
             embedded=not pending,
             reasons=[NOT_EMBEDDED_REASON] if pending else [],
+        )
+
+
+class TurnsOut(BaseModel):
+    """A memory and the turns of its conversation around it, in the order they
+    happened."""
+
+    memory: MemoryOut
+    before: list[MemoryOut] = Field(description="The turns just before it, oldest first.")
+    after: list[MemoryOut] = Field(description="The turns just after it, oldest first.")
+
+    @classmethod
+    def from_engine(cls, window: TurnWindow) -> TurnsOut:
+        return cls(
+            memory=MemoryOut.from_engine(window.memory),
+            before=[MemoryOut.from_engine(m) for m in window.before],
+            after=[MemoryOut.from_engine(m) for m in window.after],
         )
 
 

@@ -194,6 +194,20 @@ class ResourceOutcome:
 
 
 @dataclass(frozen=True)
+class TurnWindow:
+    """A memory with the conversation turns around it, each list in the order they
+    happened (both empty for a memory outside any conversation)."""
+
+    memory: Memory
+    before: list[Memory]
+    after: list[Memory]
+
+
+MAX_TURN_WINDOW = 50
+"""The most turns :meth:`Hippocampus.turns` reads on either side."""
+
+
+@dataclass(frozen=True)
 class _Prepared:
     """A validated, sanitized item and what sanitizing changed."""
 
@@ -1127,6 +1141,31 @@ class Hippocampus:
         if hubs_changed and memory.embedding_model is not None:
             self.embed_hubs(collection)
         return memory
+
+    def turns(
+        self, collection: str, memory_id: str, *, before: int = 2, after: int = 2
+    ) -> TurnWindow:
+        """The memory and up to ``before`` / ``after`` turns of its conversation just
+        before and after it, in the order they happened (see
+        :meth:`GraphStore.neighbour_turns`).
+
+        Raises:
+            NotFoundError: no such memory.
+            InvalidInputError: ``before`` or ``after`` outside 0-50.
+        """
+        for name, value in (("before", before), ("after", after)):
+            if not 0 <= value <= MAX_TURN_WINDOW:
+                raise InvalidInputError(f"{name} is 0-{MAX_TURN_WINDOW}", field=name)
+        memory = self.get(collection, memory_id)
+        earlier, later = self.store.neighbour_turns(
+            collection, [memory_id], before=before, after=after
+        ).get(memory_id, ([], []))
+        found = self.store.get_memories(collection, [*earlier, *later])
+        return TurnWindow(
+            memory=memory,
+            before=[found[i] for i in earlier if i in found],
+            after=[found[i] for i in later if i in found],
+        )
 
     def forget(self, collection: str, memory_id: str) -> None:
         """Delete a memory with its edges.

@@ -158,3 +158,38 @@ def test_recall_filter_with_a_bad_time_is_422(client: TestClient) -> None:
     )
     assert r.status_code == 422
     assert r.json()["error"]["field"] == "filters.occurred_after"
+
+
+def test_turns_route_reads_the_conversation_around_a_memory(client: TestClient) -> None:
+    remember_turns(client)
+    # Said after the fact: it happened between t1 and t3.
+    r = client.post(
+        URL,
+        json={
+            "id": "t1b",
+            "content": "Carol asks whether the Kafka consumers rebalance too often",
+            "occurred_at": "2024-05-01T09:01:30Z",
+            "speaker": "carol",
+            "conversation_id": "standup",
+        },
+        headers=ALPHA,
+    )
+    assert r.status_code == 201, r.text
+    body = client.get(f"{URL}/t1/turns?before=5&after=5", headers=ALPHA).json()
+    assert body["memory"]["id"] == "t1"
+    assert [m["id"] for m in body["before"]] == ["t2"]
+    assert [m["id"] for m in body["after"]] == ["t1b", "t3"]
+    assert body["after"][0]["speaker"] == "carol"
+
+    assert client.delete(f"{URL}/t1b", headers=ALPHA).status_code == 204
+    body = client.get(f"{URL}/t1/turns?after=1&before=0", headers=ALPHA).json()
+    assert ([m["id"] for m in body["before"]], [m["id"] for m in body["after"]]) == ([], ["t3"])
+
+
+def test_turns_of_a_memory_outside_conversations_are_empty(client: TestClient) -> None:
+    r = client.post(URL, json={"content": "Deploys freeze on Fridays after noon"}, headers=ALPHA)
+    body = client.get(f"{URL}/{r.json()['id']}/turns", headers=ALPHA).json()
+    assert (body["before"], body["after"]) == ([], [])
+    assert client.get(f"{URL}/nope/turns", headers=ALPHA).status_code == 404
+    bad = client.get(f"{URL}/{r.json()['id']}/turns?before=51", headers=ALPHA)
+    assert bad.status_code == 422
