@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -29,7 +30,7 @@ from pydantic import ValidationError
 from api.auth import is_loopback
 from engine.config import HippoSettings
 from engine.errors import DataDirLockedError, HippoError, InvalidInputError
-from engine.model import NewMemory, RecallResult
+from engine.model import NewMemory, RecallFilters, RecallResult
 from engine.retrieve import DEFAULT_RECIPE, RECIPES
 from engine.service import Hippocampus
 from engine.store.factory import open_store
@@ -159,6 +160,22 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 # -- memories ---------------------------------------------------------------------
 
 
+def _aware_time(text: str) -> datetime:
+    """An ISO 8601 time with a UTC offset, for argparse; a time without one is
+    refused rather than guessed (local time or UTC?)."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 time (e.g. 2024-05-01T14:03:00Z)"
+        ) from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no UTC offset: add Z (UTC) or one like +02:00"
+        )
+    return moment
+
+
 def _cmd_remember(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     try:
@@ -169,6 +186,9 @@ def _cmd_remember(args: argparse.Namespace) -> int:
             tags=args.tag or [],
             importance=args.importance,
             source=args.source,
+            conversation_id=args.conversation,
+            occurred_at=args.occurred_at,
+            speaker=args.speaker,
         )
     except ValidationError as e:
         raise InvalidInputError(_first_error(e)) from e
@@ -213,6 +233,11 @@ def _cmd_recall(args: argparse.Namespace) -> int:
             limit=args.limit,
             recipe=args.recipe,
             explain=args.explain,
+            filters=RecallFilters(
+                occurred_after=args.occurred_after,
+                occurred_before=args.occurred_before,
+                speakers=args.speaker or [],
+            ),
         )
     if args.json:
         _print_json(result.model_dump(mode="json"))
@@ -546,6 +571,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id", help="an external id (default: a new uuid)")
     p.add_argument("--importance", type=float, default=0.5, help="0-1, default: %(default)s")
     p.add_argument("--source", help="where the memory comes from")
+    p.add_argument(
+        "--conversation", help="the conversation it was said in (turns are linked in order)"
+    )
+    p.add_argument(
+        "--occurred-at",
+        type=_aware_time,
+        help="when it happened, ISO 8601 with an offset (2024-05-01T14:03:00Z); default: now",
+    )
+    p.add_argument("--speaker", help="who said it")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_cmd_remember)
 
@@ -559,6 +593,17 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"one of {', '.join(RECIPES)} (default %(default)s)",
     )
     p.add_argument("--explain", action="store_true", help="show the graph paths behind each hit")
+    p.add_argument(
+        "--occurred-after",
+        type=_aware_time,
+        help="only memories that happened at or after this time (ISO 8601 with an offset)",
+    )
+    p.add_argument(
+        "--occurred-before",
+        type=_aware_time,
+        help="only memories that happened before this time (exclusive)",
+    )
+    p.add_argument("--speaker", action="append", help="only memories said by them (repeatable)")
     p.set_defaults(run=_cmd_recall)
 
     p = add("import", "load a JSONL export into a collection", collection)

@@ -41,6 +41,7 @@ from engine.model import (
     RecallResult,
     Tier,
 )
+from engine.model.memory import MAX_SPEAKER_CHARS
 from engine.model.resource import Resource
 from engine.service import (
     NOT_EMBEDDED_REASON,
@@ -51,6 +52,7 @@ from engine.service import (
     ResourceOutcome,
     Subgraph,
     TierReport,
+    TurnWindow,
 )
 from engine.surface import SurfaceMetrics
 from engine.surfacing import EngagementOutcome, Insight, MessageOutcome
@@ -64,6 +66,15 @@ MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
 Category = Annotated[str, Field(min_length=1, max_length=40, examples=["bug_fix"])]
 Importance = Annotated[float, Field(ge=0.0, le=1.0)]
 Source = Annotated[str, Field(max_length=_LIMITS.max_source_chars)]
+Speaker = Annotated[str, Field(min_length=1, max_length=MAX_SPEAKER_CHARS, examples=["user"])]
+OccurredAt = Annotated[
+    AwareDatetime,
+    Field(
+        description="When the remembered thing happened (ISO 8601 with a UTC offset, "
+        "e.g. 2024-05-01T14:03:00Z); default: when it is remembered.",
+        examples=["2024-05-01T14:03:00Z"],
+    ),
+]
 
 
 class _Request(BaseModel):
@@ -111,7 +122,13 @@ class MemoryIn(_Request):
     domains: Names | None = None
     triggers: Names | None = None
     concepts: Names | None = None
-    conversation_id: MemoryId | None = None
+    conversation_id: MemoryId | None = Field(
+        default=None,
+        description="The conversation it was said in: its turns are linked in the order "
+        "they happened (occurred_at).",
+    )
+    occurred_at: OccurredAt | None = None
+    speaker: Speaker | None = Field(default=None, description="Who said it.")
 
     def to_engine(self) -> NewMemory:
         return NewMemory.model_validate(self.model_dump())
@@ -177,6 +194,8 @@ class MemoryPatchIn(_Request):
     domains: Names | None = None
     triggers: Names | None = None
     concepts: Names | None = None
+    occurred_at: OccurredAt | None = None
+    speaker: Speaker | None = None
 
     def to_engine(self) -> MemoryPatch:
         return MemoryPatch.model_validate(self.model_dump())
@@ -202,6 +221,10 @@ class RememberOut(BaseModel):
         "role markers or instructions to a reading model neutralized."
     )
     reasons: list[str] = Field(description="What was done and why, in words.")
+    occurred_at: datetime | None = Field(
+        default=None, description="When it happened (UTC); null when it was rejected."
+    )
+    speaker: str | None = Field(default=None, description="Who said it.")
 
     @classmethod
     def from_engine(cls, outcome: RememberOutcome) -> RememberOut:
@@ -209,6 +232,8 @@ class RememberOut(BaseModel):
         return cls(
             id=memory.id if memory is not None else None,
             tier=memory.tier if memory is not None else None,
+            occurred_at=memory.occurred_at if memory is not None else None,
+            speaker=memory.speaker if memory is not None else None,
             created=outcome.created,
             rejected=outcome.rejected,
             duplicate_of=outcome.duplicate_of,
@@ -269,6 +294,10 @@ class MemoryOut(BaseModel):
     tags: list[str]
     created_at: datetime
     updated_at: datetime
+    occurred_at: datetime = Field(
+        description="When the remembered thing happened (UTC); default: created_at."
+    )
+    speaker: str | None = Field(description="Who said it.")
     content_hash: str
     embedding_model: str | None = Field(
         description="The model whose vector the store holds; null: waiting to be embedded."
@@ -289,6 +318,8 @@ class MemoryOut(BaseModel):
             tags=list(memory.tags),
             created_at=memory.created_at,
             updated_at=memory.updated_at,
+            occurred_at=memory.occurred_at,
+            speaker=memory.speaker,
             content_hash=memory.content_hash,
             embedding_model=memory.embedding_model,
             retrieval=RetrievalOut(
@@ -330,6 +361,23 @@ class MemoryEditOut(MemoryOut):
         )
 
 
+class TurnsOut(BaseModel):
+    """A memory and the turns of its conversation around it, in the order they
+    happened."""
+
+    memory: MemoryOut
+    before: list[MemoryOut] = Field(description="The turns just before it, oldest first.")
+    after: list[MemoryOut] = Field(description="The turns just after it, oldest first.")
+
+    @classmethod
+    def from_engine(cls, window: TurnWindow) -> TurnsOut:
+        return cls(
+            memory=MemoryOut.from_engine(window.memory),
+            before=[MemoryOut.from_engine(m) for m in window.before],
+            after=[MemoryOut.from_engine(m) for m in window.after],
+        )
+
+
 # -- recall --------------------------------------------------------------------
 
 
@@ -343,6 +391,15 @@ class RecallFiltersIn(_Request):
     tags: Names = Field(default_factory=list)
     include_archived: bool = Field(
         default=False, description="Search archived memories as well as active ones."
+    )
+    occurred_after: AwareDatetime | None = Field(
+        default=None, description="Only memories that happened at or after this time."
+    )
+    occurred_before: AwareDatetime | None = Field(
+        default=None, description="Only memories that happened before this time (exclusive)."
+    )
+    speakers: Annotated[list[Speaker], Field(max_length=_LIMITS.max_tags)] = Field(
+        default_factory=list, description="Only memories said by one of these."
     )
 
 
@@ -389,6 +446,9 @@ class RecallIn(_Request):
             tags=list(self.filters.tags),
             tiers=tiers,
             exclude_conversation_id=self.exclude_conversation_id,
+            occurred_after=self.filters.occurred_after,
+            occurred_before=self.filters.occurred_before,
+            speakers=list(self.filters.speakers),
         )
 
 

@@ -87,6 +87,7 @@ from engine.model import (
     target_kind,
     utcnow,
 )
+from engine.model.memory import MAX_SPEAKER_CHARS
 from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
 from engine.retrieve.config import (
     DEFAULT_RECIPE,
@@ -113,8 +114,8 @@ surfaces a memory; use and co-retrieval raise it."""
 # \Z, not $: $ also matches before a final newline.
 _ID_PATTERN = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}\Z")
 _CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,39}\Z")
-EXPORT_FORMAT = "hippocampus-jsonl/2"
-_READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", EXPORT_FORMAT})
+EXPORT_FORMAT = "hippocampus-jsonl/3"
+_READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", "hippocampus-jsonl/2", EXPORT_FORMAT})
 QUALITY_MODEL_KEY = "quality_model"
 TIER_PASS_KEY = "tier_pass"
 FEEDBACK_COUNT_KEY = "quality_feedback"
@@ -190,6 +191,20 @@ class ResourceOutcome:
         """Whether the record's document has a vector (``False``: it waits for
         re-embedding); ``None`` once deleted."""
         return None if self.memory is None else not self.memory.needs_embedding
+
+
+@dataclass(frozen=True)
+class TurnWindow:
+    """A memory with the conversation turns around it, each list in the order they
+    happened (both empty for a memory outside any conversation)."""
+
+    memory: Memory
+    before: list[Memory]
+    after: list[Memory]
+
+
+MAX_TURN_WINDOW = 50
+"""The most turns :meth:`Hippocampus.turns` reads on either side."""
 
 
 @dataclass(frozen=True)
@@ -488,6 +503,7 @@ class Hippocampus:
         if item.conversation_id is not None:
             self.check_id(item.conversation_id, f"{where}conversation_id")
         source = self._check_source(item.source, f"{where}source")
+        speaker = self._check_speaker(item.speaker, f"{where}speaker")
         category = item.category.strip().lower()
         if not _CATEGORY_PATTERN.match(category):
             raise InvalidInputError(
@@ -500,8 +516,26 @@ class Hippocampus:
             if given is not None:
                 self._check_names(given, f"{where}{name}")
         return item.model_copy(
-            update={"content": content, "category": category, "tags": tags, "source": source}
+            update={
+                "content": content,
+                "category": category,
+                "tags": tags,
+                "source": source,
+                "speaker": speaker,
+            }
         )
+
+    def _check_speaker(self, speaker: str | None, where: str) -> str | None:
+        """A speaker label as given: trimmed, 1-100 characters, no control characters."""
+        if speaker is None:
+            return None
+        name = speaker.strip()
+        if not name or len(name) > MAX_SPEAKER_CHARS or has_control_characters(name):
+            raise InvalidInputError(
+                f"speaker is 1-{MAX_SPEAKER_CHARS} characters with no control characters",
+                field=where,
+            )
+        return name
 
     def _check_source(self, source: str | None, where: str) -> str | None:
         if source is None:
@@ -942,6 +976,8 @@ class Hippocampus:
             tags=item.tags,
             created_at=at,
             updated_at=at,
+            occurred_at=item.occurred_at or at,
+            speaker=item.speaker,
             content_hash=digest,
             embedding_model=self.embedder.name if embedded else None,
             retrieval=RetrievalMeta(
@@ -1059,6 +1095,10 @@ class Hippocampus:
             update["source"] = source
         if patch.tags is not None:
             update["tags"] = self._check_names(patch.tags, "tags")
+        if patch.occurred_at is not None:
+            update["occurred_at"] = patch.occurred_at
+        if patch.speaker is not None:
+            update["speaker"] = self._check_speaker(patch.speaker, "speaker")
         given = merge_given(
             Extraction(
                 domains=tuple(retrieval.domains),
@@ -1101,6 +1141,31 @@ class Hippocampus:
         if hubs_changed and memory.embedding_model is not None:
             self.embed_hubs(collection)
         return memory
+
+    def turns(
+        self, collection: str, memory_id: str, *, before: int = 2, after: int = 2
+    ) -> TurnWindow:
+        """The memory and up to ``before`` / ``after`` turns of its conversation just
+        before and after it, in the order they happened (see
+        :meth:`GraphStore.neighbour_turns`).
+
+        Raises:
+            NotFoundError: no such memory.
+            InvalidInputError: ``before`` or ``after`` outside 0-50.
+        """
+        for name, value in (("before", before), ("after", after)):
+            if not 0 <= value <= MAX_TURN_WINDOW:
+                raise InvalidInputError(f"{name} is 0-{MAX_TURN_WINDOW}", field=name)
+        memory = self.get(collection, memory_id)
+        earlier, later = self.store.neighbour_turns(
+            collection, [memory_id], before=before, after=after
+        ).get(memory_id, ([], []))
+        found = self.store.get_memories(collection, [*earlier, *later])
+        return TurnWindow(
+            memory=memory,
+            before=[found[i] for i in earlier if i in found],
+            after=[found[i] for i in later if i in found],
+        )
 
     def forget(self, collection: str, memory_id: str) -> None:
         """Delete a memory with its edges.

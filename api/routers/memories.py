@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
 
 from api.deps import CollectionDep, ServiceDep
 from api.schemas import (
@@ -15,6 +17,7 @@ from api.schemas import (
     RememberBatchOut,
     RememberIn,
     RememberOut,
+    TurnsOut,
 )
 
 router = APIRouter(
@@ -66,6 +69,20 @@ def remember(
 def get_memory(memory_id: str, collection: CollectionDep, service: ServiceDep) -> MemoryOut:
     """Read a memory with its retrieval metadata (never its vector)."""
     return MemoryOut.from_engine(service.get(collection, memory_id))
+
+
+@router.get("/{memory_id}/turns", response_model=TurnsOut)
+def get_turns(
+    memory_id: str,
+    collection: CollectionDep,
+    service: ServiceDep,
+    before: Annotated[int, Query(ge=0, le=50)] = 2,
+    after: Annotated[int, Query(ge=0, le=50)] = 2,
+) -> TurnsOut:
+    """A memory and the turns of its conversation just before and after it, in the
+    order they happened (`occurred_at`); none for a memory outside any
+    conversation."""
+    return TurnsOut.from_engine(service.turns(collection, memory_id, before=before, after=after))
 
 
 @router.patch("/{memory_id}", response_model=MemoryEditOut)

@@ -1,12 +1,14 @@
 // One decay pass over the collection's edges, unless a pass for $period already
 // ran (then no row comes back): every edge last used before $unused_before and
-// above $floor loses $step, never below $floor. The pass is recorded with it.
+// above $floor loses $step, never below $floor. NEXT edges (the order of a
+// conversation's turns) are structure, not learned: they never decay. The pass is
+// recorded with it.
 OPTIONAL MATCH (done:DecayPass {collection: $collection, period: $period})
 WITH done
 WHERE done IS NULL
 CALL () {
   MATCH (:Memory {collection: $collection})-[r]->()
-  WHERE r.used_at < $unused_before AND r.weight > $floor
+  WHERE r.used_at < $unused_before AND r.weight > $floor AND type(r) <> 'NEXT'
   SET r.weight = CASE WHEN r.weight - $step < $floor THEN $floor ELSE r.weight - $step END
   RETURN count(r) AS decayed
 }

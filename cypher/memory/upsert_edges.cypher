@@ -41,6 +41,12 @@ CALL (m, e) {
   MATCH (o:Memory {collection: $collection, id: e.target})
   MERGE (m)-[r:SYNTHESIZED_FROM]->(o)
   RETURN r
+  UNION ALL
+  WITH m, e
+  WHERE e.type = 'NEXT'
+  MATCH (o:Memory {collection: $collection, id: e.target})
+  MERGE (m)-[r:NEXT]->(o)
+  RETURN r
 }
 WITH e, r, coalesce(e.created_at, r.created_at, e.last_co_occurred, m.created_at) AS created
 SET r.weight = e.weight,

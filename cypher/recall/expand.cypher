@@ -28,7 +28,7 @@
 // name) and sorted; $max_depth, $damping, $fanout, $frontier, $penalty,
 // $degree_mode ('log' or 'inverse'), $pivot, $max_results; $paths (false: no
 // steps are built); filters $tiers, $categories, $domains, $tags,
-// $exclude_conversation_id.
+// $exclude_conversation_id, $occurred_after, $occurred_before, $speakers.
 // Each memory comes back with `reached`: per anchor (its index in $anchors),
 // the strength and the steps of its best path, in anchor order.
 
@@ -271,6 +271,9 @@ WHERE node.tier IN $tiers
   AND (size($tags) = 0 OR any(t IN coalesce(node.tags, []) WHERE t IN $tags))
   AND ($exclude_conversation_id IS NULL
        OR NOT $exclude_conversation_id IN coalesce(node.conversation_ids, []))
+  AND ($occurred_after IS NULL OR node.occurred_at >= $occurred_after)
+  AND ($occurred_before IS NULL OR node.occurred_at < $occurred_before)
+  AND (size($speakers) = 0 OR node.speaker IN $speakers)
 WITH node, ai, value, steps
 ORDER BY ai
 WITH node, collect({anchor: ai, strength: value, steps: steps}) AS reached

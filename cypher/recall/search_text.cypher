@@ -10,5 +10,8 @@ WHERE node.collection = $collection
   AND (size($tags) = 0 OR any(t IN coalesce(node.tags, []) WHERE t IN $tags))
   AND ($exclude_conversation_id IS NULL
        OR NOT $exclude_conversation_id IN coalesce(node.conversation_ids, []))
+  AND ($occurred_after IS NULL OR node.occurred_at >= $occurred_after)
+  AND ($occurred_before IS NULL OR node.occurred_at < $occurred_before)
+  AND (size($speakers) = 0 OR node.speaker IN $speakers)
 RETURN node.id AS id, score
 LIMIT $k

@@ -11,6 +11,9 @@ WHERE m.embedding_model = $model
   AND (size($tags) = 0 OR any(t IN coalesce(m.tags, []) WHERE t IN $tags))
   AND ($exclude_conversation_id IS NULL
        OR NOT $exclude_conversation_id IN coalesce(m.conversation_ids, []))
+  AND ($occurred_after IS NULL OR m.occurred_at >= $occurred_after)
+  AND ($occurred_before IS NULL OR m.occurred_at < $occurred_before)
+  AND (size($speakers) = 0 OR m.speaker IN $speakers)
 WITH m, 2.0 * vector.similarity.cosine(m.embedding, $vector) - 1.0 AS similarity
 RETURN m.id AS id, similarity
 ORDER BY similarity DESC, id

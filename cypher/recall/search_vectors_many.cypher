@@ -17,6 +17,9 @@ CALL (query) {
           AND (size($tags) = 0 OR any(t IN coalesce(node.tags, []) WHERE t IN $tags))
           AND ($exclude_conversation_id IS NULL
                OR NOT $exclude_conversation_id IN coalesce(node.conversation_ids, []))
+          AND ($occurred_after IS NULL OR node.occurred_at >= $occurred_after)
+          AND ($occurred_before IS NULL OR node.occurred_at < $occurred_before)
+          AND (size($speakers) = 0 OR node.speaker IN $speakers)
          THEN {id: node.id, similarity: 2.0 * score - 1.0}
        END) AS kept
   RETURN seen, kept[0..$k] AS hits

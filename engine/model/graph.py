@@ -25,6 +25,7 @@ class EdgeType(StrEnum):
     ASSOCIATED = "ASSOCIATED"
     CONFLICTS_WITH = "CONFLICTS_WITH"
     SYNTHESIZED_FROM = "SYNTHESIZED_FROM"
+    NEXT = "NEXT"
 
 
 HUB_EDGE: dict[HubKind, EdgeType] = {
@@ -45,15 +46,29 @@ def target_kind(edge_type: EdgeType) -> str:
     return kind.value if kind is not None else "Memory"
 
 
-MEMORY_EDGES = frozenset({EdgeType.ASSOCIATED, EdgeType.CONFLICTS_WITH, EdgeType.SYNTHESIZED_FROM})
+MEMORY_EDGES = frozenset(
+    {EdgeType.ASSOCIATED, EdgeType.CONFLICTS_WITH, EdgeType.SYNTHESIZED_FROM, EdgeType.NEXT}
+)
 """Edge types whose target is another memory rather than a hub node."""
+
+STRUCTURAL_EDGES = frozenset({EdgeType.NEXT})
+"""Edge types that record structure, not learned association: the stores keep them
+in step with the memories (``NEXT`` links one conversation's turns in the order they
+happened), and neither reinforcement nor temporal decay touches them."""
+
+SEQUENCE_WEIGHT = 1.0
+"""The weight of every ``NEXT`` edge."""
+
+SEQUENCE_KIND = "sequence"
+"""The ``kind`` of every ``NEXT`` edge."""
 
 
 class Edge(BaseModel):
     """A weighted edge from a memory to a hub node (target = the hub's name) or to
     another memory (target = its id). ``created_at`` dates an edge never used since,
     for temporal decay; ``kind`` tells ASSOCIATED edges apart (``co_retrieval`` or
-    ``temporal``)."""
+    ``temporal``). ``NEXT`` goes from a conversation turn to the turn that
+    followed it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

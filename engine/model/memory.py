@@ -7,8 +7,9 @@ import re
 import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 KNOWN_CATEGORIES = (
     "pattern",
@@ -23,6 +24,21 @@ KNOWN_CATEGORIES = (
 """Categories the engine knows by name; any other short label is accepted too."""
 
 _WS = re.compile(r"\s+")
+
+MAX_SPEAKER_CHARS = 100
+"""The longest speaker label a memory may carry."""
+
+
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC; a naive datetime is taken as UTC (as the stores take it)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
+"""A datetime read from ISO 8601 and held in UTC: a naive one is taken as UTC, one
+with an offset is converted."""
 
 
 class Tier(StrEnum):
@@ -90,6 +106,13 @@ class Memory(BaseModel):
     ``embedding_model`` names the model whose vector the store holds for this
     memory; ``None`` means the memory has no vector yet and is waiting to be
     embedded (it is still stored, searchable by its graph and text).
+
+    ``occurred_at`` is when the remembered thing happened (a conversation turn is
+    often remembered long after it was said), in UTC; a memory stored without
+    one, or read from an older export, takes ``created_at``. ``speaker`` says who
+    said it, when that is known. A memory with conversation ids is a turn of its
+    first conversation (:attr:`turn_of`): the stores link the turns of one
+    conversation in ``occurred_at`` order by ``NEXT`` edges.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -104,13 +127,31 @@ class Memory(BaseModel):
     tags: list[str] = Field(default_factory=list)
     created_at: datetime
     updated_at: datetime
+    occurred_at: UtcDatetime
+    speaker: str | None = None
     content_hash: str
     embedding_model: str | None = None
     retrieval: RetrievalMeta = Field(default_factory=RetrievalMeta)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _occurred_when_created(cls, data: Any) -> Any:
+        # Memories stored (or exported) before occurred_at existed happened when
+        # they were remembered.
+        if isinstance(data, dict) and data.get("occurred_at") is None and "created_at" in data:
+            return {**data, "occurred_at": data["created_at"]}
+        return data
+
     @property
     def needs_embedding(self) -> bool:
         return self.embedding_model is None
+
+    @property
+    def turn_of(self) -> str | None:
+        """The conversation this memory is a turn of: the first it was remembered
+        in (later ones are provenance of merged repeats); ``None`` outside any."""
+        ids = self.retrieval.conversation_ids
+        return ids[0] if ids else None
 
 
 class NewMemory(BaseModel):
@@ -129,6 +170,8 @@ class NewMemory(BaseModel):
     triggers: list[str] | None = None
     concepts: list[str] | None = None
     conversation_id: str | None = None
+    occurred_at: UtcDatetime | None = None
+    speaker: str | None = None
 
 
 class MemoryPatch(BaseModel):
@@ -145,6 +188,8 @@ class MemoryPatch(BaseModel):
     domains: list[str] | None = None
     triggers: list[str] | None = None
     concepts: list[str] | None = None
+    occurred_at: UtcDatetime | None = None
+    speaker: str | None = None
 
 
 def faded_dismissals(memory: Memory, now: datetime, half_life_days: float) -> float:

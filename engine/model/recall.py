@@ -5,12 +5,18 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.model.association import GraphPath
-from engine.model.memory import Memory, Tier
+from engine.model.memory import Memory, Tier, UtcDatetime
 
 
 class RecallFilters(BaseModel):
     """Restrictions applied before ranking. Empty lists mean "no restriction",
-    except ``tiers``, which names the tiers searched and may not be empty."""
+    except ``tiers``, which names the tiers searched and may not be empty.
+
+    ``occurred_after`` and ``occurred_before`` bound ``Memory.occurred_at`` as a
+    half-open range: ``occurred_after <= occurred_at < occurred_before`` (either
+    may be left out; a naive datetime is taken as UTC). ``speakers`` keeps the
+    memories said by one of them (a memory with no speaker fails it).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -19,6 +25,9 @@ class RecallFilters(BaseModel):
     tags: list[str] = Field(default_factory=list)
     tiers: list[Tier] = Field(default_factory=lambda: [Tier.ACTIVE], min_length=1)
     exclude_conversation_id: str | None = None
+    occurred_after: UtcDatetime | None = None
+    occurred_before: UtcDatetime | None = None
+    speakers: list[str] = Field(default_factory=list)
 
 
 class RecallHit(BaseModel):

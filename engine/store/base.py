@@ -99,6 +99,24 @@ class GraphStore(Protocol):
         """Ids of memories whose normalized content hashes to ``content_hash``."""
         ...
 
+    def neighbour_turns(
+        self, collection: str, ids: Sequence[str], *, before: int, after: int
+    ) -> dict[str, tuple[list[str], list[str]]]:
+        """The conversation order around memories.
+
+        A memory with conversation ids is a turn of its first one
+        (``Memory.turn_of``); a conversation's turns are ordered by
+        ``(occurred_at, id)`` and linked in that order by ``NEXT`` edges, which
+        every write keeps in step (a turn inserted out of order is spliced in; a
+        turn deleted, or moved by a new ``occurred_at``, is stepped over).
+
+        Returns:
+            For each of ``ids`` that is a turn: the ids of up to ``before`` turns
+            just before it and up to ``after`` just after it, each list in the
+            order they happened. Ids that are no turn (or absent) are left out.
+        """
+        ...
+
     # -- vectors ----------------------------------------------------------------
 
     def search_vectors(

@@ -34,6 +34,8 @@ def test_remember_one_returns_201_with_id_tier_and_outcome(client: TestClient) -
         "quality",
         "sanitized",
         "reasons",
+        "occurred_at",
+        "speaker",
     }
     assert body["tier"] == "active"
     assert body["created"] is True

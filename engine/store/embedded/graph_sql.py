@@ -14,7 +14,14 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engine.model import HUB_EDGE, Edge, EdgeType
+from engine.model import (
+    HUB_EDGE,
+    SEQUENCE_KIND,
+    SEQUENCE_WEIGHT,
+    STRUCTURAL_EDGES,
+    Edge,
+    EdgeType,
+)
 from engine.model.association import EdgeUpdate
 from engine.store.embedded.graph import (
     EDGE_TYPE_CODES,
@@ -68,9 +75,12 @@ WHERE collection = ?1 AND source = ?2 AND type = ?3 AND target = ?4
   AND ?5 IS NOT NULL
 """
 _INSERT_HUB = "INSERT OR IGNORE INTO hubs (collection, kind, name) VALUES (?, ?, ?)"
-_DECAY = """
+_STRUCTURAL_SQL = ", ".join(f"'{t.value}'" for t in sorted(STRUCTURAL_EDGES))
+# Structural edges (NEXT) are not learned, so they never decay.
+_DECAY = f"""
 UPDATE edges SET weight = max(:floor, weight - :step)
 WHERE collection = :c AND used_at < :before AND weight > :floor
+  AND type NOT IN ({_STRUCTURAL_SQL})
 """
 _ITER_EDGES_FIRST = f"""
 SELECT {EDGE_COLUMNS} FROM edges WHERE collection = ?
@@ -118,6 +128,8 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
     step in one transaction (a failed step leaves the database as it was)."""
     if version < 2:
         _to_version_2(conn)
+    if version < 3:
+        _to_version_3(conn)
 
 
 def _to_version_2(conn: sqlite3.Connection) -> None:
@@ -154,6 +166,45 @@ def _to_version_2(conn: sqlite3.Connection) -> None:
     logger.info("database migrated to schema version 2")
 
 
+def _to_version_3(conn: sqlite3.Connection) -> None:
+    """Version 3: memories get ``occurred_at`` (their creation: none had one yet) and
+    ``turn_of`` (their first conversation id), indexed for the conversation order,
+    and the turns of each conversation are linked by NEXT edges."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("ALTER TABLE memories ADD COLUMN occurred_at INTEGER NOT NULL DEFAULT 0")
+        conn.execute("ALTER TABLE memories ADD COLUMN turn_of TEXT")
+        conn.execute(
+            "UPDATE memories SET occurred_at = created_at,"
+            " turn_of = json_extract(doc, '$.retrieval.conversation_ids[0]')"
+        )
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS memories_by_turn"
+            " ON memories (collection, turn_of, occurred_at, id) WHERE turn_of IS NOT NULL"
+        )
+        now = micros(datetime.now(UTC))
+        conn.execute(
+            f"""
+            INSERT OR IGNORE INTO edges (collection, source, type, target, weight,
+                co_occurrences, last_co_occurred, kind, created_at, used_at)
+            SELECT collection, id, '{EdgeType.NEXT.value}', following, {SEQUENCE_WEIGHT}, 0,
+                   NULL, '{SEQUENCE_KIND}', ?1, ?1
+            FROM (SELECT collection, id, lead(id) OVER (
+                      PARTITION BY collection, turn_of ORDER BY occurred_at, id) AS following
+                  FROM memories WHERE turn_of IS NOT NULL)
+            WHERE following IS NOT NULL
+            """,
+            (now,),
+        )
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    logger.info("database migrated to schema version 3")
+
+
 # -- the in-memory graph -----------------------------------------------------------------
 
 
@@ -177,6 +228,8 @@ def reinforcements(graph: CollectionGraph, updates: Sequence[EdgeUpdate]) -> lis
         if not graph.has_memory(source):
             continue
         edge_type = EdgeType(update.type)
+        if edge_type in STRUCTURAL_EDGES:
+            continue  # structure, not learned: never reinforced
         if edge_type not in HUB_EDGE.values():
             if source == target or not graph.has_memory(target):
                 continue

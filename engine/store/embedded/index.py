@@ -13,8 +13,9 @@ of the model's most recent vector, kept in SQLite); vectors of that model with
 another dimension stay out of the index, and the store reports their memories as
 pending re-embedding.
 
-Filter metadata (tier, category, tags, domains, conversations) is kept for every
-memory of the collection, with or without a vector, in inverted indexes.
+Filter metadata (tier, category, tags, domains, conversations, speaker) is kept
+for every memory of the collection, with or without a vector, in inverted indexes;
+when each memory happened (``occurred_at``) in one array by slot.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 import numpy as np
@@ -38,6 +40,8 @@ logger = logging.getLogger(__name__)
 _TIERS: tuple[Tier, ...] = tuple(Tier)
 _TIER_CODE: dict[str, int] = {tier.value: code for code, tier in enumerate(_TIERS)}
 _MIN_CAPACITY = 64
+_NO_TIME = np.iinfo(np.int64).min  # the occurred_at of a free slot: no memory
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Rows = npt.NDArray[np.intp]
 
@@ -55,6 +59,8 @@ class IndexEntry(NamedTuple):
     tags: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
     conversation_ids: tuple[str, ...] = ()
+    speaker: str | None = None
+    occurred: int = 0  # occurred_at, microseconds since the epoch
 
     @classmethod
     def of(cls, memory: Memory) -> IndexEntry:
@@ -66,13 +72,23 @@ class IndexEntry(NamedTuple):
             tags=tuple(memory.tags),
             domains=tuple(memory.retrieval.domains),
             conversation_ids=tuple(memory.retrieval.conversation_ids),
+            speaker=memory.speaker,
+            occurred=epoch_micros(memory.occurred_at),
         )
 
 
-StoredRow = tuple[str, str, str, str | None, str | None, bytes | None]
+def epoch_micros(moment: datetime) -> int:
+    """Microseconds since the epoch; a naive datetime is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+StoredRow = tuple[str, str, str, str | None, str | None, bytes | None, str | None, int]
 """A memory as the index is built from it: ``(id, tier, category, filter JSON, model,
-vector)``, where the filter JSON is ``[tags, domains, conversation_ids]`` and the
-vector is float32 bytes (``None`` with the model when the memory has none)."""
+vector, speaker, occurred_at)``, where the filter JSON is ``[tags, domains,
+conversation_ids]``, the vector is float32 bytes (``None`` with the model when the
+memory has none) and occurred_at is in microseconds since the epoch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +263,9 @@ class CollectionIndex:
         self._by_tag: dict[str, set[int]] = {}
         self._by_domain: dict[str, set[int]] = {}
         self._by_conversation: dict[str, set[int]] = {}
+        self._by_speaker: dict[str, set[int]] = {}
+        # occurred_at per slot (microseconds); _NO_TIME where no memory holds the slot.
+        self._occurred: npt.NDArray[np.int64] = np.full(_MIN_CAPACITY, _NO_TIME, dtype=np.int64)
 
     # -- building -----------------------------------------------------------------
 
@@ -272,7 +291,10 @@ class CollectionIndex:
         parsed: dict[str | None, tuple[tuple[str, ...], ...]] = {None: ((), (), ())}
         # (model, vector bytes) -> ids, slots, vectors, tier codes
         gathered: dict[tuple[str, int], tuple[list[str], list[int], list[bytes], list[int]]] = {}
-        for slot, (memory_id, tier_value, category, filter_json, model, blob) in enumerate(rows):
+        by_speaker = index._by_speaker
+        occurred: list[int] = []
+        for slot, row in enumerate(rows):
+            memory_id, tier_value, category, filter_json, model, blob, speaker, when = row
             fields = parsed.get(filter_json)
             if fields is None:
                 fields = parsed[filter_json] = tuple(
@@ -280,8 +302,13 @@ class CollectionIndex:
                 )
             tags, domains, conversations = fields
             tier = tier_of[tier_value]
-            entries[memory_id] = IndexEntry(memory_id, tier, category, tags, domains, conversations)
+            entries[memory_id] = IndexEntry(
+                memory_id, tier, category, tags, domains, conversations, speaker, when
+            )
             slot_of[memory_id] = slot
+            occurred.append(when)
+            if speaker is not None:
+                by_speaker.setdefault(speaker, set()).add(slot)
             index._tier_counts[tier] += 1
             index._by_tier[tier].add(slot)
             slots = by_category.get(category)
@@ -309,6 +336,8 @@ class CollectionIndex:
             found[2].append(blob)
             found[3].append(_TIER_CODE[tier_value])
 
+        index._occurred = np.full(max(len(occurred), _MIN_CAPACITY), _NO_TIME, dtype=np.int64)
+        index._occurred[: len(occurred)] = occurred
         most: dict[str, tuple[int, int]] = {}  # model -> (vector count, bytes)
         for (model, size), (ids, _, _, _) in gathered.items():
             if len(ids) > most.get(model, (0, 0))[0]:
@@ -499,13 +528,15 @@ class CollectionIndex:
         return [(ids[r], float(s)) for r, s in zip(top.tolist(), scores.tolist(), strict=True)]
 
     def _allowed(self, filters: RecallFilters) -> set[int] | None:
-        """Slots passing the domain, category and tag filters (any-of within a list,
-        lists AND-ed); ``None`` when none of them restricts."""
+        """Slots passing the domain, category, tag and speaker filters (any-of
+        within a list, lists AND-ed) and the occurred_at range; ``None`` when none
+        of them restricts."""
         allowed: set[int] | None = None
         for values, inverted in (
             (filters.domains, self._by_domain),
             (filters.categories, self._by_category),
             (filters.tags, self._by_tag),
+            (filters.speakers, self._by_speaker),
         ):
             if not values:
                 continue
@@ -513,6 +544,17 @@ class CollectionIndex:
             allowed = matching if allowed is None else allowed & matching
             if not allowed:
                 return set()
+        if filters.occurred_after is not None or filters.occurred_before is not None:
+            # Scanned rather than kept sorted: one vectorized pass over an int64 per
+            # memory, where a sorted structure would cost on every write.
+            occurred = self._occurred
+            ok = occurred != _NO_TIME
+            if filters.occurred_after is not None:
+                ok &= occurred >= epoch_micros(filters.occurred_after)
+            if filters.occurred_before is not None:
+                ok &= occurred < epoch_micros(filters.occurred_before)
+            in_range = set(np.flatnonzero(ok).tolist())
+            allowed = in_range if allowed is None else allowed & in_range
         return allowed
 
     @contextmanager
@@ -686,11 +728,18 @@ class CollectionIndex:
     def _link(self, entry: IndexEntry, slot: int) -> None:
         self._tier_counts[entry.tier] += 1
         self._by_tier[entry.tier].add(slot)
+        size = self._occurred.shape[0]
+        if slot >= size:
+            grown = np.full(max(slot + 1, size * 2), _NO_TIME, dtype=np.int64)
+            grown[:size] = self._occurred
+            self._occurred = grown
+        self._occurred[slot] = entry.occurred
         for inverted, keys in (
             (self._by_category, (entry.category,)),
             (self._by_tag, entry.tags),
             (self._by_domain, entry.domains),
             (self._by_conversation, entry.conversation_ids),
+            (self._by_speaker, (entry.speaker,) if entry.speaker is not None else ()),
         ):
             for key in keys:
                 inverted.setdefault(key, set()).add(slot)
@@ -698,11 +747,13 @@ class CollectionIndex:
     def _unlink(self, entry: IndexEntry, slot: int) -> None:
         self._tier_counts[entry.tier] -= 1
         self._by_tier[entry.tier].discard(slot)
+        self._occurred[slot] = _NO_TIME
         for inverted, keys in (
             (self._by_category, (entry.category,)),
             (self._by_tag, entry.tags),
             (self._by_domain, entry.domains),
             (self._by_conversation, entry.conversation_ids),
+            (self._by_speaker, (entry.speaker,) if entry.speaker is not None else ()),
         ):
             for key in keys:
                 slots = inverted.get(key)

@@ -57,7 +57,7 @@ from engine.model import (
 )
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
-from engine.store.embedded import graph_sql, integrity
+from engine.store.embedded import graph_sql, integrity, turns
 from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
 from engine.store.embedded.index import CollectionIndex, IndexEntry
 from engine.store.embedded.text_index import TextIndex
@@ -66,7 +66,7 @@ logger = logging.getLogger(__name__)
 
 DB_FILE = "hippo.sqlite3"
 LOCK_FILE = "hippo.lock"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SYNC_MODES = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 _BUSY_TIMEOUT_S = 10.0
@@ -100,8 +100,9 @@ _PROBE_BYTES = 16 * 1024
 
 _INSERT_MEMORY = """
 INSERT INTO memories
-    (collection, id, doc, category, tier, content_hash, created_at, vector, vector_model)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    (collection, id, doc, category, tier, content_hash, created_at, vector, vector_model,
+     occurred_at, turn_of)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 # Edge statements take an _EdgeRow's first ten fields as ?1 … ?10: ?9 is the given
 # creation (micros, or NULL), ?10 the last co-occurrence (micros, or NULL). A new
@@ -170,7 +171,7 @@ ORDER BY 2, 3
 _SELECT_INDEX_ROWS = """
 SELECT id, tier, category,
        json_extract(doc, '$.tags', '$.retrieval.domains', '$.retrieval.conversation_ids'),
-       vector_model, vector
+       vector_model, vector, json_extract(doc, '$.speaker'), occurred_at
 FROM memories WHERE collection = ?
 ORDER BY created_at, rowid
 """
@@ -351,6 +352,7 @@ class EmbeddedStore:
                 except sqlite3.IntegrityError as e:
                     raise ConflictError(f"memories already exist in {collection!r}") from e
                 _write_edges(conn, edges, sources_exist=True)
+                turns.relink(conn, collection, _turn_keys(records), _micros(_now()))
                 rebuild = _record_dims(
                     conn, index, [(m, v.shape[0]) for _, v, m in entries if v is not None and m]
                 )
@@ -426,12 +428,16 @@ class EmbeddedStore:
                     "tier": Tier(memory.tier).value,
                     "hash": memory.content_hash,
                     "created": _micros(memory.created_at),
+                    "occurred": _micros(memory.occurred_at),
+                    "turn_of": memory.turn_of,
                 }
+                was = turns.key_of(conn, collection, memory.id)
                 if vector is not None:
                     cursor = conn.execute(
                         "UPDATE memories SET doc = :doc, category = :category, tier = :tier,"
                         " content_hash = :hash, created_at = :created, vector = :vector,"
-                        " vector_model = :model WHERE collection = :c AND id = :i",
+                        " vector_model = :model, occurred_at = :occurred, turn_of = :turn_of"
+                        " WHERE collection = :c AND id = :i",
                         {
                             **key,
                             **columns,
@@ -444,7 +450,8 @@ class EmbeddedStore:
                     cursor = conn.execute(
                         "UPDATE memories SET doc = :doc, category = :category, tier = :tier,"
                         " content_hash = :hash, created_at = :created, vector = NULL,"
-                        " vector_model = NULL WHERE collection = :c AND id = :i",
+                        " vector_model = NULL, occurred_at = :occurred, turn_of = :turn_of"
+                        " WHERE collection = :c AND id = :i",
                         {**key, **columns, "doc": memory.model_dump_json()},
                     )
                 else:
@@ -453,11 +460,16 @@ class EmbeddedStore:
                         "UPDATE memories SET"
                         " doc = json_set(:doc, '$.embedding_model', vector_model),"
                         " category = :category, tier = :tier, content_hash = :hash,"
-                        " created_at = :created WHERE collection = :c AND id = :i",
+                        " created_at = :created, occurred_at = :occurred, turn_of = :turn_of"
+                        " WHERE collection = :c AND id = :i",
                         {**key, **columns, "doc": memory.model_dump_json()},
                     )
                 if cursor.rowcount == 0:
                     raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
+                placed = _turn_keys([record])
+                if placed != ([was] if was is not None else []):
+                    moved = [*placed, *([was] if was is not None else [])]
+                    turns.relink(conn, collection, moved, _micros(_now()))
                 if replace_edges:
                     old_hubs = conn.execute(
                         _SELECT_HUB_EDGES_OF, (collection, memory.id)
@@ -490,6 +502,7 @@ class EmbeddedStore:
         with self._write_lock:
             index = self._index(collection)
             with self._transaction("delete a memory") as conn:
+                was = turns.key_of(conn, collection, memory_id)
                 deleted = conn.execute(
                     "DELETE FROM memories WHERE collection = ? AND id = ?", (collection, memory_id)
                 ).rowcount
@@ -506,6 +519,8 @@ class EmbeddedStore:
                     (collection, memory_id),
                 )
                 _prune_hubs(conn, collection, old_hubs)
+                if was is not None:
+                    turns.relink(conn, collection, [was], _micros(_now()))
             # Before the filter index: see add_memories.
             self._texts[collection].remove(memory_id)
             # The graph before the index too: a walk filters by index slots, and a
@@ -540,6 +555,16 @@ class EmbeddedStore:
             if len(page) < _CHUNK:
                 return
             after = (page[-1][0], page[-1][1])
+
+    def neighbour_turns(
+        self, collection: str, ids: Sequence[str], *, before: int, after: int
+    ) -> dict[str, tuple[list[str], list[str]]]:
+        """For each of ``ids`` that is a conversation turn, the ids of up to
+        ``before`` turns just before it and ``after`` just after it in its
+        conversation, each list in the order they happened (``NEXT`` order). One
+        index seek per list."""
+        with self._reading("read neighbouring turns") as conn:
+            return turns.neighbours(conn, collection, ids, max(0, before), max(0, after))
 
     def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
         """Ids of memories whose normalized content hashes to ``content_hash``, oldest
@@ -1426,7 +1451,22 @@ def _memory_row(collection: str, memory: Memory, vector: Vector | None) -> tuple
         _micros(memory.created_at),
         vector.tobytes() if vector is not None else None,
         memory.embedding_model if vector is not None else None,
+        _micros(memory.occurred_at),
+        memory.turn_of,
     )
+
+
+def _turn_keys(records: Sequence[MemoryRecord]) -> list[turns.TurnKey]:
+    """The places of the records' memories among their conversation's turns."""
+    return [
+        turns.TurnKey(turn_of, _micros(r.memory.occurred_at), r.memory.id)
+        for r in records
+        if (turn_of := r.memory.turn_of) is not None
+    ]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 class _EdgeRow(NamedTuple):

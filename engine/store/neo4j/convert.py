@@ -110,6 +110,9 @@ def memory_properties(
         "tags": list(memory.tags),
         "created_at": utc(memory.created_at),
         "updated_at": utc(memory.updated_at),
+        "occurred_at": utc(memory.occurred_at),
+        "speaker": memory.speaker,
+        "turn_of": memory.turn_of,
         "content_hash": memory.content_hash,
         "domains": list(r.domains),
         "triggers": list(r.triggers),
@@ -279,6 +282,9 @@ def filter_params(filters: RecallFilters) -> dict[str, Any]:
         "domains": list(filters.domains),
         "tags": list(filters.tags),
         "exclude_conversation_id": filters.exclude_conversation_id,
+        "occurred_after": maybe_utc(filters.occurred_after),
+        "occurred_before": maybe_utc(filters.occurred_before),
+        "speakers": list(filters.speakers),
     }
 
 

@@ -43,6 +43,7 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "embedding": "Memory and hub nodes: the vector, a list of floats",
     "name": "hub nodes: the hub's name; SchemaVersion: whose schema it is",
     "used_at": "edges: the last co-occurrence, else the creation (what decay compares)",
+    "turn_of": "Memory: the conversation it is a turn of (its first conversation id)",
     "conversation_id": "Event: the payload's conversation_id, when it has one",
     "appended_at": "Event: when its batch was appended",
     "batch": "Event: the append call it came in",

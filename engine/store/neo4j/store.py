@@ -11,6 +11,7 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
     (:Memory)-[:ASSOCIATED]->(:Memory)    stored once, from the smaller id; undirected
     (:Memory)-[:CONFLICTS_WITH]->(:Memory)
     (:Memory)-[:SYNTHESIZED_FROM]->(:Memory)
+    (:Memory)-[:NEXT]->(:Memory)          a conversation's turns, in the order they happened
     (:Event {collection, type, at, memory_ids, payload, ...})
     (:DecayPass {collection, period, ...})   (:SchemaVersion {name, version})
     (:State {collection, key, value})        value: the document as JSON text
@@ -35,7 +36,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -51,7 +52,15 @@ from engine.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from engine.model import Edge, EdgeType, Event, Memory, RecallFilters
+from engine.model import (
+    SEQUENCE_KIND,
+    SEQUENCE_WEIGHT,
+    Edge,
+    EdgeType,
+    Event,
+    Memory,
+    RecallFilters,
+)
 from engine.model.association import (
     Anchor,
     EdgeUpdate,
@@ -71,7 +80,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
 ``_MIGRATIONS`` and bumps this."""
 SCHEMA_OWNER = "hippocampus"
@@ -89,6 +98,7 @@ _SCHEMA: tuple[str, ...] = (
     "schema/state_key",
     "schema/memory_hash",
     "schema/memory_created",
+    "schema/memory_turn",
     "schema/event_order",
     "schema/memory_embedding",
     "schema/memory_content",
@@ -96,7 +106,7 @@ _SCHEMA: tuple[str, ...] = (
 """Schema statements, in order; each creates the index (or the constraint and its
 index) named after its file."""
 _INDEXES: tuple[str, ...] = tuple(name.split("/")[1] for name in _SCHEMA)
-_MIGRATIONS: dict[int, tuple[str, ...]] = {}
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: ("schema/migrate_turns",)}
 """Statements that bring a database from schema version ``v`` to ``v + 1``."""
 
 _PAGE = 500
@@ -312,6 +322,7 @@ class Neo4jStore:
             _run(tx, "memory/add_memories", collection, memories=rows)
             if edges:
                 _run(tx, "memory/upsert_edges", collection, edges=edges)
+            _link_turns(tx, collection, [r.memory for r in records])
 
         self._write("add memories", work)
 
@@ -361,8 +372,11 @@ class Neo4jStore:
         }
 
         def work(tx: ManagedTransaction) -> None:
+            was = _stored(tx, collection, memory.id)
             if not _run(tx, "memory/replace_memory", collection, **params):
                 raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
+            if was is not None and _turn_place(was) != _turn_place(memory):
+                _link_turns(tx, collection, [memory, was])
             if not replace_edges:
                 return
             (dropped,) = _run(tx, "memory/drop_hub_edges", collection, id=memory.id)
@@ -376,10 +390,36 @@ class Neo4jStore:
     def delete_memory(self, collection: str, memory_id: str) -> bool:
         """Remove a memory with every edge that touches it; hubs left without edges
         go too. ``False`` if absent."""
-        rows = self._write(
-            "delete a memory", _records("memory/delete_memory", {"id": memory_id}, collection)
+
+        def work(tx: ManagedTransaction) -> bool:
+            was = _stored(tx, collection, memory_id)
+            if not _run(tx, "memory/delete_memory", collection, id=memory_id):
+                return False
+            if was is not None:
+                _link_turns(tx, collection, [was])
+            return True
+
+        return self._write("delete a memory", work)
+
+    def neighbour_turns(
+        self, collection: str, ids: Sequence[str], *, before: int, after: int
+    ) -> dict[str, tuple[list[str], list[str]]]:
+        """For each of ``ids`` that is a conversation turn, the ids of up to
+        ``before`` turns just before it and ``after`` just after it in its
+        conversation, each list in the order they happened (``NEXT`` order); read
+        through the ``memory_turn`` index."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        rows = self._read(
+            "read neighbouring turns",
+            _records(
+                "memory/neighbour_turns",
+                {"ids": wanted, "before": max(0, before), "after": max(0, after)},
+                collection,
+            ),
         )
-        return bool(rows)
+        return {row["id"]: (list(row["earlier"]), list(row["later"])) for row in rows}
 
     def iter_memories(self, collection: str) -> Iterator[Memory]:
         """Every memory of the collection, oldest first (ties by id).
@@ -1020,6 +1060,37 @@ class Neo4jStore:
         self._check_open()
         with translated(action), self._driver.session(database=self._database) as session:
             return session.execute_write(work)
+
+
+def _stored(tx: ManagedTransaction, collection: str, memory_id: str) -> Memory | None:
+    """The memory as stored now, inside ``tx``."""
+    rows = _run(tx, "memory/get_memories", collection, ids=[memory_id])
+    return convert.memory_of(rows[0]["doc"], rows[0]["embedding_model"]) if rows else None
+
+
+def _turn_place(memory: Memory) -> tuple[str | None, datetime]:
+    return memory.turn_of, convert.utc(memory.occurred_at)
+
+
+def _link_turns(tx: ManagedTransaction, collection: str, memories: Sequence[Memory]) -> None:
+    """Re-point the NEXT edges around the places these memories now hold or held
+    (see ``cypher/memory/link_turns.cypher``); memories outside any conversation
+    hold no place."""
+    places = [
+        {"turn_of": m.turn_of, "occurred_at": convert.utc(m.occurred_at), "id": m.id}
+        for m in memories
+        if m.turn_of is not None
+    ]
+    if places:
+        _run(
+            tx,
+            "memory/link_turns",
+            collection,
+            places=places,
+            at=convert.utc(datetime.now(UTC)),
+            weight=SEQUENCE_WEIGHT,
+            kind=SEQUENCE_KIND,
+        )
 
 
 def _run(

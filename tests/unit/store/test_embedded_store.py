@@ -295,7 +295,14 @@ def test_writes_survive_reopen_and_the_rebuilt_index_equals_the_live_one(tmp_pat
             assert row.model == live_vectors[memory_id].model
             np.testing.assert_allclose(row.vector, live_vectors[memory_id].vector, atol=1e-6)
         np.testing.assert_array_equal(s.get_vectors(C, ["m5"])["m5"], vec(99))
-        assert [e.target for e in s.edges_of(C, "m2")] == ["m1"]
+        # m2 is a turn of c1 too: it leads to m3, the turn after it.
+        assert [(e.type, e.target) for e in s.edges_of(C, "m2")] == [
+            (EdgeType.ASSOCIATED, "m1"),
+            (EdgeType.NEXT, "m3"),
+        ]
+        # m4 (deleted) and m6 (no longer a turn) are stepped over.
+        assert [e.target for e in s.edges_of(C, "m3") if e.type is EdgeType.NEXT] == ["m5"]
+        assert [e.target for e in s.edges_of(C, "m5") if e.type is EdgeType.NEXT] == ["m7"]
 
 
 def test_iter_memories_streams_oldest_first_across_pages(

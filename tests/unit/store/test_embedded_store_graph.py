@@ -986,7 +986,8 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path: Path) -> None:
 
     with EmbeddedStore(tmp_path) as s:
         with s._reading("test") as c:
-            assert c.execute("SELECT value FROM meta").fetchone()[0] == "2"
+            version = c.execute("SELECT value FROM meta").fetchone()[0]
+            assert version == str(store_module.SCHEMA_VERSION)
         dates = {(e.type, e.target): e.created_at for e in s.edges_of(C, "b")}
         assert dates == {
             (ABOUT, "kafka"): T0 + timedelta(days=10),
@@ -1045,3 +1046,55 @@ def test_expansions_run_beside_writes(store: EmbeddedStore) -> None:
             t.join()
     assert not errors
     assert_graph_mirrors_sqlite(store)
+
+
+def test_an_older_database_gets_occurred_at_and_linked_turns(tmp_path: Path) -> None:
+    tmp_path.mkdir(exist_ok=True)
+    conn = sqlite3.connect(tmp_path / store_module.DB_FILE)
+    conn.executescript(V1_SCHEMA)
+    olds = [
+        memory("b", days=2, conversations=("chat",)),
+        memory("a", days=1, conversations=("chat", "later")),
+        memory("c", days=3, conversations=("chat",)),
+        memory("loose", days=4),
+    ]
+    for m in olds:
+        conn.execute(
+            "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                C,
+                m.id,
+                # As written before memories had a time and a speaker.
+                m.model_dump_json(exclude={"occurred_at", "speaker"}),
+                m.category,
+                m.tier.value,
+                m.content_hash,
+                int((m.created_at - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds() * 1e6),
+                None,
+                None,
+            ),
+        )
+    conn.commit()
+    conn.close()
+
+    with EmbeddedStore(tmp_path) as s:
+        stored = s.get_memories(C, ["a", "loose"])
+        assert stored["a"].occurred_at == T0 + timedelta(days=1)
+        assert stored["loose"].occurred_at == stored["loose"].created_at
+        assert stored["a"].speaker is None
+        nexts = sorted((e.source, e.target) for e in s.iter_edges(C) if e.type is EdgeType.NEXT)
+        assert nexts == [("a", "b"), ("b", "c")]
+        assert s.neighbour_turns(C, ["b"], before=1, after=1) == {"b": (["a"], ["c"])}
+        # Writes after the migration keep the order.
+        s.add_memories(
+            C,
+            [
+                MemoryRecord(
+                    memory("between", days=9, conversations=("chat",)).model_copy(
+                        update={"occurred_at": T0 + timedelta(days=2, hours=12)}
+                    )
+                )
+            ],
+        )
+        nexts = sorted((e.source, e.target) for e in s.iter_edges(C) if e.type is EdgeType.NEXT)
+        assert nexts == [("a", "b"), ("b", "between"), ("between", "c")]

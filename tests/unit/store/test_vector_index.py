@@ -127,9 +127,9 @@ def test_vector_of_another_dimension_for_the_same_model_stays_out() -> None:
 def test_build_takes_the_given_dimension_or_else_the_most_common_one() -> None:
     rng = np.random.default_rng(11)
     rows = [
-        ("a", "active", "insight", None, "m", unit(rng, 4).tobytes()),
-        ("b", "active", "insight", None, "m", unit(rng, 6).tobytes()),
-        ("c", "active", "insight", None, "m", unit(rng, 6).tobytes()),
+        ("a", "active", "insight", None, "m", unit(rng, 4).tobytes(), None, 0),
+        ("b", "active", "insight", None, "m", unit(rng, 6).tobytes(), None, 0),
+        ("c", "active", "insight", None, "m", unit(rng, 6).tobytes(), None, 0),
     ]
     assert set(CollectionIndex.build("c", rows).snapshot()[1]) == {"b", "c"}
     given = CollectionIndex.build("c", rows, {"m": 4})
@@ -211,7 +211,10 @@ def test_build_from_rows_equals_incremental_puts() -> None:
     index, vectors = filled(40)
     built = CollectionIndex.build(
         "c",
-        [(i, "active", "insight", None, "model-a", v.tobytes()) for i, v in vectors.items()],
+        [
+            (i, "active", "insight", None, "model-a", v.tobytes(), None, 0)
+            for i, v in vectors.items()
+        ],
     )
     a_entries, a_vectors = index.snapshot()
     b_entries, b_vectors = built.snapshot()
