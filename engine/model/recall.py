@@ -29,6 +29,24 @@ class RecallFilters(BaseModel):
     occurred_before: UtcDatetime | None = None
     speakers: list[str] = Field(default_factory=list)
 
+    def admits(self, memory: Memory) -> bool:
+        """Whether ``memory`` passes every restriction (what the stores' searches
+        apply, for memories a recall reaches some other way)."""
+        retrieval = memory.retrieval
+        return (
+            memory.tier in self.tiers
+            and (not self.categories or memory.category in self.categories)
+            and (not self.tags or any(t in self.tags for t in memory.tags))
+            and (not self.domains or any(d in self.domains for d in retrieval.domains))
+            and (
+                self.exclude_conversation_id is None
+                or self.exclude_conversation_id not in retrieval.conversation_ids
+            )
+            and (self.occurred_after is None or memory.occurred_at >= self.occurred_after)
+            and (self.occurred_before is None or memory.occurred_at < self.occurred_before)
+            and (not self.speakers or memory.speaker in self.speakers)
+        )
+
 
 class RecallHit(BaseModel):
     """One ranked result and the signals behind its rank.

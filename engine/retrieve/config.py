@@ -59,6 +59,10 @@ class SearchConfig(BaseModel):
             evidence may lift a memory, in standard deviations of the query's
             best similarities: a direct match better by more is never passed on
             the strength of one anchor.
+        turn_context: for ``calibrated``, how much of the direct lead of the
+            turn that followed a conversation turn (its reply) the turn gains:
+            a question is often answered, and so found, by the turn after it.
+            Turns just before the best matches join the candidates for it.
         mmr_lambda: with a value, results are diversified by MMR.
         recency_half_life_days: the recency signal halves every so many days.
     """
@@ -88,6 +92,7 @@ class SearchConfig(BaseModel):
     lexical_lean: float = Field(default=0.0, ge=0.0)
     spread_top: int = Field(default=20, ge=3, le=1000)
     clear_margin: float = Field(default=1.0, ge=0.0)
+    turn_context: float = Field(default=0.0, ge=0.0, le=1.0)
     mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=90.0, gt=0.0)
 
@@ -146,6 +151,7 @@ ASSOCIATIVE = SearchConfig(
     weights={"dense": 1.0, "lexical": 0.5, "graph": 1.2},
     lexical_lean=0.25,
     clear_margin=2.0,
+    turn_context=0.3,
     seed_temperature=0.03,
     query_triggers=False,
     query_subphrases=False,

@@ -133,6 +133,8 @@ def retrieve(
             lexical_weight=_lexical_weight(query, config),
             top=config.spread_top,
         )
+        if config.turn_context > 0.0 and direct:
+            _in_context(store, collection, direct, dense, query_vector, filters, config)
 
     hubs: list[HubMatch] = []
     graph: dict[str, float] = {}
@@ -237,6 +239,49 @@ def _metadata_signals(
 def _quality(memory: Memory) -> float:
     q = memory.retrieval.quality_score
     return 0.5 if q is None else q
+
+
+def _in_context(
+    store: GraphStore,
+    collection: str,
+    direct: dict[str, float],
+    dense: dict[str, float],
+    query_vector: Vector | None,
+    filters: RecallFilters,
+    config: SearchConfig,
+) -> None:
+    """Conversation turns matched with the turn that followed them: each of the
+    best direct matches (as many as dense search returns candidates), and the
+    turn just before each of the best ``spread_top`` (added to the candidates
+    when it passes the filters), gains ``turn_context`` × its successor's lead
+    over the weakest dense candidate. Memories outside any conversation are left
+    as they are. Updates ``direct`` (and ``dense``, for the turns added) in
+    place."""
+    floor = min(dense.values(), default=min(direct.values()))
+    ranked = [mid for mid, _ in _top(direct, config.candidates)]
+    around = store.neighbour_turns(collection, ranked, before=1, after=1)
+    if not around:
+        return
+    leading = set(ranked[: config.spread_top])
+    successor: dict[str, str] = {}
+    for mid, (before, after) in around.items():
+        if after:
+            successor[mid] = after[0]
+        if before and mid in leading and before[-1] not in direct:
+            successor[before[-1]] = mid
+    fresh = [mid for mid in successor if mid not in direct]
+    if fresh:
+        admitted = store.get_memories(collection, fresh)
+        for mid in fresh:
+            if mid not in admitted or not filters.admits(admitted[mid]):
+                del successor[mid]
+    involved = {*successor, *successor.values()}
+    unknown = [n for n in involved if n not in direct and n not in dense]
+    if unknown and query_vector is not None:
+        dense.update(_similarities(store, collection, unknown, query_vector))
+    scores = {mid: direct.get(mid, dense.get(mid, floor)) for mid in involved}
+    for mid, nxt in successor.items():
+        direct[mid] = scores[mid] + config.turn_context * max(0.0, scores[nxt] - floor)
 
 
 def _lexical_weight(query: str, config: SearchConfig) -> float:

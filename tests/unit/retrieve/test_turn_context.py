@@ -1,0 +1,84 @@
+"""Recall reaches a hit's neighbouring turns when they carry what the hit lacks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engine.embed import HashingEmbedder
+from engine.extract import SpacyConceptExtractor
+from engine.model import NewMemory, RecallFilters
+from engine.service import Hippocampus
+from engine.store.embedded import EmbeddedStore
+
+C = "persona:turns"
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+QUERY = "show me how to implement the login feature with password hashing"
+
+TURNS = [
+    ("user", "I started the budget tracker in Flask last week, mostly the ledger views."),
+    ("user", "Always format every snippet with syntax highlighting from now on."),
+    (
+        "assistant",
+        "Understood. For the login feature I will show the password hashing code, the "
+        "implement steps for the session, and the login form, all highlighted.",
+    ),
+    ("user", "CSV exports round amounts at cents."),
+    ("assistant", "Rounding at cents happens inside our CSV writer, before formatting."),
+]
+
+
+@pytest.fixture
+def service(tmp_path: Path, spacy_extractor: SpacyConceptExtractor) -> Iterator[Hippocampus]:
+    svc = Hippocampus(EmbeddedStore(tmp_path / "data"), HashingEmbedder(), spacy_extractor)
+    try:
+        yield svc
+    finally:
+        svc.close()
+
+
+def _remember(svc: Hippocampus, conversation: str | None) -> list[str]:
+    outcomes = svc.remember_many(
+        C,
+        [
+            NewMemory(
+                content=text,
+                conversation_id=conversation,
+                speaker=speaker,
+                occurred_at=T0 + timedelta(minutes=i),
+                source="human",
+            )
+            for i, (speaker, text) in enumerate(TURNS)
+        ],
+    )
+    ids = []
+    for outcome in outcomes:
+        assert outcome.memory is not None
+        ids.append(outcome.memory.id)
+    return ids
+
+
+def test_a_turn_is_found_through_the_reply_that_answers_the_query(service: Hippocampus) -> None:
+    ids = _remember(service, "chat-1")
+    instruction, reply = ids[1], ids[2]
+    dense = service.recall(C, QUERY, limit=3, recipe="DENSE", learn=False)
+    assert instruction not in [h.memory.id for h in dense.hits[:2]]
+    found = service.recall(C, QUERY, limit=3, learn=False)
+    assert [h.memory.id for h in found.hits[:2]] == [reply, instruction]
+
+
+def test_turn_context_respects_the_filters(service: Hippocampus) -> None:
+    ids = _remember(service, "chat-1")
+    found = service.recall(
+        C, QUERY, limit=3, learn=False, filters=RecallFilters(speakers=["assistant"])
+    )
+    assert ids[1] not in [h.memory.id for h in found.hits]
+
+
+def test_memories_outside_a_conversation_get_no_context(service: Hippocampus) -> None:
+    ids = _remember(service, None)
+    found = service.recall(C, QUERY, limit=3, learn=False)
+    assert ids[1] not in [h.memory.id for h in found.hits[:2]]
