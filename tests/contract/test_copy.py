@@ -71,6 +71,10 @@ def _engaged(m: Memory) -> Memory:
     )
 
 
+def _said(m: Memory, minute: int, speaker: str) -> Memory:
+    return m.model_copy(update={"occurred_at": T0 + timedelta(minutes=minute), "speaker": speaker})
+
+
 def _fill(store: GraphStore, collection: str) -> None:
     """A collection with a bit of everything: vectors and none, every edge type,
     learned weights and dates, hub vectors, events, and memories as hygiene and
@@ -91,6 +95,9 @@ def _fill(store: GraphStore, collection: str) -> None:
                 memory("d", collection, minutes=3, model="other-model", tier=Tier.ARCHIVED),
                 [edge("d", ABOUT, "cache")],
             ),
+            # Turns of one conversation, remembered in another order than said.
+            record(_said(memory("e", collection, minutes=4, conversations=["chat"]), 9, "ada")),
+            record(_said(memory("f", collection, minutes=5, conversations=["chat"]), 8, "bob")),
         ],
     )
     store.upsert_edges(
@@ -152,6 +159,7 @@ def _snapshot(store: GraphStore, collection: str) -> dict[str, object]:
         ),
         "hub_vectors": [(k, n, v.tolist(), m) for k, n, v, m in store.iter_hub_vectors(collection)],
         "events": list(store.iter_events(collection)),
+        "turns": store.neighbour_turns(collection, ids, before=1, after=1),
         "stats": store.stats(collection),
         "expansion": [
             (x.memory_id, round(x.strength, 12), x.anchors)
@@ -172,13 +180,14 @@ def test_a_collection_copied_to_each_store_and_back_loses_nothing(
 
         there = copy_collection(source, store, "origin", into=name)
         assert (there.memories, there.vectors, there.edges, there.hub_vectors, there.events) == (
-            4,
-            3,
-            8,
+            6,
+            5,
+            9,
             2,
             2,
         )
         assert _snapshot(store, name) == before
+        assert before["turns"] == {"f": ([], ["e"]), "e": (["f"], []), "b": ([], [])}
 
         copy_collection(store, back, name, into="origin")
         assert _snapshot(back, "origin") == before

@@ -395,3 +395,125 @@ def test_pending_embeddings_are_counted_in_cypher() -> None:
     driver = FakeDriver(answers={"memory/count_pending_embeddings": [{"pending": 3}]})
     assert make(driver).count_pending_embeddings(C, "m") == 3
     assert driver.params_of("memory/count_pending_embeddings") == {"model": "m", "collection": C}
+
+
+# -- conversation turns ---------------------------------------------------------------
+# What the turn statements are given (the fake refuses a run missing any of their
+# $parameters); what they do is the contract suite's (tests/contract/test_turns.py).
+
+
+def _turn(memory_id: str, minute: int, conversation: str | None = "chat") -> Memory:
+    return memory(memory_id).model_copy(
+        update={
+            "occurred_at": datetime(2024, 1, 1, 9, minute, tzinfo=UTC),
+            "speaker": "ada",
+            "retrieval": memory(memory_id).retrieval.model_copy(
+                update={"conversation_ids": [conversation] if conversation else []}
+            ),
+        }
+    )
+
+
+def _stored_doc(m: Memory) -> list[dict[str, object]]:
+    return [{"id": m.id, "doc": m.model_dump_json(), "embedding_model": None}]
+
+
+def test_added_turns_are_linked_in_the_same_transaction() -> None:
+    driver = FakeDriver()
+    make(driver).add_memories(
+        C, [MemoryRecord(memory=_turn("b", 2)), MemoryRecord(memory=_turn("x", 1, None))]
+    )
+    (tx,) = driver.committed
+    assert [name for name, _ in tx] == [
+        "memory/existing_ids",
+        "memory/add_memories",
+        "memory/link_turns",
+    ]
+    params = driver.params_of("memory/link_turns")
+    assert params["places"] == [
+        {"turn_of": "chat", "occurred_at": datetime(2024, 1, 1, 9, 2, tzinfo=UTC), "id": "b"}
+    ]
+    assert (params["weight"], params["kind"]) == (1.0, "sequence")
+    row = driver.params_of("memory/add_memories")["memories"][0]
+    assert (row["turn_of"], row["speaker"]) == ("chat", "ada")
+    assert row["occurred_at"] == datetime(2024, 1, 1, 9, 2, tzinfo=UTC)
+
+    plain = FakeDriver()
+    make(plain).add_memories(C, [MemoryRecord(memory=memory("p"))])
+    assert "memory/link_turns" not in plain.ran()
+
+
+def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
+    stored = _turn("b", 2)
+    driver = FakeDriver(
+        answers={
+            "memory/get_memories": _stored_doc(stored),
+            "memory/replace_memory": [{"id": "b"}],
+        }
+    )
+    make(driver).replace_memory(C, MemoryRecord(memory=_turn("b", 7)), replace_edges=False)
+    assert driver.ran() == ["memory/get_memories", "memory/replace_memory", "memory/link_turns"]
+    assert [p["occurred_at"].minute for p in driver.params_of("memory/link_turns")["places"]] == [
+        7,
+        2,
+    ]
+
+    same = FakeDriver(
+        answers={
+            "memory/get_memories": _stored_doc(stored),
+            "memory/replace_memory": [{"id": "b"}],
+        }
+    )
+    make(same).replace_memory(C, MemoryRecord(memory=stored), replace_edges=False)
+    assert "memory/link_turns" not in same.ran()
+
+    gone = FakeDriver(
+        answers={
+            "memory/get_memories": _stored_doc(stored),
+            "memory/delete_memory": [{"deleted": True}],
+        }
+    )
+    assert make(gone).delete_memory(C, "b") is True
+    assert gone.ran() == ["memory/get_memories", "memory/delete_memory", "memory/link_turns"]
+    assert gone.params_of("memory/link_turns")["places"][0]["id"] == "b"
+
+    absent = FakeDriver()
+    assert make(absent).delete_memory(C, "b") is False
+
+
+def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
+    driver = FakeDriver(
+        answers={
+            "memory/neighbour_turns": [{"id": "b", "earlier": ["a"], "later": ["c", "d"]}],
+        }
+    )
+    store = make(driver)
+    assert store.neighbour_turns(C, ["b", "b", "z"], before=1, after=-3) == {
+        "b": (["a"], ["c", "d"])
+    }
+    assert driver.params_of("memory/neighbour_turns") == {
+        "collection": C,
+        "ids": ["b", "z"],
+        "before": 1,
+        "after": 0,
+    }
+    after = datetime(2024, 1, 1, 9, 0)  # naive: UTC
+    store.search_text(
+        C, "kafka", k=3, filters=RecallFilters(occurred_after=after, speakers=["ada"])
+    )
+    params = driver.params_of("recall/search_text")
+    assert params["occurred_after"] == after.replace(tzinfo=UTC)
+    assert params["occurred_before"] is None and params["speakers"] == ["ada"]
+
+
+def test_a_version_1_database_gets_its_turns_linked_at_setup() -> None:
+    driver = FakeDriver(
+        answers={
+            "schema/show_indexes": _indexes("ONLINE"),
+            "schema/read_schema_version": [{"version": 1}],
+        }
+    )
+    make(driver).setup(timeout_s=10.0)
+    ran = driver.ran()
+    assert "schema/memory_turn" in ran
+    assert ran.index("schema/migrate_turns") < ran.index("schema/write_schema_version")
