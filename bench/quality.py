@@ -257,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         "changing how memories are stored)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the tables as the README has them"
+    )
     args = parser.parse_args(argv)
     methods = [DEFAULT_RECIPE if m == "default" else m.upper() for m in args.methods.split(",")]
     unknown = [m for m in methods if m not in RECIPES]
@@ -308,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results))
         return 0
+    if args.markdown:
+        print(_markdown(datasets, results, methods))
+        return 0
     print(f"retrieval quality ({inner.name}, default recipe {DEFAULT_RECIPE})")
     for data in datasets:
         _print_table(data, results[data.name], methods)
@@ -332,6 +338,38 @@ def _print_table(data: Dataset, by_method: dict[str, Any], methods: list[str]) -
         n = int(by_method[methods[0]][kind]["n"])
         cells = " ".join(f"{by_method[m][kind][f'r{large}']:>12.3f}" for m in methods)
         print(f"{kind:<26} {n:>3} {cells}")
+
+
+TITLES = {"musique": "MuSiQue-100", "hotpotqa": "HotpotQA-100", "beam": "beam-100k"}
+
+
+def _markdown(datasets: list[Dataset], results: dict[str, Any], methods: list[str]) -> str:
+    """One table of every data set's headline figure per recipe, then beam's types."""
+    names = [f"`{m}`" + (" (default)" if m == DEFAULT_RECIPE else "") for m in methods]
+    lines = [
+        "| | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(methods),
+    ]
+    for data in datasets:
+        small, large = data.ks
+        for k in (small, large):
+            cells = [f"{results[data.name][m]['all'][f'r{k}']:.3f}" for m in methods]
+            title = TITLES.get(data.name, data.name)
+            lines.append(f"| {title} R@{k} | " + " | ".join(cells) + " |")
+    for data in datasets:
+        if not data.by_kind:
+            continue
+        large = data.ks[1]
+        by_method = results[data.name]
+        kinds = sorted(k for k in by_method[methods[0]] if k != "all")
+        lines += ["", f"{TITLES.get(data.name, data.name)}, R@{large} by question type:", ""]
+        lines.append("| type (questions) | " + " | ".join(f"`{m}`" for m in methods) + " |")
+        lines.append("|---|" + "---|" * len(methods))
+        for kind in kinds:
+            n = int(by_method[methods[0]][kind]["n"])
+            cells = [f"{by_method[m][kind][f'r{large}']:.3f}" for m in methods]
+            lines.append(f"| {kind.replace('_', ' ')} ({n}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
