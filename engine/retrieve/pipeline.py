@@ -313,7 +313,9 @@ def _with_graph(
     fused = dict(direct)
     if not graph:
         return fused
-    d_spread = spread(dense, config.spread_top)
+    # Without similarities (the query could not be embedded) the direct scores
+    # are text scores, and their own spread sets the margin.
+    d_spread = spread(dense, config.spread_top) or spread(direct, config.spread_top)
     margin = config.clear_margin * (d_spread.std if d_spread is not None else 0.0)
     floor = min(direct.values(), default=0.0)
     weight = config.weights.get("graph", 0.0)
