@@ -131,3 +131,12 @@ def test_dense_scores_are_cosines_and_bm25_scores_are_relative_to_the_best(
     for hit in bm25.hits:
         assert hit.lexical is not None
         assert hit.score == pytest.approx(hit.lexical / top)
+
+
+def test_default_scores_are_similarities_raised_by_evidence(service: Hippocampus) -> None:
+    found = service.recall(TEAM, "how should I retry calls to an external service", learn=False)
+    for hit in found.hits:
+        assert hit.similarity is not None
+        assert hit.score >= hit.similarity - 1e-9
+        if hit.lexical is None and hit.graph is None:
+            assert hit.score == pytest.approx(hit.similarity)
