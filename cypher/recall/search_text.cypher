@@ -1,5 +1,6 @@
 // Lexical recall through the full-text index (Lucene BM25 over content), among
-// the memories of $collection that pass the filters; best first.
+// the memories of $collection that pass the filters; best first (ties by id).
+// The procedure's order is not promised, so the statement orders itself.
 CALL db.index.fulltext.queryNodes($index, $query)
 YIELD node, score
 WITH node, score
@@ -11,4 +12,5 @@ WHERE node.collection = $collection
   AND ($exclude_conversation_id IS NULL
        OR NOT $exclude_conversation_id IN coalesce(node.conversation_ids, []))
 RETURN node.id AS id, score
+ORDER BY score DESC, id
 LIMIT $k

@@ -79,3 +79,30 @@ def test_statements_take_values_only_as_parameters() -> None:
     for path in CYPHER.rglob("*.cypher"):
         text = path.read_text(encoding="utf-8")
         assert "{}" not in text and "%s" not in text and "{0}" not in text, path
+
+
+def _code(name: str) -> str:
+    """A statement without its comments, on one line."""
+    lines = (line.split("//", 1)[0] for line in statement(name).splitlines())
+    return " ".join(" ".join(lines).split())
+
+
+@pytest.mark.parametrize("name", ["recall/search_vectors", "recall/search_vectors_many"])
+def test_vector_index_answers_are_scored_again_exactly_and_ordered_before_the_cut(
+    name: str,
+) -> None:
+    # The index's scores are approximate (quantized) and its order loose: a
+    # statement must not slice the procedure's order, nor report its score.
+    code = _code(name)
+    assert "vector.similarity.cosine(" in code
+    assert "ORDER BY similarity DESC, m.id LIMIT $k" in code
+    assert "[0..$k]" not in code
+    assert "2.0 * score" not in code
+
+
+def test_the_vector_index_is_made_without_quantization() -> None:
+    assert "`vector.quantization.enabled`: false" in _code("schema/memory_embedding")
+
+
+def test_full_text_hits_are_ordered_by_score_before_the_cut() -> None:
+    assert "ORDER BY score DESC, id LIMIT $k" in _code("recall/search_text")
