@@ -1,16 +1,17 @@
 // Hubs whose name vector (by $model) has cosine similarity of at least
 // $min_similarity with $vector, best first, ties by kind and name; with degree.
+// (The name tests let the planner seek each hub key by collection.)
 CALL () {
   MATCH (h:Domain {collection: $collection})
-  WHERE h.embedding_model = $model
+  WHERE h.name IS NOT NULL AND h.embedding_model = $model
   RETURN 'Domain' AS kind, h
   UNION ALL
   MATCH (h:Trigger {collection: $collection})
-  WHERE h.embedding_model = $model
+  WHERE h.name IS NOT NULL AND h.embedding_model = $model
   RETURN 'Trigger' AS kind, h
   UNION ALL
   MATCH (h:Concept {collection: $collection})
-  WHERE h.embedding_model = $model
+  WHERE h.name IS NOT NULL AND h.embedding_model = $model
   RETURN 'Concept' AS kind, h
 }
 WITH kind, h

@@ -4,6 +4,7 @@ statement the store names exists, and the graph it writes is the model's."""
 from __future__ import annotations
 
 import ast
+import re
 import importlib.resources
 from pathlib import Path
 
@@ -106,3 +107,40 @@ def test_the_vector_index_is_made_without_quantization() -> None:
 
 def test_full_text_hits_are_ordered_by_score_before_the_cut() -> None:
     assert "ORDER BY score DESC, id LIMIT $k" in _code("recall/search_text")
+
+
+_INDEXED_AFTER_COLLECTION = {
+    "Memory": ("id", "created_at", "content_hash"),
+    "Domain": ("name",),
+    "Trigger": ("name",),
+    "Concept": ("name",),
+    "Event": ("appended_at", "seq"),
+    "DecayPass": ("period",),
+    "State": ("key",),
+}
+"""The second properties of the composite indexes that begin with ``collection``
+(schema/*.cypher). EventLog's key is ``collection`` alone."""
+_COLLECTION_LOOKUP = re.compile(r"\((\w*):(\w+) \{collection: \$collection\}\)")
+_NEXT_CLAUSE = re.compile(r"\b(RETURN|WITH|UNION|MATCH|CALL|SET|DELETE|DETACH|ORDER)\b")
+
+
+def test_collection_lookups_test_the_second_property_of_a_composite_index() -> None:
+    # Neo4j uses a composite index only when every one of its properties is
+    # tested: `(m:Memory {collection: $c})` alone scans every memory of every
+    # collection. Each such lookup must test one of the index's other properties.
+    offenders = []
+    for name in sorted(_statement_files()):
+        code = _code(name)
+        for found in _COLLECTION_LOOKUP.finditer(code):
+            var, label = found.group(1), found.group(2)
+            props = _INDEXED_AFTER_COLLECTION.get(label)
+            if props is None:
+                continue
+            rest = code[found.end() :]
+            if rest.startswith("-"):  # the pattern goes on: its WHERE follows it
+                rest = rest[rest.index(")") + 1 :] if ")" in rest else rest
+            clause = _NEXT_CLAUSE.search(rest)
+            where = rest[: clause.start()] if clause else rest
+            if not var or not re.search(rf"\b{var}\.({'|'.join(props)})\b", where):
+                offenders.append(f"{name}: ({var}:{label} {{collection: $collection}})")
+    assert not offenders, "collection lookups no index can serve:\n" + "\n".join(offenders)
