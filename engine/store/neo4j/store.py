@@ -12,6 +12,7 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
     (:Memory)-[:CONFLICTS_WITH]->(:Memory)
     (:Memory)-[:SYNTHESIZED_FROM]->(:Memory)
     (:Event {collection, type, at, memory_ids, payload, ...})
+    (:EventLog {collection, next})           numbers events in commit order
     (:DecayPass {collection, period, ...})   (:SchemaVersion {name, version})
     (:State {collection, key, value})        value: the document as JSON text
 
@@ -33,9 +34,8 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -71,7 +71,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
 ``_MIGRATIONS`` and bumps this."""
 SCHEMA_OWNER = "hippocampus"
@@ -90,20 +90,28 @@ _SCHEMA: tuple[str, ...] = (
     "schema/memory_hash",
     "schema/memory_created",
     "schema/event_order",
+    "schema/event_seq",
+    "schema/event_log_key",
     "schema/memory_embedding",
     "schema/memory_content",
 )
 """Schema statements, in order; each creates the index (or the constraint and its
 index) named after its file."""
 _INDEXES: tuple[str, ...] = tuple(name.split("/")[1] for name in _SCHEMA)
-_MIGRATIONS: dict[int, tuple[str, ...]] = {}
-"""Statements that bring a database from schema version ``v`` to ``v + 1``."""
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: ("schema/number_events",)}
+"""Statements that bring a database from schema version ``v`` to ``v + 1``: version
+2 numbers events (``seq``) in commit order, and reads the log by number."""
 
 _PAGE = 500
+_WRITE_BATCH = 1_000
+"""Memories per decay transaction, nodes per drop transaction: bounded work per
+transaction, whatever the collection's size."""
 _SEARCH_OVERSAMPLE = 10
 _MIN_CANDIDATES = 100
 _MAX_CANDIDATES = 10_000
 _POLL_S = 0.5
+_DAWN = datetime(1, 1, 1, tzinfo=UTC)
+"""Before any memory's creation: where :meth:`Neo4jStore.iter_memories` starts."""
 
 
 class Neo4jStore:
@@ -387,7 +395,7 @@ class Neo4jStore:
         Streams in pages, each its own read: a memory written while the iteration
         runs may or may not be seen.
         """
-        after_at: Any = None
+        after_at: Any = _DAWN
         after_id = ""
         while True:
             page = self._read(
@@ -802,6 +810,13 @@ class Neo4jStore:
         Idempotent per ``period``: a period already applied to the collection
         changes nothing and returns 0.
 
+        The pass goes a page of memories per transaction (``_WRITE_BATCH``), so
+        its size is bounded whatever the collection's: a first pass over a large
+        graph does not outgrow the server's transaction memory. Each edge it
+        lowers is marked with the period, so a pass cut short (and the next one
+        for the same period) finishes the work without decaying an edge twice;
+        the pass is recorded when the last page is done.
+
         Returns:
             How many edges were decayed.
 
@@ -810,20 +825,35 @@ class Neo4jStore:
                 [0, 1].
         """
         check_decay_pass(period, step, floor)
-        rows = self._write(
-            "decay edges",
+        params = {
+            "period": period,
+            "unused_before": convert.utc(unused_before),
+            "step": step,
+            "floor": floor,
+            "limit": _WRITE_BATCH,
+        }
+        decayed = 0
+        after: str | None = ""
+        while after is not None:
+            rows = self._write(
+                "decay edges",
+                _records("learn/decay_edges", {**params, "after": after}, collection),
+            )
+            if not rows:
+                # A pass for this period is recorded (before this one, or by
+                # another process while this one ran).
+                return decayed
+            decayed += int(rows[0]["decayed"])
+            after = rows[0]["last"]
+        self._write(
+            "record a decay pass",
             _records(
-                "learn/decay_edges",
-                {
-                    "period": period,
-                    "unused_before": convert.utc(unused_before),
-                    "step": step,
-                    "floor": floor,
-                },
+                "learn/record_decay_pass",
+                {"period": period, "unused_before": params["unused_before"], "decayed": decayed},
                 collection,
             ),
         )
-        return int(rows[0]["decayed"]) if rows else 0
+        return decayed
 
     def iter_edges(self, collection: str) -> Iterator[Edge]:
         """Every edge of the collection, each ASSOCIATED edge once (from its smaller
@@ -868,17 +898,12 @@ class Neo4jStore:
         if not events:
             return
         rows = [convert.event_row(event) for event in events]
-        self._write(
-            "append events",
-            _records(
-                "memory/append_events", {"events": rows, "batch": uuid.uuid4().hex}, collection
-            ),
-        )
+        self._write("append events", _records("memory/append_events", {"events": rows}, collection))
 
     def iter_events(self, collection: str) -> Iterator[Event]:
-        """The collection's event log, in the order it was appended. Streams in
-        pages."""
-        after: dict[str, Any] | None = None
+        """The collection's event log, in the order it was appended (the order the
+        appends committed). Streams in pages."""
+        after = -1
         while True:
             page = self._read(
                 "list events",
@@ -888,12 +913,7 @@ class Neo4jStore:
                 yield convert.event_of(row)
             if len(page) < _PAGE:
                 return
-            last = page[-1]
-            after = {
-                "appended_at": last["appended_at"],
-                "batch": last["batch"],
-                "position": last["position"],
-            }
+            after = int(page[-1]["seq"])
 
     # -- state ------------------------------------------------------------------------
 
@@ -952,9 +972,17 @@ class Neo4jStore:
 
     def drop_collection(self, collection: str) -> None:
         """Delete every node of the collection with its edges (the memories, hubs,
-        event log, decay passes and state documents), in one transaction. Not part
-        of the store contract: for tests and operators."""
-        self._write("drop a collection", _records("memory/drop_collection", {}, collection))
+        event log, decay passes and state documents), ``_WRITE_BATCH`` nodes per
+        transaction so that none outgrows the server's transaction memory: a drop
+        cut short leaves part of the collection, and running it again finishes
+        it. Not part of the store contract: for tests and operators."""
+        while True:
+            (row,) = self._write(
+                "drop a collection",
+                _records("memory/drop_collection", {"limit": _WRITE_BATCH}, collection),
+            )
+            if int(row["deleted"]) < _WRITE_BATCH:
+                return
 
     def verify_connectivity(self) -> None:
         """Reach the server once (within the connection timeout).

@@ -395,3 +395,108 @@ def test_pending_embeddings_are_counted_in_cypher() -> None:
     driver = FakeDriver(answers={"memory/count_pending_embeddings": [{"pending": 3}]})
     assert make(driver).count_pending_embeddings(C, "m") == 3
     assert driver.params_of("memory/count_pending_embeddings") == {"model": "m", "collection": C}
+
+
+def test_a_schema_of_version_one_gets_its_events_numbered_on_setup() -> None:
+    driver = FakeDriver(
+        answers={
+            "schema/show_indexes": _indexes("ONLINE"),
+            "schema/read_schema_version": [{"version": 1}],
+        }
+    )
+    make(driver).setup()
+    ran = driver.ran()
+    assert "schema/event_seq" in ran and "schema/event_log_key" in ran
+    assert ran.index("schema/number_events") < ran.index("schema/write_schema_version")
+    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 2
+
+    fresh = FakeDriver(
+        answers={
+            "schema/show_indexes": _indexes("ONLINE"),
+            "schema/read_schema_version": [{"version": None}],
+        }
+    )
+    make(fresh).setup()
+    assert "schema/number_events" not in fresh.ran()
+
+
+def test_the_event_log_is_read_by_event_number_page_after_page() -> None:
+    from engine.store.neo4j.store import _PAGE
+
+    def page(params: dict[str, object]) -> list[dict[str, object]]:
+        after = int(params["after"])  # type: ignore[call-overload]
+        numbers = range(after + 1, min(after + 1 + _PAGE, _PAGE + 3))
+        return [
+            {"type": "retrieval", "at": T0, "memory_ids": [], "payload": "", "seq": n}
+            for n in numbers
+        ]
+
+    driver = FakeDriver(answers={"memory/iter_events": page})
+    events = list(make(driver).iter_events(C))
+    assert len(events) == _PAGE + 3
+    afters = [params["after"] for tx in driver.committed for _, params in tx]
+    assert afters == [-1, _PAGE - 1]
+
+
+def test_appended_events_carry_no_client_side_order() -> None:
+    # The server numbers them under the collection's log lock (commit order); a
+    # client-made batch id would order concurrent appends by start time.
+    from engine.model import Event
+
+    driver = FakeDriver()
+    make(driver).append_events(C, [Event(type="retrieval", at=T0, memory_ids=["a"])])
+    params = driver.params_of("memory/append_events")
+    assert set(params) == {"events", "collection"}
+
+
+def test_memories_are_listed_from_a_seekable_start() -> None:
+    driver = FakeDriver()
+    assert list(make(driver).iter_memories(C)) == []
+    params = driver.params_of("memory/iter_memories")
+    # A moment before any memory, never null: the page key is a range the
+    # planner can seek (a null would make it an OR over the whole collection).
+    assert params["after_at"] is not None and params["after_at"].year == 1
+    assert params["after_id"] == ""
+
+
+def test_a_decay_pass_goes_a_bounded_page_per_transaction_then_is_recorded() -> None:
+    pages = iter(
+        [
+            [{"decayed": 7, "last": "m0999"}],
+            [{"decayed": 2, "last": "m1500"}],
+            [{"decayed": 0, "last": None}],
+        ]
+    )
+    driver = FakeDriver(answers={"learn/decay_edges": lambda params: next(pages)})
+    decayed = make(driver).decay_edges(
+        C, period="2024-01", unused_before=T0, step=0.05, floor=0.1
+    )
+    assert decayed == 9
+    assert [tx[0][0] for tx in driver.committed] == [
+        "learn/decay_edges",
+        "learn/decay_edges",
+        "learn/decay_edges",
+        "learn/record_decay_pass",
+    ]
+    afters = [tx[0][1]["after"] for tx in driver.committed[:3]]
+    assert afters == ["", "m0999", "m1500"]
+    assert all(tx[0][1]["limit"] <= 1_000 for tx in driver.committed[:3])
+    assert driver.params_of("learn/record_decay_pass")["decayed"] == 9
+
+
+def test_a_decay_pass_already_recorded_changes_nothing() -> None:
+    driver = FakeDriver(answers={"learn/decay_edges": []})
+    assert make(driver).decay_edges(C, period="2024-01", unused_before=T0, step=0.05, floor=0.1) == 0
+    assert driver.ran() == ["learn/decay_edges"]
+
+
+def test_dropping_a_collection_deletes_in_bounded_transactions_until_done() -> None:
+    from engine.store.neo4j.store import _WRITE_BATCH
+
+    counts = iter([_WRITE_BATCH, _WRITE_BATCH, 17])
+    driver = FakeDriver(
+        answers={"memory/drop_collection": lambda params: [{"deleted": next(counts)}]}
+    )
+    make(driver).drop_collection(C)
+    assert [[name for name, _ in tx] for tx in driver.committed] == [["memory/drop_collection"]] * 3
+    assert driver.params_of("memory/drop_collection")["limit"] == _WRITE_BATCH
