@@ -116,6 +116,7 @@ class Reinforcement(NamedTuple):
     used_at: int
     kind: str | None = None
     at: str = ""
+    create: bool = True
 
 
 def reinforced(weight: float | None, update: Reinforcement) -> float:
@@ -1056,13 +1057,14 @@ class CollectionGraph:
         :func:`reinforced`); other than walked edge types are ignored."""
         with self._lock.write():
             for update in updates:
-                ends = self._ends(update.source, update.type, update.target, create=True)
+                ends = self._ends(update.source, update.type, update.target, create=update.create)
                 if ends is None:
                     continue
                 a, b = ends
                 e = self._find_edge(a, b)
                 if e < 0:
-                    self._new_edge(a, b, reinforced(None, update), update.used_at)
+                    if update.create:
+                        self._new_edge(a, b, reinforced(None, update), update.used_at)
                 else:
                     self._set_edge(e, reinforced(float(self._w[e]), update), update.used_at)
             self._maybe_compact()

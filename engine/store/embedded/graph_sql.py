@@ -55,6 +55,15 @@ ON CONFLICT (collection, source, type, target) DO UPDATE SET
     used_at = ?8,
     kind = coalesce(edges.kind, ?7)
 """
+_STRENGTHEN = """
+UPDATE edges SET
+    weight = max(weight, min(?5, weight + ?6)),
+    co_occurrences = co_occurrences + 1,
+    last_co_occurred = ?7,
+    used_at = ?8,
+    kind = coalesce(kind, ?9)
+WHERE collection = ?1 AND source = ?2 AND type = ?3 AND target = ?4
+"""
 _INSERT_HUB = "INSERT OR IGNORE INTO hubs (collection, kind, name) VALUES (?, ?, ?)"
 _DECAY = """
 UPDATE edges SET weight = max(:floor, weight - :step)
@@ -181,33 +190,41 @@ def reinforcements(graph: CollectionGraph, updates: Sequence[EdgeUpdate]) -> lis
                 used_at=micros(update.at),
                 kind=update.kind,
                 at=update.at.isoformat(),
+                create=update.create,
             )
         )
     return applied
 
 
 def reinforce(conn: sqlite3.Connection, collection: str, applied: Sequence[Reinforcement]) -> None:
-    """Write :func:`reinforcements`, in order, creating missing hubs."""
-    hubs = dict.fromkeys((_HUB_KIND[r.type], r.target) for r in applied if r.type in _HUB_KIND)
-    conn.executemany(_INSERT_HUB, [(collection, kind, name) for kind, name in hubs])
-    conn.executemany(
-        _REINFORCE,
-        [
-            (
-                collection,
-                r.source,
-                r.type,
-                r.target,
-                r.initial,
-                r.at,
-                r.kind,
-                r.used_at,
-                r.cap,
-                r.delta,
-            )
-            for r in applied
-        ],
+    """Write :func:`reinforcements`, in order, creating missing hubs; an update
+    that may not create its edge only strengthens one that exists."""
+    hubs = dict.fromkeys(
+        (_HUB_KIND[r.type], r.target) for r in applied if r.type in _HUB_KIND and r.create
     )
+    conn.executemany(_INSERT_HUB, [(collection, kind, name) for kind, name in hubs])
+    for r in applied:
+        if r.create:
+            conn.execute(
+                _REINFORCE,
+                (
+                    collection,
+                    r.source,
+                    r.type,
+                    r.target,
+                    r.initial,
+                    r.at,
+                    r.kind,
+                    r.used_at,
+                    r.cap,
+                    r.delta,
+                ),
+            )
+        else:
+            conn.execute(
+                _STRENGTHEN,
+                (collection, r.source, r.type, r.target, r.cap, r.delta, r.at, r.used_at, r.kind),
+            )
 
 
 def decay(

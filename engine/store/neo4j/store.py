@@ -32,6 +32,7 @@ indexes) and must have run once against the database; :meth:`check` says so.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -787,14 +788,24 @@ class Neo4jStore:
     def reinforce_edges(self, collection: str, updates: Sequence[EdgeUpdate]) -> None:
         """Apply reinforcements set-based, in one transaction and in order: an
         existing edge gains ``delta`` up to ``cap`` (a weight already above the cap
-        is kept), a missing one starts at ``initial``; ``co_occurrences += 1``,
+        is kept), a missing one starts at ``initial`` when the update may create it
+        (``create``) and is skipped otherwise; ``co_occurrences += 1``,
         ``last_co_occurred = at``. Updates whose memories do not exist, and memory
-        edges from a memory to itself, are skipped; hubs are created when absent."""
+        edges from a memory to itself, are skipped; hubs are created when absent
+        (by updates that may create)."""
         rows = [row for u in updates if (row := convert.update_row(u)) is not None]
-        if rows:
-            self._write(
-                "reinforce edges", _records("learn/reinforce_edges", {"updates": rows}, collection)
-            )
+        if not rows:
+            return
+        # Consecutive updates alike in `create` go in one statement; the runs go
+        # in order, so an edge named twice is updated in the order given.
+        runs = [list(run) for _, run in itertools.groupby(rows, key=lambda r: r["create"])]
+
+        def work(tx: ManagedTransaction) -> None:
+            for run in runs:
+                which = "learn/reinforce_edges" if run[0]["create"] else "learn/strengthen_edges"
+                _run(tx, which, collection, updates=run)
+
+        self._write("reinforce edges", work)
 
     def decay_edges(
         self,

@@ -4,8 +4,8 @@ statement the store names exists, and the graph it writes is the model's."""
 from __future__ import annotations
 
 import ast
-import re
 import importlib.resources
+import re
 from pathlib import Path
 
 import pytest

@@ -468,9 +468,7 @@ def test_a_decay_pass_goes_a_bounded_page_per_transaction_then_is_recorded() -> 
         ]
     )
     driver = FakeDriver(answers={"learn/decay_edges": lambda params: next(pages)})
-    decayed = make(driver).decay_edges(
-        C, period="2024-01", unused_before=T0, step=0.05, floor=0.1
-    )
+    decayed = make(driver).decay_edges(C, period="2024-01", unused_before=T0, step=0.05, floor=0.1)
     assert decayed == 9
     assert [tx[0][0] for tx in driver.committed] == [
         "learn/decay_edges",
@@ -486,7 +484,9 @@ def test_a_decay_pass_goes_a_bounded_page_per_transaction_then_is_recorded() -> 
 
 def test_a_decay_pass_already_recorded_changes_nothing() -> None:
     driver = FakeDriver(answers={"learn/decay_edges": []})
-    assert make(driver).decay_edges(C, period="2024-01", unused_before=T0, step=0.05, floor=0.1) == 0
+    assert (
+        make(driver).decay_edges(C, period="2024-01", unused_before=T0, step=0.05, floor=0.1) == 0
+    )
     assert driver.ran() == ["learn/decay_edges"]
 
 
@@ -500,3 +500,32 @@ def test_dropping_a_collection_deletes_in_bounded_transactions_until_done() -> N
     make(driver).drop_collection(C)
     assert [[name for name, _ in tx] for tx in driver.committed] == [["memory/drop_collection"]] * 3
     assert driver.params_of("memory/drop_collection")["limit"] == _WRITE_BATCH
+
+
+def test_updates_that_may_not_create_go_to_the_statement_that_creates_nothing() -> None:
+    from engine.model.association import EdgeUpdate
+
+    def update(target: str, create: bool) -> EdgeUpdate:
+        return EdgeUpdate(
+            source="a",
+            type=EdgeType.ABOUT,
+            target=target,
+            delta=0.1,
+            cap=1.0,
+            initial=0.3,
+            at=T0,
+            create=create,
+        )
+
+    driver = FakeDriver()
+    make(driver).reinforce_edges(
+        C, [update("x", True), update("y", True), update("x", False), update("z", True)]
+    )
+    # One transaction; runs in order, so the second update of x sees the first.
+    assert len(driver.committed) == 1
+    (tx,) = driver.committed
+    assert [(name, [u["target"] for u in params["updates"]]) for name, params in tx] == [
+        ("learn/reinforce_edges", ["x", "y"]),
+        ("learn/strengthen_edges", ["x"]),
+        ("learn/reinforce_edges", ["z"]),
+    ]
