@@ -173,7 +173,10 @@ class Neo4jStore:
             max_retry_s: how long a transaction is retried on transient errors
                 before the call fails (a request waits at most about this long
                 while Neo4j is away).
-            timeout_s: how long opening a connection may take.
+            timeout_s: how long opening a connection may take. Taking one from
+                the pool may take longer: as long as opening one, plus as long as
+                a call may wait on retries (at least ``timeout_s`` more), so a
+                busy pool is waited for and a slow connection is reported as one.
 
         Raises:
             ConfigError: the URI or settings are not usable.
@@ -184,7 +187,7 @@ class Neo4jStore:
                 auth=(user, password),
                 max_transaction_retry_time=max_retry_s,
                 connection_timeout=timeout_s,
-                connection_acquisition_timeout=timeout_s,
+                connection_acquisition_timeout=timeout_s + max(max_retry_s, timeout_s),
                 user_agent="hippocampus",
             )
         except (ConfigurationError, ValueError) as e:

@@ -27,7 +27,9 @@ from engine.errors import (
     HippoError,
     InvalidInputError,
     NotFoundError,
+    StoreAuthError,
     StoreError,
+    StoreFullError,
     StoreUnavailableError,
 )
 from engine.model import Edge, EdgeType, Memory, RecallFilters
@@ -70,7 +72,7 @@ def test_the_store_meets_the_protocol() -> None:
         (ConnectionAcquisitionTimeoutError("pool exhausted"), StoreUnavailableError),
         (TransientError("deadlock, retries exhausted"), StoreUnavailableError),
         (DatabaseUnavailable("database starting"), StoreUnavailableError),
-        (AuthError("wrong password"), StoreUnavailableError),
+        (AuthError("wrong password"), StoreAuthError),
         (IncompleteCommit("lost while committing"), StoreUnavailableError),
         (ConnectionResetError("reset by peer"), StoreUnavailableError),
         (ConstraintError("already exists"), ConflictError),
@@ -529,3 +531,63 @@ def test_updates_that_may_not_create_go_to_the_statement_that_creates_nothing() 
         ("learn/strengthen_edges", ["x"]),
         ("learn/reinforce_edges", ["z"]),
     ]
+
+
+def _server_error(code: str, message: str) -> Exception:
+    """A failure as the driver raises it for a server's status code."""
+    from neo4j.exceptions import Neo4jError
+
+    return Neo4jError._hydrate_neo4j(code=code, message=message)
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "expected"),
+    [
+        (
+            "Neo.DatabaseError.Transaction.TransactionLogError",
+            "The database was unable to write transaction to log.",
+            StoreFullError,
+        ),
+        (
+            "Neo.DatabaseError.Transaction.TransactionCommitFailed",
+            "Could not apply the transaction: java.io.IOException: No space left on device",
+            StoreFullError,
+        ),
+        # Memory, not disk: the next call may well succeed.
+        ("Neo.TransientError.General.OutOfMemoryError", "Java heap space", StoreUnavailableError),
+        (
+            "Neo.TransientError.General.MemoryPoolOutOfMemoryError",
+            "The allocation of an extra 2.0 MiB would use more than the limit 1.0 GiB.",
+            StoreUnavailableError,
+        ),
+        ("Neo.ClientError.Security.Unauthorized", "The client is unauthorized", StoreAuthError),
+        ("Neo.DatabaseError.General.UnknownError", "something else", StoreError),
+    ],
+)
+def test_server_status_codes_become_the_engine_errors_they_mean(
+    code: str, message: str, expected: type[HippoError]
+) -> None:
+    failure = _server_error(code, message)
+    with pytest.raises(expected) as raised:
+        make(FakeDriver(failure=failure, fail_on="memory/add_memories")).add_memories(
+            C, [MemoryRecord(memory=memory("a"))]
+        )
+    assert type(raised.value) is expected
+
+
+def test_taking_a_pooled_connection_may_outlast_opening_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import engine.store.neo4j.store as module
+
+    seen: dict[str, object] = {}
+
+    def driver(uri: str, **config: object) -> FakeDriver:
+        seen.update(config)
+        return FakeDriver()
+
+    monkeypatch.setattr(module.GraphDatabase, "driver", driver)
+    Neo4jStore.connect("bolt://db:7687", user="neo4j", password="x", timeout_s=5.0, max_retry_s=5.0)
+    acquisition, connection = seen["connection_acquisition_timeout"], seen["connection_timeout"]
+    assert isinstance(acquisition, float) and isinstance(connection, float)
+    assert acquisition > connection
