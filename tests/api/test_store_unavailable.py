@@ -127,3 +127,19 @@ def test_a_full_neo4j_disk_is_store_full(neo4j_client: TestClient, driver: FakeD
     assert driver.committed == [] or all(
         name != "memory/add_memories" for tx in driver.committed for name, _ in tx
     )
+
+
+def test_a_delete_that_keeps_colliding_over_a_hub_is_503_not_500(
+    neo4j_client: TestClient, driver: FakeDriver
+) -> None:
+    from neo4j.exceptions import Neo4jError
+
+    driver.failure = Neo4jError._hydrate_neo4j(
+        code="Neo.ClientError.Statement.EntityNotFound",
+        message="Node 17 was deleted by a concurrent transaction",
+    )
+    driver.fail_on = "memory/delete_memory"
+    r = neo4j_client.delete("/v1/collections/team:alpha/memories/m1", headers=ALPHA)
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == "store_unavailable"
+    assert "concurrent" not in r.text  # the detail stays in the log

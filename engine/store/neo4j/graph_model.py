@@ -46,6 +46,7 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "embedding": "Memory and hub nodes: the vector, a list of floats",
     "name": "hub nodes: the hub's name; SchemaVersion: whose schema it is",
     "used_at": "edges: the last co-occurrence, else the creation (what decay compares)",
+    "pruning": "hub nodes: set and removed at once, to lock a hub before pruning it",
     "decay_period": "edges: the period of the last decay pass that lowered the weight",
     "conversation_id": "Event: the payload's conversation_id, when it has one",
     "appended_at": "Event: when its batch was appended",

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from neo4j import Driver, GraphDatabase, ManagedTransaction, Record
-from neo4j.exceptions import ConfigurationError
+from neo4j.exceptions import ConfigurationError, Neo4jError
 
 from engine.errors import (
     ConfigError,
@@ -66,7 +66,7 @@ from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
 from engine.store.neo4j import convert
 from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
 from engine.store.neo4j.statements import statement
-from engine.store.neo4j.translate import translated
+from engine.store.neo4j.translate import lost_race, translated
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +104,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {1: ("schema/number_events",)}
 2 numbers events (``seq``) in commit order, and reads the log by number."""
 
 _PAGE = 500
+_RACE_RETRIES = 3
 _WRITE_BATCH = 1_000
 """Memories per decay transaction, nodes per drop transaction: bounded work per
 transaction, whatever the collection's size."""
@@ -1055,10 +1056,30 @@ class Neo4jStore:
             return session.execute_read(work)
 
     def _write(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
-        """Run ``work`` in one managed write transaction: applied whole or not at all."""
+        """Run ``work`` in one managed write transaction: applied whole or not at all.
+
+        A transaction that lost a race the driver does not retry (a hub deleted
+        by a concurrent prune under a MERGE that had matched it; a prune that
+        found an edge committed after its check) runs again, up to
+        ``_RACE_RETRIES`` times; still losing, the call fails as unavailable
+        (503: try again), never as a store fault.
+        """
         self._check_open()
-        with translated(action), self._driver.session(database=self._database) as session:
-            return session.execute_write(work)
+        attempt = 0
+        with translated(action):
+            while True:
+                attempt += 1
+                try:
+                    with self._driver.session(database=self._database) as session:
+                        return session.execute_write(work)
+                except Neo4jError as e:
+                    if not lost_race(e):
+                        raise
+                    if attempt > _RACE_RETRIES:
+                        raise StoreUnavailableError(
+                            f"cannot {action}: it kept colliding with concurrent writes ({e})"
+                        ) from e
+                    logger.info("%s collided with a concurrent write; running it again", action)
 
 
 def _run(

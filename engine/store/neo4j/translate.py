@@ -58,6 +58,7 @@ _UNAVAILABLE: tuple[type[Exception], ...] = (
     ConnectionPoolError,
     TransientError,
 )
+_ENTITY_GONE = "Neo.ClientError.Statement.EntityNotFound"
 _LOG_WRITE_FAILED = "Neo.DatabaseError.Transaction.TransactionLogError"
 _DISK_FULL_WORDS = ("no space left on device", "disk is full", "disk full", "not enough space")
 
@@ -74,11 +75,27 @@ def translate(error: Exception, action: str) -> StoreError | ConflictError:
             f"cannot {action}: the connection was lost while committing; the write "
             f"was applied whole or not at all ({detail})"
         )
+    if lost_race(error):
+        return StoreUnavailableError(
+            f"cannot {action}: it collided with a concurrent write ({detail})"
+        )
     if isinstance(error, _UNAVAILABLE):
         return StoreUnavailableError(f"cannot {action}: Neo4j is unavailable ({detail})")
     if isinstance(error, ConstraintError):
         return ConflictError(f"cannot {action}: {detail}")
     return StoreError(f"cannot {action}: {detail}")
+
+
+def lost_race(error: Exception) -> bool:
+    """Whether ``error`` is a write colliding with a concurrent one in a way the
+    driver does not retry but a second run mends: an entity deleted under the
+    statement (a hub pruned by another transaction after this one's MERGE found
+    it), or a node deletion refused because another transaction linked to it."""
+    if not isinstance(error, Neo4jError):
+        return False
+    if error.code == _ENTITY_GONE:
+        return True
+    return isinstance(error, ConstraintError) and "still has relationships" in str(error)
 
 
 def _disk_full(error: Exception) -> bool:

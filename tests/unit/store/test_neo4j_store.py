@@ -591,3 +591,62 @@ def test_taking_a_pooled_connection_may_outlast_opening_one(
     acquisition, connection = seen["connection_acquisition_timeout"], seen["connection_timeout"]
     assert isinstance(acquisition, float) and isinstance(connection, float)
     assert acquisition > connection
+
+
+_HUB_GONE = (
+    "Neo.ClientError.Statement.EntityNotFound",
+    "Unable to load NODE 4:0f1e:17: it was deleted by a concurrent transaction",
+)
+_HUB_LINKED = "Cannot delete node<17>, because it still has relationships."
+
+
+def test_a_write_that_lost_a_race_for_a_hub_runs_again() -> None:
+    # A delete pruned the hub between this write's MERGE finding it and linking
+    # to it: the second run makes the hub anew.
+    driver = FakeDriver(
+        failure=_server_error(*_HUB_GONE), fail_on="memory/upsert_edges", fail_times=1
+    )
+    make(driver).upsert_edges(C, [Edge(source="a", type=EdgeType.ABOUT, target="cache")])
+    assert driver.ran() == ["memory/upsert_edges"]
+
+    # The prune's side: its hub gained an edge after its check.
+    pruner = FakeDriver(
+        failure=ConstraintError(_HUB_LINKED),
+        fail_on="memory/delete_memory",
+        fail_times=2,
+        answers={"memory/delete_memory": [{"deleted": True}]},
+    )
+    assert make(pruner).delete_memory(C, "a") is True
+    assert pruner.ran() == ["memory/delete_memory"]
+
+
+@pytest.mark.parametrize(
+    "failure", [_server_error(*_HUB_GONE), ConstraintError(_HUB_LINKED)], ids=["gone", "linked"]
+)
+def test_a_write_that_keeps_losing_races_is_unavailable_never_a_store_fault(
+    failure: Exception,
+) -> None:
+    from engine.model.association import EdgeUpdate
+
+    driver = FakeDriver(failure=failure, fail_on="learn/reinforce_edges")
+    update = EdgeUpdate(
+        source="a", type=EdgeType.ABOUT, target="cache", delta=0.1, cap=1.0, initial=0.3, at=T0
+    )
+    with pytest.raises(StoreUnavailableError) as raised:
+        make(driver).reinforce_edges(C, [update])
+    assert type(raised.value) is StoreUnavailableError
+    assert driver.committed == []
+    # A read that meets a deleted node is unavailable too (the driver's error
+    # would otherwise be a 500).
+    reader = FakeDriver(failure=failure, fail_on="memory/get_memories")
+    with pytest.raises(StoreUnavailableError):
+        make(reader).get_memories(C, ["a"])
+
+
+def test_a_uniqueness_conflict_is_not_taken_for_a_race() -> None:
+    driver = FakeDriver(
+        failure=ConstraintError("Node(17) already exists with label `Memory`"),
+        fail_on="memory/add_memories",
+    )
+    with pytest.raises(ConflictError):
+        make(driver).add_memories(C, [MemoryRecord(memory=memory("a"))])
