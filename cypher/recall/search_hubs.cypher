@@ -1,5 +1,6 @@
 // Hubs whose name vector (by $model) has cosine similarity of at least
-// $min_similarity with $vector, best first, ties by kind and name; with degree.
+// $min_similarity with $vector, best first, ties by kind and name; with degree
+// (counted per type with nothing asked of the far end: from the degree store).
 // (The name tests let the planner seek each hub key by collection.)
 CALL () {
   MATCH (h:Domain {collection: $collection})
@@ -21,6 +22,6 @@ WHERE similarity >= $min_similarity
 RETURN kind,
        h.name AS name,
        similarity,
-       COUNT { (h)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } AS degree
+       COUNT { (h)<-[:IN_DOMAIN]-() } + COUNT { (h)<-[:HAS_TRIGGER]-() } + COUNT { (h)<-[:ABOUT]-() } AS degree
 ORDER BY similarity DESC, kind, name
 LIMIT $k

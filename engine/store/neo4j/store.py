@@ -752,6 +752,7 @@ class Neo4jStore:
             "penalty": params.hub_degree_penalty,
             "degree_mode": params.hub_degree_mode,
             "pivot": params.hub_degree_pivot,
+            "min_factor": params.hub_min_factor,
             "max_results": params.max_results,
             "paths": paths,
             **convert.filter_params(filters),
