@@ -30,6 +30,7 @@ from engine.errors import (
     HippoError,
     InvalidInputError,
     NotFoundError,
+    StoreAuthError,
     StoreError,
     StoreFullError,
     StoreReadOnlyError,
@@ -43,8 +44,13 @@ NOT_FOUND_MESSAGE = "not found (or not visible to this API key)"
 another collection gets the very same answer as a request for something absent."""
 
 _INTERNAL_MESSAGE = "internal error; the server log has the details"
+_STORE_AUTH_MESSAGE = (
+    "the store refused this server's credentials: the server's configuration must be "
+    "fixed (its log says which store); retrying will not help"
+)
 # The most specific first: the first class an error is an instance of gives its message.
 _UNAVAILABLE_MESSAGES: dict[type[HippoError], str] = {
+    StoreAuthError: _STORE_AUTH_MESSAGE,
     StoreFullError: (
         "the store's disk is full: writes are refused until space is freed; reads still work"
     ),
@@ -142,7 +148,9 @@ def status_for(exc: HippoError) -> int:
         return 409
     if isinstance(exc, StoreUnavailableError | DataDirLockedError | EmbeddingError):
         return 503
-    return 500  # StoreError, ConfigError and any future HippoError
+    # StoreError (StoreAuthError included: a configuration fault, not a passing
+    # one, so no 503 that says to come back), ConfigError, any future HippoError.
+    return 500
 
 
 def hippo_error_response(exc: HippoError) -> JSONResponse:
@@ -159,7 +167,8 @@ def hippo_error_response(exc: HippoError) -> JSONResponse:
         )
     logger.error("engine error: %s: %s", type(exc).__name__, exc.message, exc_info=exc)
     code = exc.code if isinstance(exc, StoreError | ConfigError) else "internal_error"
-    return error_response(500, code, _INTERNAL_MESSAGE)
+    message = _STORE_AUTH_MESSAGE if isinstance(exc, StoreAuthError) else _INTERNAL_MESSAGE
+    return error_response(500, code, message)
 
 
 def not_ready_response(exc: Exception, state: Mapping[str, Any]) -> JSONResponse:

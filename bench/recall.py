@@ -1,8 +1,14 @@
 """Recall latency at scale, against a bare numpy brute-force top-k.
 
     .venv/bin/python bench/recall.py --n 100000 [--queries 200] [--vectors hashing|minilm] [--json]
+    .venv/bin/python bench/recall.py --store neo4j --n 20000
 
-Builds an embedded store with N synthetic memories. To keep the build short,
+Builds a store with N synthetic memories: the embedded store (default) in a
+temporary directory, or with ``--store neo4j`` a collection of its own in the
+Neo4j that ``HIPPO_NEO4J__URI``, ``__USER``, ``__PASSWORD`` and ``__DATABASE``
+name (as ``hippo serve`` reads them; the schema is set up first), dropped
+afterwards. The same table comes out for both, so the stores compare side by
+side. To keep the build short,
 memory vectors are precomputed and cached under ``.bench-cache/`` (hashing
 vectors by default; ``--vectors minilm`` embeds with the real model once, which
 takes long on a small CPU, then reuses the cache), hub edges come from the cheap
@@ -25,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synth import SynthMemory, memories, queries
+from engine.config import HippoSettings
 from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from engine.extract import KeywordConceptExtractor, SpacyConceptExtractor
 from engine.model import (
@@ -47,8 +55,9 @@ from engine.model import (
 )
 from engine.retrieve import DEFAULT_RECIPE
 from engine.service import MEMBERSHIP_WEIGHT, Hippocampus
-from engine.store import MemoryRecord
+from engine.store import GraphStore, MemoryRecord
 from engine.store.embedded import EmbeddedStore
+from engine.store.neo4j import Neo4jStore
 
 CACHE = Path(__file__).resolve().parent.parent / ".bench-cache"
 CHUNK = 5_000  # rows per cache file: a long MiniLM run can stop and resume
@@ -81,7 +90,13 @@ def cached_vectors(embedder: Embedder, items: list[SynthMemory], seed: int) -> n
     return np.vstack(parts)[: len(items)]
 
 
-def build(store: EmbeddedStore, items: list[SynthMemory], vectors: np.ndarray, model: str) -> int:
+def build(
+    store: GraphStore,
+    items: list[SynthMemory],
+    vectors: np.ndarray,
+    model: str,
+    collection: str = COLLECTION,
+) -> int:
     """Insert the memories with their vectors and keyword hub edges; returns the
     number of edges."""
     extractor = KeywordConceptExtractor(max_concepts=8, max_triggers=4)
@@ -95,7 +110,7 @@ def build(store: EmbeddedStore, items: list[SynthMemory], vectors: np.ndarray, m
         for offset, (m, ex) in enumerate(zip(chunk, extractions, strict=True)):
             memory = Memory(
                 id=m.id,
-                collection=COLLECTION,
+                collection=collection,
                 content=m.content,
                 category=m.category,
                 tags=list(m.tags),
@@ -119,7 +134,7 @@ def build(store: EmbeddedStore, items: list[SynthMemory], vectors: np.ndarray, m
             ]
             edges_total += len(edges)
             records.append(MemoryRecord(memory=memory, vector=vectors[start + offset], edges=edges))
-        store.add_memories(COLLECTION, records)
+        store.add_memories(collection, records)
     return edges_total
 
 
@@ -133,7 +148,48 @@ def brute_force(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
     return top[np.argsort(-scores[top])]
 
 
-def run(n: int, n_queries: int, vectors_kind: str, seed: int, recipe: str) -> dict[str, Any]:
+def connect_neo4j(dimensions: int) -> Neo4jStore:
+    """The Neo4j the settings name (``HIPPO_NEO4J__*``), its schema set up."""
+    settings = HippoSettings().neo4j
+    store = Neo4jStore.connect(
+        settings.uri,
+        user=settings.user,
+        password=settings.password,
+        database=settings.database,
+        dimensions=dimensions,
+        max_retry_s=settings.max_retry_s,
+        timeout_s=settings.timeout_s,
+    )
+    store.verify_connectivity()
+    store.setup()
+    log(f"  neo4j at {settings.uri} (database {settings.database}), schema set up")
+    return store
+
+
+def timed_recalls(
+    service: Hippocampus,
+    collection: str,
+    qtexts: list[str],
+    qvectors: np.ndarray,
+    recipe: str,
+) -> tuple[list[float], list[list[str]]]:
+    """Per-query recall latency (ms) and the ids found, after a warm-up."""
+    for i in range(min(20, len(qtexts))):  # warm caches, pools and query plans
+        service.recall(collection, qtexts[i], limit=K, query_vector=qvectors[i], recipe=recipe)
+    gc.collect()
+    recall_ms: list[float] = []
+    results: list[list[str]] = []
+    for text, qv in zip(qtexts, qvectors, strict=True):
+        start = time.perf_counter()
+        result = service.recall(collection, text, limit=K, query_vector=qv, recipe=recipe)
+        recall_ms.append((time.perf_counter() - start) * 1000)
+        results.append([h.memory.id for h in result.hits])
+    return recall_ms, results
+
+
+def run(
+    n: int, n_queries: int, vectors_kind: str, seed: int, recipe: str, store_kind: str = "embedded"
+) -> dict[str, Any]:
     items = memories(n, seed=seed)
     embedder: Embedder = (
         SentenceTransformerEmbedder() if vectors_kind == "minilm" else HashingEmbedder()
@@ -144,58 +200,63 @@ def run(n: int, n_queries: int, vectors_kind: str, seed: int, recipe: str) -> di
     qtexts = queries(n_queries)
     qvectors = embedder.encode(qtexts).astype(np.float32)
 
-    with tempfile.TemporaryDirectory(prefix="hippo-bench-") as tmp:
-        data = Path(tmp) / "data"
-        store = EmbeddedStore(data, synchronous="NORMAL")
-        t0 = time.perf_counter()
-        edges = build(store, items, vectors, embedder.name)
-        build_s = time.perf_counter() - t0
-        log(f"  built {n} memories with {edges} hub edges in {build_s:.1f} s")
-        service = Hippocampus(store, embedder, SpacyConceptExtractor())
+    cold_s: float | None = None
+    if store_kind == "neo4j":
+        neo4j = connect_neo4j(int(vectors.shape[1]))
+        collection = f"{COLLECTION}-{uuid.uuid4().hex[:8]}"
+        service = Hippocampus(neo4j, embedder, SpacyConceptExtractor())
         try:
-            for i in range(min(20, n_queries)):  # warm caches and the reader pool
-                service.recall(
-                    COLLECTION, qtexts[i], limit=K, query_vector=qvectors[i], recipe=recipe
-                )
-            gc.collect()
-            recall_ms: list[float] = []
-            results: list[list[str]] = []
-            for text, qv in zip(qtexts, qvectors, strict=True):
-                start = time.perf_counter()
-                result = service.recall(COLLECTION, text, limit=K, query_vector=qv, recipe=recipe)
-                recall_ms.append((time.perf_counter() - start) * 1000)
-                results.append([h.memory.id for h in result.hits])
+            t0 = time.perf_counter()
+            edges = build(neo4j, items, vectors, embedder.name, collection)
+            build_s = time.perf_counter() - t0
+            log(f"  built {n} memories with {edges} hub edges in {build_s:.1f} s")
+            recall_ms, results = timed_recalls(service, collection, qtexts, qvectors, recipe)
         finally:
+            neo4j.drop_collection(collection)
             service.close()
+    else:
+        with tempfile.TemporaryDirectory(prefix="hippo-bench-") as tmp:
+            data = Path(tmp) / "data"
+            store = EmbeddedStore(data, synchronous="NORMAL")
+            t0 = time.perf_counter()
+            edges = build(store, items, vectors, embedder.name)
+            build_s = time.perf_counter() - t0
+            log(f"  built {n} memories with {edges} hub edges in {build_s:.1f} s")
+            service = Hippocampus(store, embedder, SpacyConceptExtractor())
+            try:
+                recall_ms, results = timed_recalls(service, COLLECTION, qtexts, qvectors, recipe)
+            finally:
+                service.close()
 
-        # The same matrix the index holds: unit rows, float32, contiguous.
-        matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix /= np.where(norms == 0, 1, norms)
-        for qv in qvectors[:20]:
-            brute_force(matrix, qv, K)
-        brute_ms: list[float] = []
-        agree = 0
-        for qv, got in zip(qvectors, results, strict=True):
+            # A restart rebuilds the index from SQLite on the collection's first use.
             start = time.perf_counter()
-            top = brute_force(matrix, qv, K)
-            brute_ms.append((time.perf_counter() - start) * 1000)
-            agree += len({items[i].id for i in top} & set(got))
+            store = EmbeddedStore(data, synchronous="NORMAL")
+            try:
+                store.search_vectors(
+                    COLLECTION, qvectors[0], model=embedder.name, k=K, filters=RecallFilters()
+                )
+                cold_s = time.perf_counter() - start
+            finally:
+                store.close()
 
-        # A restart rebuilds the index from SQLite on the collection's first use.
+    # The same matrix the index holds: unit rows, float32, contiguous.
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix /= np.where(norms == 0, 1, norms)
+    for qv in qvectors[:20]:
+        brute_force(matrix, qv, K)
+    brute_ms: list[float] = []
+    agree = 0
+    for qv, got in zip(qvectors, results, strict=True):
         start = time.perf_counter()
-        store = EmbeddedStore(data, synchronous="NORMAL")
-        try:
-            store.search_vectors(
-                COLLECTION, qvectors[0], model=embedder.name, k=K, filters=RecallFilters()
-            )
-            cold_s = time.perf_counter() - start
-        finally:
-            store.close()
+        top = brute_force(matrix, qv, K)
+        brute_ms.append((time.perf_counter() - start) * 1000)
+        agree += len({items[i].id for i in top} & set(got))
 
     recall_p50 = percentile(recall_ms, 50)
     brute_p50 = percentile(brute_ms, 50)
     return {
+        "store": store_kind,
         "n": n,
         "recipe": recipe,
         "queries": n_queries,
@@ -213,12 +274,14 @@ def run(n: int, n_queries: int, vectors_kind: str, seed: int, recipe: str) -> di
         "edges": edges,
         "vectors_s": round(vectors_s, 1),
         "build_s": round(build_s, 1),
-        "cold_index_build_s": round(cold_s, 2),
+        "cold_index_build_s": round(cold_s, 2) if cold_s is not None else None,
     }
 
 
 def print_table(r: dict[str, Any]) -> None:
+    cold = r["cold_index_build_s"]
     rows = [
+        ("store", r["store"]),
         ("memories", f"{r['n']} x {r['dim']}-d float32, {r['edges']} hub edges"),
         ("memory vectors", f"{r['vectors']} (precomputed, cached in .bench-cache/)"),
         ("query vectors", f"{r['query_vectors']}, {r['queries']} queries, embedded before timing"),
@@ -230,7 +293,12 @@ def print_table(r: dict[str, Any]) -> None:
         ("brute force p95", f"{r['brute_force_p95_ms']:8.3f} ms"),
         ("ratio p50", f"{r['ratio_p50']:8.2f} x   (target: <= 2)"),
         ("top-k agreement", f"{100 * r['top_k_agreement']:.1f}% of recall hits = brute force's"),
-        ("cold index build", f"{r['cold_index_build_s']} s (reopen + first search)"),
+        (
+            "cold index build",
+            f"{cold} s (reopen + first search)"
+            if cold is not None
+            else "n/a (Neo4j keeps its indexes; nothing to rebuild)",
+        ),
     ]
     width = max(len(name) for name, _ in rows)
     print("recall benchmark")
@@ -250,11 +318,17 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--store",
+        choices=("embedded", "neo4j"),
+        default="embedded",
+        help="store to measure (default %(default)s; neo4j: the one HIPPO_NEO4J__* names)",
+    )
+    parser.add_argument(
         "--recipe", default=DEFAULT_RECIPE, help="recall recipe (default %(default)s)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object only")
     args = parser.parse_args()
-    result = run(args.n, args.queries, args.vectors, args.seed, args.recipe)
+    result = run(args.n, args.queries, args.vectors, args.seed, args.recipe, args.store)
     if args.json:
         print(json.dumps(result))
     else:

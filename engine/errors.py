@@ -15,6 +15,7 @@ Only ``api/errors.py`` turns these into HTTP status codes.
     │   ├── StoreUnavailableError   the store cannot be reached or written right now
     │   │   ├── StoreFullError      its disk is full: writes are refused, reads work
     │   │   └── StoreReadOnlyError  it may not be written: writes are refused, reads work
+    │   ├── StoreAuthError          the store refused the server's credentials
     │   └── DataDirLockedError      another process owns the embedded data directory
     └── EmbeddingError              the embedder could not produce vectors
 """
@@ -72,6 +73,13 @@ class StoreFullError(StoreUnavailableError):
 
 class StoreReadOnlyError(StoreUnavailableError):
     code = "store_read_only"
+
+
+class StoreAuthError(StoreError):
+    """The store refused the credentials it was given (a wrong password, an
+    unknown user): a fault of the server's configuration that no retry mends."""
+
+    code = "store_auth_failed"
 
 
 class DataDirLockedError(StoreError):

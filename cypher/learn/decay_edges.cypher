@@ -1,21 +1,38 @@
-// One decay pass over the collection's edges, unless a pass for $period already
-// ran (then no row comes back): every edge last used before $unused_before and
-// above $floor loses $step, never below $floor. NEXT edges (the order of a
-// conversation's turns) are structure, not learned: they never decay. The pass is
-// recorded with it.
+// One page of a decay pass: the edges leaving the next $limit memories of the
+// collection by id after $after. Every edge last used before $unused_before and
+// above $floor loses $step, never below $floor, and is marked with the pass's
+// $period, so a pass cut short and run again never decays an edge twice. No
+// row comes back when a pass for $period is already recorded
+// (learn/record_decay_pass); else the count decayed and the page's last id
+// (null: the collection is done). A page is one bounded transaction, however
+// large the collection. NEXT edges (the order of a conversation's turns) are
+// structure, not learned: they never decay.
 OPTIONAL MATCH (done:DecayPass {collection: $collection, period: $period})
 WITH done
 WHERE done IS NULL
 CALL () {
-  MATCH (:Memory {collection: $collection})-[r]->()
-  WHERE r.used_at < $unused_before AND r.weight > $floor AND type(r) <> 'NEXT'
-  SET r.weight = CASE WHEN r.weight - $step < $floor THEN $floor ELSE r.weight - $step END
+  MATCH (m:Memory {collection: $collection})
+  WHERE m.id > $after
+  WITH m
+  ORDER BY m.id
+  LIMIT $limit
+  RETURN collect(m) AS page
+}
+CALL (page) {
+  UNWIND page AS m
+  MATCH (m)-[r]->()
+  WHERE r.used_at < $unused_before
+    AND r.weight > $floor
+    AND type(r) <> 'NEXT'
+    AND coalesce(r.decay_period, '') <> $period
+  // The SET reads the edge under the write lock it takes: a pass of the same
+  // period that got there first has marked it, and it is left as it is.
+  SET r.weight = CASE
+        WHEN coalesce(r.decay_period, '') = $period THEN r.weight
+        WHEN r.weight - $step < $floor THEN $floor
+        ELSE r.weight - $step
+      END,
+      r.decay_period = $period
   RETURN count(r) AS decayed
 }
-CREATE (:DecayPass {
-  collection: $collection,
-  period: $period,
-  unused_before: $unused_before,
-  decayed: decayed
-})
-RETURN decayed
+RETURN decayed, last(page).id AS last

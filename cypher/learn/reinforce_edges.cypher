@@ -1,4 +1,5 @@
-// Reinforce edges, set-based and in the order of $updates: an existing edge gains
+// Reinforce edges, set-based and in the order of $updates (updates whose evidence
+// may create an edge; learn/strengthen_edges takes the others): an existing edge gains
 // delta up to cap (a weight above the cap is kept), a missing one starts at
 // initial; co_occurrences + 1, last_co_occurred = used_at = at. Hubs are created
 // when absent; updates whose memories do not exist are skipped. ASSOCIATED comes

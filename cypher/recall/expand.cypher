@@ -8,7 +8,11 @@
 //   its neighbour with s * $damping * w; leaving a hub, when $penalty is set,
 //   also times 1 / degree if $degree_mode is 'inverse', else
 //   1 / (1 + ln(1 + degree / $pivot)) (degree: the memories the hub links, at
-//   least 1).
+//   least 1). A hub whose factor is below $min_factor is not left at all: every
+//   path through it would be negligible, and reading its edges is the cost.
+//   The degree is counted per relationship type with nothing asked of the far
+//   end (only memories link hubs), which Neo4j answers from the node's degree
+//   store without reading the edges.
 // - A hub is left only through its $fanout strongest edges (ties: memory id).
 //   The last hop leaves memories only through ASSOCIATED: only memories are
 //   results.
@@ -26,7 +30,7 @@
 //
 // Parameters: $collection; $anchors [{kind, name, strength}], merged by (kind,
 // name) and sorted; $max_depth, $damping, $fanout, $frontier, $penalty,
-// $degree_mode ('log' or 'inverse'), $pivot, $max_results; $paths (false: no
+// $degree_mode ('log' or 'inverse'), $pivot, $min_factor, $max_results; $paths (false: no
 // steps are built); filters $tiers, $categories, $domains, $tags,
 // $exclude_conversation_id, $occurred_after, $occurred_before, $speakers.
 // Each memory comes back with `reached`: per anchor (its index in $anchors),
@@ -77,12 +81,13 @@ CALL (start, barrier) {
       WITH f.n AS u, f.v AS s
       WHERE NOT u:Memory
       WITH u, s, CASE WHEN $penalty
-        THEN COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } END AS degree
+        THEN COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } END AS degree
       WITH u, s, CASE
         WHEN degree IS NULL THEN 1.0
         WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
         ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
       END AS factor
+      WHERE factor >= $min_factor
       MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
       WITH s, factor, r, v
       ORDER BY r.weight DESC, v.id
@@ -150,12 +155,13 @@ CALL (start, barrier) {
       WITH f.n AS u, f.v AS s
       WHERE NOT u:Memory
       WITH u, s, CASE WHEN $penalty
-        THEN COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } END AS degree
+        THEN COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } END AS degree
       WITH u, s, CASE
         WHEN degree IS NULL THEN 1.0
         WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
         ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
       END AS factor
+      WHERE factor >= $min_factor
       MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
       WITH s, factor, r, v
       ORDER BY r.weight DESC, v.id
@@ -217,12 +223,13 @@ CALL (start, barrier) {
       WITH f.n AS u, f.v AS s
       WHERE NOT u:Memory
       WITH u, s, CASE WHEN $penalty
-        THEN COUNT { (u)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } END AS degree
+        THEN COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } END AS degree
       WITH u, s, CASE
         WHEN degree IS NULL THEN 1.0
         WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
         ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
       END AS factor
+      WHERE factor >= $min_factor
       MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
       WITH s, factor, r, v
       ORDER BY r.weight DESC, v.id

@@ -1,5 +1,7 @@
 // Hubs of any kind named exactly one of $names, with their degree (memories
-// linked); in the order of $names, then Domain, Trigger, Concept.
+// linked: counted per type with nothing asked of the far end, which Neo4j
+// answers from the degree store); in the order of $names, then Domain,
+// Trigger, Concept.
 UNWIND range(0, size($names) - 1) AS i
 WITH i, $names[i] AS name
 CALL (name) {
@@ -12,5 +14,5 @@ CALL (name) {
   MATCH (h:Concept {collection: $collection, name: name})
   RETURN 'Concept' AS kind, 2 AS rank, h
 }
-RETURN kind, name, COUNT { (h)<-[:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(:Memory) } AS degree
+RETURN kind, name, COUNT { (h)<-[:IN_DOMAIN]-() } + COUNT { (h)<-[:HAS_TRIGGER]-() } + COUNT { (h)<-[:ABOUT]-() } AS degree
 ORDER BY i, rank

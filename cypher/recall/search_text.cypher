@@ -1,5 +1,6 @@
 // Lexical recall through the full-text index (Lucene BM25 over content), among
-// the memories of $collection that pass the filters; best first.
+// the memories of $collection that pass the filters; best first (ties by id).
+// The procedure's order is not promised, so the statement orders itself.
 CALL db.index.fulltext.queryNodes($index, $query)
 YIELD node, score
 WITH node, score
@@ -14,4 +15,5 @@ WHERE node.collection = $collection
   AND ($occurred_before IS NULL OR node.occurred_at < $occurred_before)
   AND (size($speakers) = 0 OR node.speaker IN $speakers)
 RETURN node.id AS id, score
+ORDER BY score DESC, id
 LIMIT $k

@@ -1,7 +1,11 @@
 // Dense recall through the vector index: the $candidates nearest memories of any
 // collection, of which those of $collection, made by $model and passing the
 // filters are kept, best first. `seen` tells whether the index ran out of
-// candidates. The index scores cosine as (1 + cos) / 2; similarity is the cosine.
+// candidates. The index's own score may be approximate (quantized vectors) and
+// its order loose, so the cosine of each kept memory is computed again, exactly,
+// and the top $k are taken by it (ties by id), as recall/search_vectors_exact
+// does: both paths give the same scores. Similarity is the cosine (the function
+// answers (1 + cos) / 2).
 CALL db.index.vector.queryNodes($index, $candidates, $vector)
 YIELD node, score
 WITH count(*) AS seen,
@@ -17,6 +21,13 @@ WITH count(*) AS seen,
         AND ($occurred_after IS NULL OR node.occurred_at >= $occurred_after)
         AND ($occurred_before IS NULL OR node.occurred_at < $occurred_before)
         AND (size($speakers) = 0 OR node.speaker IN $speakers)
-       THEN {id: node.id, similarity: 2.0 * score - 1.0}
+       THEN node
      END) AS kept
-RETURN seen, kept[0..$k] AS hits
+CALL (kept) {
+  UNWIND kept AS m
+  WITH m, 2.0 * vector.similarity.cosine(m.embedding, $vector) - 1.0 AS similarity
+  ORDER BY similarity DESC, m.id
+  LIMIT $k
+  RETURN collect({id: m.id, similarity: similarity}) AS hits
+}
+RETURN seen, hits

@@ -1,8 +1,10 @@
 // Dense recall by exhaustive cosine over the collection: when the vector index
 // cannot answer (a query of another dimension than the index, or too few of its
 // nearest candidates belong to this collection and pass the filters).
+// (The id test lets the planner seek memory_key by collection.)
 MATCH (m:Memory {collection: $collection})
-WHERE m.embedding_model = $model
+WHERE m.id IS NOT NULL
+  AND m.embedding_model = $model
   AND size(m.embedding) = size($vector)
   AND any(x IN m.embedding WHERE x <> 0.0)
   AND m.tier IN $tiers

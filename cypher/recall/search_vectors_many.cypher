@@ -1,8 +1,9 @@
 // Dense recall for several queries in one statement: for each of $queries
 // ({row, vector}), what recall/search_vectors answers for that vector alone (the
 // $candidates nearest memories of any collection, of which those of $collection,
-// made by $model and passing the filters are kept, best first; `seen` tells
-// whether the index ran out of candidates), one row per query, in order.
+// made by $model and passing the filters are kept, scored again by exact cosine,
+// best first, ties by id; `seen` tells whether the index ran out of candidates),
+// one row per query, in order.
 UNWIND $queries AS query
 CALL (query) {
   CALL db.index.vector.queryNodes($index, $candidates, query.vector)
@@ -20,9 +21,16 @@ CALL (query) {
           AND ($occurred_after IS NULL OR node.occurred_at >= $occurred_after)
           AND ($occurred_before IS NULL OR node.occurred_at < $occurred_before)
           AND (size($speakers) = 0 OR node.speaker IN $speakers)
-         THEN {id: node.id, similarity: 2.0 * score - 1.0}
+         THEN node
        END) AS kept
-  RETURN seen, kept[0..$k] AS hits
+  CALL (kept, query) {
+    UNWIND kept AS m
+    WITH m, 2.0 * vector.similarity.cosine(m.embedding, query.vector) - 1.0 AS similarity
+    ORDER BY similarity DESC, m.id
+    LIMIT $k
+    RETURN collect({id: m.id, similarity: similarity}) AS hits
+  }
+  RETURN seen, hits
 }
 RETURN query.row AS row, seen, hits
 ORDER BY row

@@ -13,6 +13,11 @@ MEMORY_NODE = "Memory"
 """Node kind of a memory in anchors and paths (hub kinds are HubKind values)."""
 
 
+HUB_MIN_FACTOR = 0.001
+"""Below this degree factor a hub is negligible and expansion does not walk
+through it (:attr:`ExpandParams.hub_min_factor`'s default)."""
+
+
 class Anchor(BaseModel):
     """A node expansion starts from: a hub (kind = Domain/Trigger/Concept, name) or a
     memory (kind = ``Memory``, name = its id), with a starting strength in (0, 1]."""
@@ -90,6 +95,11 @@ class ExpandParams(BaseModel):
             hundred share next to none.
         hub_degree_pivot: for ``log``, the degree below which a hub counts as
             specific.
+        hub_min_factor: with ``hub_degree_penalty``, a hub whose factor is below
+            this is not walked through at all: every path through it would be
+            negligible, and following it is what costs (with ``inverse``, the
+            default 0.001 skips hubs of more than 1,000 memories). Both stores
+            apply it.
         max_results: most memories returned.
     """
 
@@ -102,6 +112,7 @@ class ExpandParams(BaseModel):
     hub_degree_penalty: bool = True
     hub_degree_mode: Literal["log", "inverse"] = "log"
     hub_degree_pivot: float = Field(default=20.0, gt=0.0)
+    hub_min_factor: float = Field(default=HUB_MIN_FACTOR, ge=0.0, lt=1.0)
     max_results: int = Field(default=200, ge=1, le=10_000)
 
 

@@ -86,3 +86,60 @@ def test_a_write_lost_mid_transaction_leaves_nothing(
     )
     assert r.status_code == 503
     assert all(name != "memory/add_memories" for name in driver.ran())
+
+
+def test_a_wrong_neo4j_password_says_so_instead_of_retry_later(
+    neo4j_client: TestClient, driver: FakeDriver
+) -> None:
+    from neo4j.exceptions import AuthError
+
+    driver.failure = AuthError(f"{DETAIL}: The client is unauthorized due to authentication")
+    r = neo4j_client.post(
+        "/v1/collections/team:alpha/recall", json={"query": "connection pool"}, headers=ALPHA
+    )
+    assert r.status_code == 500
+    assert "Retry-After" not in r.headers
+    error = r.json()["error"]
+    assert error["code"] == "store_auth_failed"
+    assert "credentials" in error["message"] and "try again" not in error["message"]
+    assert "neo4j-internal" not in r.text
+    ready = neo4j_client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["error"]["code"] == "store_auth_failed"
+    assert "credentials" in ready.json()["error"]["message"]
+
+
+def test_a_full_neo4j_disk_is_store_full(neo4j_client: TestClient, driver: FakeDriver) -> None:
+    from neo4j.exceptions import Neo4jError
+
+    driver.failure = Neo4jError._hydrate_neo4j(
+        code="Neo.DatabaseError.Transaction.TransactionLogError",
+        message="The database was unable to write transaction to log.",
+    )
+    driver.fail_on = "memory/add_memories"
+    r = neo4j_client.post(
+        "/v1/collections/team:alpha/memories",
+        json={"content": "Pin the driver to 5.28 because 5.29 broke pooling"},
+        headers=ALPHA,
+    )
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == "store_full"
+    assert driver.committed == [] or all(
+        name != "memory/add_memories" for tx in driver.committed for name, _ in tx
+    )
+
+
+def test_a_delete_that_keeps_colliding_over_a_hub_is_503_not_500(
+    neo4j_client: TestClient, driver: FakeDriver
+) -> None:
+    from neo4j.exceptions import Neo4jError
+
+    driver.failure = Neo4jError._hydrate_neo4j(
+        code="Neo.ClientError.Statement.EntityNotFound",
+        message="Node 17 was deleted by a concurrent transaction",
+    )
+    driver.fail_on = "memory/delete_memory"
+    r = neo4j_client.delete("/v1/collections/team:alpha/memories/m1", headers=ALPHA)
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == "store_unavailable"
+    assert "concurrent" not in r.text  # the detail stays in the log

@@ -181,6 +181,37 @@ def test_in_the_inverse_mode_a_rare_hub_is_a_stronger_bridge_than_a_common_one(
     assert ratio < 1.1
 
 
+def test_a_hub_whose_factor_is_negligible_is_not_walked_through(
+    store: GraphStore, collection: str
+) -> None:
+    # In the inverse mode a hub of d memories passes on 1 / d: under the cutoff
+    # (0.001 by default: more than 1,000 memories) it is not followed at all.
+    big = [f"b{i:04d}" for i in range(1_001)]
+    small = [f"s{i:03d}" for i in range(999)]
+    add(
+        store,
+        collection,
+        big + small,
+        [edge(m, ABOUT, "everything", 0.9) for m in big]
+        + [edge(m, ABOUT, "common", 0.9) for m in small],
+    )
+    assert ExpandParams().hub_min_factor == 0.001
+    inverse = {"hub_degree_mode": "inverse", "hub_fanout": 4}
+    assert expand(store, collection, [concept("everything")], **inverse) == {}
+    walked = expand(store, collection, [concept("common")], **inverse)
+    assert sorted(walked) == small[:4]
+    assert walked["s000"].strength == pytest.approx(D * 0.9 / 999)
+    # With no cutoff the big hub is walked like any other.
+    everything = expand(store, collection, [concept("everything")], hub_min_factor=0.0, **inverse)
+    assert sorted(everything) == big[:4]
+    assert everything["b0000"].strength == pytest.approx(D * 0.9 / 1_001)
+    # Without the degree penalty there is no factor, and nothing is cut.
+    flat = expand(
+        store, collection, [concept("everything")], hub_degree_penalty=False, hub_fanout=4
+    )
+    assert sorted(flat) == big[:4]
+
+
 def test_expansions_without_paths_keep_strengths_and_anchor_counts(
     store: GraphStore, incident: str
 ) -> None:

@@ -35,6 +35,7 @@ def update(
     cap: float = 1.0,
     initial: float = 0.3,
     kind: str | None = "co_retrieval",
+    create: bool = True,
 ) -> EdgeUpdate:
     return EdgeUpdate(
         source=source,
@@ -45,6 +46,7 @@ def update(
         initial=initial,
         at=at,
         kind=kind,
+        create=create,
     )
 
 
@@ -127,6 +129,34 @@ def test_reinforcement_creates_hubs_and_skips_what_cannot_exist(
     assert expand(store, collection, [concept("fresh concept")])["a"].strength == pytest.approx(
         D * factor(1) * 0.3
     )
+
+
+def test_an_update_that_may_not_create_only_strengthens_existing_edges(
+    store: GraphStore, collection: str
+) -> None:
+    add(store, collection, ["a", "b", "c"], [edge("a", ABOUT, "known", 0.5)])
+    later = T0 + timedelta(days=1)
+    store.reinforce_edges(
+        collection,
+        [
+            update("a", "b", create=False),
+            update("a", "unknown", ABOUT, create=False, kind=None),
+            update("a", "c", EdgeType.CONFLICTS_WITH, create=False, kind=None),
+            update("a", "known", ABOUT, create=False, kind=None, at=later),
+            # In order: created by the first, strengthened by the second.
+            update("b", "c", create=True),
+            update("b", "c", create=False),
+        ],
+    )
+    stats = store.stats(collection)
+    assert stats.edges == {"ABOUT": 1, "ASSOCIATED": 1}
+    assert stats.hubs == {"Concept": 1}
+    assert store.match_hubs(collection, ["unknown"]) == []
+    (known,) = store.edges_of(collection, "a")
+    assert (known.target, known.weight, known.co_occurrences) == ("known", pytest.approx(0.6), 1)
+    assert known.last_co_occurred == later
+    (bc,) = [e for e in store.edges_of(collection, "b") if e.target == "c"]
+    assert (bc.weight, bc.co_occurrences) == (pytest.approx(0.4), 2)
 
 
 def test_updates_of_one_edge_in_one_batch_apply_in_order(

@@ -37,6 +37,31 @@ def test_search_ranks_by_cosine_similarity_best_first(
     assert ids(everything) == ["m0.1", "m0.5", "m1.0", "m2.0", "m4.0"]
 
 
+def test_close_neighbours_are_told_apart_and_an_identical_vector_scores_one(
+    store: GraphStore, collection: str
+) -> None:
+    # Differences far below what a quantized index resolves (its scores are
+    # approximate and its order loose): the answer must still be the exact
+    # cosine, in exact order, through the index as through a scan.
+    query = unit(vec("query"))
+    noise = unit(vec("noise"))
+    vectors = {f"n{i}": unit(query + (0.01 * i) * noise) for i in (3, 1, 4, 2)}
+    vectors["same"] = query
+    store.add_memories(
+        collection, [record(memory(i, collection), vector=v) for i, v in vectors.items()]
+    )
+    hits = store.search_vectors(collection, query, model=MODEL, k=4, filters=RecallFilters())
+    assert ids(hits) == ["same", "n1", "n2", "n3"]
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-6)
+    for memory_id, similarity in hits:
+        assert similarity == pytest.approx(_cosine(query, vectors[memory_id]), abs=1e-6)
+    (many,) = store.search_vectors_many(
+        collection, query.reshape(1, -1), model=MODEL, k=4, filters=RecallFilters()
+    )
+    assert ids(many) == ids(hits)
+    assert [s for _, s in many] == pytest.approx([s for _, s in hits], abs=1e-6)
+
+
 def test_search_applies_every_filter(store: GraphStore, collection: str) -> None:
     query = vec("query")
     near = [unit(query) + 0.1 * i * unit(vec(i)) for i in range(6)]

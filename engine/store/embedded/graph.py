@@ -574,7 +574,8 @@ class CollectionGraph:
         - A step from node ``u`` with strength ``s`` over an edge of weight ``w``
           reaches its neighbor with ``s × damping × w``, times, when ``u`` is a hub
           and ``hub_degree_penalty`` is on, the factor ``hub_degree_mode`` gives for
-          its degree (:func:`degree_factor`).
+          its degree (:func:`degree_factor`); a hub whose factor is below
+          ``hub_min_factor`` is not walked through.
           Edges are walked both ways; from a hub only its ``hub_fanout`` strongest
           edges (ties by memory id).
         - Per anchor, hop by hop up to ``max_depth``: every frontier node is
@@ -772,6 +773,11 @@ class CollectionGraph:
             hub = kind[f_node] != _MEMORY
             degree = length[f_node]
             counts = np.where(hub, np.minimum(degree, fanout), degree)
+            if params.hub_degree_penalty:
+                factors = _degree_factors(degree, params)
+                # A hub whose factor makes every path through it negligible is
+                # not walked through (the Neo4j store skips it alike).
+                counts = np.where(hub & (factors < params.hub_min_factor), 0, counts)
             if last:
                 # Only memories are results: from a memory, only its ASSOCIATED
                 # edges (first in its block) can still reach one.
@@ -780,7 +786,7 @@ class CollectionGraph:
                 break
             step = f_value * damping
             if params.hub_degree_penalty:
-                step = np.where(hub, step * _degree_factors(degree, params), step)
+                step = np.where(hub, step * factors, step)
             # Per-candidate copies of frontier values by repeat, not by gathering
             # through an owner index: repeat streams, a gather does not.
             cells = _segments(start[f_node], counts)

@@ -227,6 +227,7 @@ def update_row(update: EdgeUpdate) -> dict[str, Any] | None:
         "initial": update.initial,
         "at": utc(update.at),
         "kind": update.kind,
+        "create": update.create,
     }
 
 

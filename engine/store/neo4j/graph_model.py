@@ -25,6 +25,8 @@ SCHEMA_VERSION_LABEL = "SchemaVersion"
 """One node naming the version of the schema :meth:`Neo4jStore.setup` last applied."""
 STATE_LABEL = "State"
 """One node per state document of a collection (``GraphStore.get_states``), by key."""
+EVENT_LOG_LABEL = "EventLog"
+"""One node per collection holding the number its next event gets."""
 
 LABELS: tuple[str, ...] = (
     MEMORY_LABEL,
@@ -33,6 +35,7 @@ LABELS: tuple[str, ...] = (
     DECAY_PASS_LABEL,
     SCHEMA_VERSION_LABEL,
     STATE_LABEL,
+    EVENT_LOG_LABEL,
 )
 RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
 NODE_KINDS: frozenset[str] = frozenset({MEMORY_LABEL, *HUB_LABELS})
@@ -44,10 +47,14 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "name": "hub nodes: the hub's name; SchemaVersion: whose schema it is",
     "used_at": "edges: the last co-occurrence, else the creation (what decay compares)",
     "turn_of": "Memory: the conversation it is a turn of (its first conversation id)",
+    "pruning": "hub nodes: set and removed at once, to lock a hub before pruning it",
+    "decay_period": "edges: the period of the last decay pass that lowered the weight",
     "conversation_id": "Event: the payload's conversation_id, when it has one",
     "appended_at": "Event: when its batch was appended",
-    "batch": "Event: the append call it came in",
-    "position": "Event: its place in that batch",
+    "seq": "Event: its number in the collection's log, in commit order",
+    "next": "EventLog: the number the collection's next event gets",
+    "batch": "Event (schema version 1): the append call it came in",
+    "position": "Event (schema version 1): its place in that batch",
     "period": "DecayPass: the period the pass was for",
     "unused_before": "DecayPass: its cutoff",
     "decayed": "DecayPass: how many edges lost weight",

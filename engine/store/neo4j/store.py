@@ -13,6 +13,7 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
     (:Memory)-[:SYNTHESIZED_FROM]->(:Memory)
     (:Memory)-[:NEXT]->(:Memory)          a conversation's turns, in the order they happened
     (:Event {collection, type, at, memory_ids, payload, ...})
+    (:EventLog {collection, next})           numbers events in commit order
     (:DecayPass {collection, period, ...})   (:SchemaVersion {name, version})
     (:State {collection, key, value})        value: the document as JSON text
 
@@ -32,9 +33,9 @@ indexes) and must have run once against the database; :meth:`check` says so.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
@@ -42,7 +43,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from neo4j import Driver, GraphDatabase, ManagedTransaction, Record
-from neo4j.exceptions import ConfigurationError
+from neo4j.exceptions import ConfigurationError, Neo4jError
 
 from engine.errors import (
     ConfigError,
@@ -74,7 +75,7 @@ from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
 from engine.store.neo4j import convert
 from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
 from engine.store.neo4j.statements import statement
-from engine.store.neo4j.translate import translated
+from engine.store.neo4j.translate import lost_race, translated
 
 logger = logging.getLogger(__name__)
 
@@ -100,20 +101,30 @@ _SCHEMA: tuple[str, ...] = (
     "schema/memory_created",
     "schema/memory_turn",
     "schema/event_order",
+    "schema/event_seq",
+    "schema/event_log_key",
     "schema/memory_embedding",
     "schema/memory_content",
 )
 """Schema statements, in order; each creates the index (or the constraint and its
 index) named after its file."""
 _INDEXES: tuple[str, ...] = tuple(name.split("/")[1] for name in _SCHEMA)
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: ("schema/migrate_turns",)}
-"""Statements that bring a database from schema version ``v`` to ``v + 1``."""
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: ("schema/migrate_turns", "schema/number_events")}
+"""Statements that bring a database from schema version ``v`` to ``v + 1``: version
+2 indexes conversation turns and links them in order, numbers events (``seq``) in
+commit order, and reads the log by number."""
 
 _PAGE = 500
+_RACE_RETRIES = 3
+_WRITE_BATCH = 1_000
+"""Memories per decay transaction, nodes per drop transaction: bounded work per
+transaction, whatever the collection's size."""
 _SEARCH_OVERSAMPLE = 10
 _MIN_CANDIDATES = 100
 _MAX_CANDIDATES = 10_000
 _POLL_S = 0.5
+_DAWN = datetime(1, 1, 1, tzinfo=UTC)
+"""Before any memory's creation: where :meth:`Neo4jStore.iter_memories` starts."""
 
 
 class Neo4jStore:
@@ -174,7 +185,10 @@ class Neo4jStore:
             max_retry_s: how long a transaction is retried on transient errors
                 before the call fails (a request waits at most about this long
                 while Neo4j is away).
-            timeout_s: how long opening a connection may take.
+            timeout_s: how long opening a connection may take. Taking one from
+                the pool may take longer: as long as opening one, plus as long as
+                a call may wait on retries (at least ``timeout_s`` more), so a
+                busy pool is waited for and a slow connection is reported as one.
 
         Raises:
             ConfigError: the URI or settings are not usable.
@@ -185,7 +199,7 @@ class Neo4jStore:
                 auth=(user, password),
                 max_transaction_retry_time=max_retry_s,
                 connection_timeout=timeout_s,
-                connection_acquisition_timeout=timeout_s,
+                connection_acquisition_timeout=timeout_s + max(max_retry_s, timeout_s),
                 user_agent="hippocampus",
             )
         except (ConfigurationError, ValueError) as e:
@@ -427,7 +441,7 @@ class Neo4jStore:
         Streams in pages, each its own read: a memory written while the iteration
         runs may or may not be seen.
         """
-        after_at: Any = None
+        after_at: Any = _DAWN
         after_id = ""
         while True:
             page = self._read(
@@ -779,6 +793,7 @@ class Neo4jStore:
             "penalty": params.hub_degree_penalty,
             "degree_mode": params.hub_degree_mode,
             "pivot": params.hub_degree_pivot,
+            "min_factor": params.hub_min_factor,
             "max_results": params.max_results,
             "paths": paths,
             **convert.filter_params(filters),
@@ -822,14 +837,24 @@ class Neo4jStore:
     def reinforce_edges(self, collection: str, updates: Sequence[EdgeUpdate]) -> None:
         """Apply reinforcements set-based, in one transaction and in order: an
         existing edge gains ``delta`` up to ``cap`` (a weight already above the cap
-        is kept), a missing one starts at ``initial``; ``co_occurrences += 1``,
+        is kept), a missing one starts at ``initial`` when the update may create it
+        (``create``) and is skipped otherwise; ``co_occurrences += 1``,
         ``last_co_occurred = at``. Updates whose memories do not exist, and memory
-        edges from a memory to itself, are skipped; hubs are created when absent."""
+        edges from a memory to itself, are skipped; hubs are created when absent
+        (by updates that may create)."""
         rows = [row for u in updates if (row := convert.update_row(u)) is not None]
-        if rows:
-            self._write(
-                "reinforce edges", _records("learn/reinforce_edges", {"updates": rows}, collection)
-            )
+        if not rows:
+            return
+        # Consecutive updates alike in `create` go in one statement; the runs go
+        # in order, so an edge named twice is updated in the order given.
+        runs = [list(run) for _, run in itertools.groupby(rows, key=lambda r: r["create"])]
+
+        def work(tx: ManagedTransaction) -> None:
+            for run in runs:
+                which = "learn/reinforce_edges" if run[0]["create"] else "learn/strengthen_edges"
+                _run(tx, which, collection, updates=run)
+
+        self._write("reinforce edges", work)
 
     def decay_edges(
         self,
@@ -845,6 +870,13 @@ class Neo4jStore:
         Idempotent per ``period``: a period already applied to the collection
         changes nothing and returns 0.
 
+        The pass goes a page of memories per transaction (``_WRITE_BATCH``), so
+        its size is bounded whatever the collection's: a first pass over a large
+        graph does not outgrow the server's transaction memory. Each edge it
+        lowers is marked with the period, so a pass cut short (and the next one
+        for the same period) finishes the work without decaying an edge twice;
+        the pass is recorded when the last page is done.
+
         Returns:
             How many edges were decayed.
 
@@ -853,20 +885,35 @@ class Neo4jStore:
                 [0, 1].
         """
         check_decay_pass(period, step, floor)
-        rows = self._write(
-            "decay edges",
+        params = {
+            "period": period,
+            "unused_before": convert.utc(unused_before),
+            "step": step,
+            "floor": floor,
+            "limit": _WRITE_BATCH,
+        }
+        decayed = 0
+        after: str | None = ""
+        while after is not None:
+            rows = self._write(
+                "decay edges",
+                _records("learn/decay_edges", {**params, "after": after}, collection),
+            )
+            if not rows:
+                # A pass for this period is recorded (before this one, or by
+                # another process while this one ran).
+                return decayed
+            decayed += int(rows[0]["decayed"])
+            after = rows[0]["last"]
+        self._write(
+            "record a decay pass",
             _records(
-                "learn/decay_edges",
-                {
-                    "period": period,
-                    "unused_before": convert.utc(unused_before),
-                    "step": step,
-                    "floor": floor,
-                },
+                "learn/record_decay_pass",
+                {"period": period, "unused_before": params["unused_before"], "decayed": decayed},
                 collection,
             ),
         )
-        return int(rows[0]["decayed"]) if rows else 0
+        return decayed
 
     def iter_edges(self, collection: str) -> Iterator[Edge]:
         """Every edge of the collection, each ASSOCIATED edge once (from its smaller
@@ -911,17 +958,12 @@ class Neo4jStore:
         if not events:
             return
         rows = [convert.event_row(event) for event in events]
-        self._write(
-            "append events",
-            _records(
-                "memory/append_events", {"events": rows, "batch": uuid.uuid4().hex}, collection
-            ),
-        )
+        self._write("append events", _records("memory/append_events", {"events": rows}, collection))
 
     def iter_events(self, collection: str) -> Iterator[Event]:
-        """The collection's event log, in the order it was appended. Streams in
-        pages."""
-        after: dict[str, Any] | None = None
+        """The collection's event log, in the order it was appended (the order the
+        appends committed). Streams in pages."""
+        after = -1
         while True:
             page = self._read(
                 "list events",
@@ -931,12 +973,7 @@ class Neo4jStore:
                 yield convert.event_of(row)
             if len(page) < _PAGE:
                 return
-            last = page[-1]
-            after = {
-                "appended_at": last["appended_at"],
-                "batch": last["batch"],
-                "position": last["position"],
-            }
+            after = int(page[-1]["seq"])
 
     # -- state ------------------------------------------------------------------------
 
@@ -995,9 +1032,17 @@ class Neo4jStore:
 
     def drop_collection(self, collection: str) -> None:
         """Delete every node of the collection with its edges (the memories, hubs,
-        event log, decay passes and state documents), in one transaction. Not part
-        of the store contract: for tests and operators."""
-        self._write("drop a collection", _records("memory/drop_collection", {}, collection))
+        event log, decay passes and state documents), ``_WRITE_BATCH`` nodes per
+        transaction so that none outgrows the server's transaction memory: a drop
+        cut short leaves part of the collection, and running it again finishes
+        it. Not part of the store contract: for tests and operators."""
+        while True:
+            (row,) = self._write(
+                "drop a collection",
+                _records("memory/drop_collection", {"limit": _WRITE_BATCH}, collection),
+            )
+            if int(row["deleted"]) < _WRITE_BATCH:
+                return
 
     def verify_connectivity(self) -> None:
         """Reach the server once (within the connection timeout).
@@ -1056,10 +1101,30 @@ class Neo4jStore:
             return session.execute_read(work)
 
     def _write(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
-        """Run ``work`` in one managed write transaction: applied whole or not at all."""
+        """Run ``work`` in one managed write transaction: applied whole or not at all.
+
+        A transaction that lost a race the driver does not retry (a hub deleted
+        by a concurrent prune under a MERGE that had matched it; a prune that
+        found an edge committed after its check) runs again, up to
+        ``_RACE_RETRIES`` times; still losing, the call fails as unavailable
+        (503: try again), never as a store fault.
+        """
         self._check_open()
-        with translated(action), self._driver.session(database=self._database) as session:
-            return session.execute_write(work)
+        attempt = 0
+        with translated(action):
+            while True:
+                attempt += 1
+                try:
+                    with self._driver.session(database=self._database) as session:
+                        return session.execute_write(work)
+                except Neo4jError as e:
+                    if not lost_race(e):
+                        raise
+                    if attempt > _RACE_RETRIES:
+                        raise StoreUnavailableError(
+                            f"cannot {action}: it kept colliding with concurrent writes ({e})"
+                        ) from e
+                    logger.info("%s collided with a concurrent write; running it again", action)
 
 
 def _stored(tx: ManagedTransaction, collection: str, memory_id: str) -> Memory | None:

@@ -50,11 +50,13 @@ class FakeResult(list[dict[str, Any]]):
 @dataclass
 class FakeDriver:
     """Scripted answers per statement name; ``failure`` makes every call raise it
-    (``fail_on`` narrows that to one statement)."""
+    (``fail_on`` narrows that to one statement, and ``fail_times``, when set, to
+    that many runs of it: the next ones succeed)."""
 
     answers: dict[str, Answer] = field(default_factory=dict)
     failure: BaseException | None = None
     fail_on: str | None = None
+    fail_times: int | None = None
     committed: list[list[tuple[str, dict[str, Any]]]] = field(default_factory=list)
     closed: int = 0
 
@@ -115,8 +117,13 @@ class FakeTransaction:
         params = dict(parameters or {})
         missing = _parameters(query) - set(params)
         assert not missing, f"{name} run without ${', $'.join(sorted(missing))}"
-        if self._driver.failure is not None and self._driver.fail_on == name:
-            raise self._driver.failure
+        driver = self._driver
+        if driver.failure is not None and driver.fail_on == name:
+            if driver.fail_times is None:
+                raise driver.failure
+            if driver.fail_times > 0:
+                driver.fail_times -= 1
+                raise driver.failure
         self.pending.append((name, params))
         answer = self._driver.answers.get(name, [])
         rows = answer(params) if callable(answer) else answer

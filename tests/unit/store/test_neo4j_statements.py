@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.resources
+import re
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,78 @@ def test_statements_take_values_only_as_parameters() -> None:
     for path in CYPHER.rglob("*.cypher"):
         text = path.read_text(encoding="utf-8")
         assert "{}" not in text and "%s" not in text and "{0}" not in text, path
+
+
+def _code(name: str) -> str:
+    """A statement without its comments, on one line."""
+    lines = (line.split("//", 1)[0] for line in statement(name).splitlines())
+    return " ".join(" ".join(lines).split())
+
+
+@pytest.mark.parametrize("name", ["recall/search_vectors", "recall/search_vectors_many"])
+def test_vector_index_answers_are_scored_again_exactly_and_ordered_before_the_cut(
+    name: str,
+) -> None:
+    # The index's scores are approximate (quantized) and its order loose: a
+    # statement must not slice the procedure's order, nor report its score.
+    code = _code(name)
+    assert "vector.similarity.cosine(" in code
+    assert "ORDER BY similarity DESC, m.id LIMIT $k" in code
+    assert "[0..$k]" not in code
+    assert "2.0 * score" not in code
+
+
+def test_the_vector_index_is_made_without_quantization() -> None:
+    assert "`vector.quantization.enabled`: false" in _code("schema/memory_embedding")
+
+
+def test_full_text_hits_are_ordered_by_score_before_the_cut() -> None:
+    assert "ORDER BY score DESC, id LIMIT $k" in _code("recall/search_text")
+
+
+_INDEXED_AFTER_COLLECTION = {
+    "Memory": ("id", "created_at", "content_hash"),
+    "Domain": ("name",),
+    "Trigger": ("name",),
+    "Concept": ("name",),
+    "Event": ("appended_at", "seq"),
+    "DecayPass": ("period",),
+    "State": ("key",),
+}
+"""The second properties of the composite indexes that begin with ``collection``
+(schema/*.cypher). EventLog's key is ``collection`` alone."""
+_COLLECTION_LOOKUP = re.compile(r"\((\w*):(\w+) \{collection: \$collection\}\)")
+_NEXT_CLAUSE = re.compile(r"\b(RETURN|WITH|UNION|MATCH|CALL|SET|DELETE|DETACH|ORDER)\b")
+
+
+def test_collection_lookups_test_the_second_property_of_a_composite_index() -> None:
+    # Neo4j uses a composite index only when every one of its properties is
+    # tested: `(m:Memory {collection: $c})` alone scans every memory of every
+    # collection. Each such lookup must test one of the index's other properties.
+    offenders = []
+    for name in sorted(_statement_files()):
+        code = _code(name)
+        for found in _COLLECTION_LOOKUP.finditer(code):
+            var, label = found.group(1), found.group(2)
+            props = _INDEXED_AFTER_COLLECTION.get(label)
+            if props is None:
+                continue
+            rest = code[found.end() :]
+            if rest.startswith("-"):  # the pattern goes on: its WHERE follows it
+                rest = rest[rest.index(")") + 1 :] if ")" in rest else rest
+            clause = _NEXT_CLAUSE.search(rest)
+            where = rest[: clause.start()] if clause else rest
+            if not var or not re.search(rf"\b{var}\.({'|'.join(props)})\b", where):
+                offenders.append(f"{name}: ({var}:{label} {{collection: $collection}})")
+    assert not offenders, "collection lookups no index can serve:\n" + "\n".join(offenders)
+
+
+def test_hub_degrees_are_counted_from_the_degree_store() -> None:
+    # Neo4j answers COUNT { (h)<-[:T]-() } from the node's degree store; a label
+    # on the far end, or several types in one pattern, makes it read every edge
+    # of the hub (10,000 of them at a domain hub, at every visit).
+    for name in sorted(_statement_files()):
+        code = _code(name)
+        for found in re.finditer(r"COUNT \{ \((\w+)\)<-\[(:[\w|]+)\]-\((.*?)\) \}", code):
+            assert "|" not in found.group(2) and found.group(3) == "", (name, found.group(0))
+    assert "$min_factor" in _code("recall/expand")

@@ -27,7 +27,9 @@ from engine.errors import (
     HippoError,
     InvalidInputError,
     NotFoundError,
+    StoreAuthError,
     StoreError,
+    StoreFullError,
     StoreUnavailableError,
 )
 from engine.model import Edge, EdgeType, Memory, RecallFilters
@@ -70,7 +72,7 @@ def test_the_store_meets_the_protocol() -> None:
         (ConnectionAcquisitionTimeoutError("pool exhausted"), StoreUnavailableError),
         (TransientError("deadlock, retries exhausted"), StoreUnavailableError),
         (DatabaseUnavailable("database starting"), StoreUnavailableError),
-        (AuthError("wrong password"), StoreUnavailableError),
+        (AuthError("wrong password"), StoreAuthError),
         (IncompleteCommit("lost while committing"), StoreUnavailableError),
         (ConnectionResetError("reset by peer"), StoreUnavailableError),
         (ConstraintError("already exists"), ConflictError),
@@ -517,3 +519,257 @@ def test_a_version_1_database_gets_its_turns_linked_at_setup() -> None:
     ran = driver.ran()
     assert "schema/memory_turn" in ran
     assert ran.index("schema/migrate_turns") < ran.index("schema/write_schema_version")
+
+
+def test_a_schema_of_version_one_gets_its_events_numbered_on_setup() -> None:
+    driver = FakeDriver(
+        answers={
+            "schema/show_indexes": _indexes("ONLINE"),
+            "schema/read_schema_version": [{"version": 1}],
+        }
+    )
+    make(driver).setup()
+    ran = driver.ran()
+    assert "schema/event_seq" in ran and "schema/event_log_key" in ran
+    assert ran.index("schema/number_events") < ran.index("schema/write_schema_version")
+    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 2
+
+    fresh = FakeDriver(
+        answers={
+            "schema/show_indexes": _indexes("ONLINE"),
+            "schema/read_schema_version": [{"version": None}],
+        }
+    )
+    make(fresh).setup()
+    assert "schema/number_events" not in fresh.ran()
+
+
+def test_the_event_log_is_read_by_event_number_page_after_page() -> None:
+    from engine.store.neo4j.store import _PAGE
+
+    def page(params: dict[str, object]) -> list[dict[str, object]]:
+        after = int(params["after"])  # type: ignore[call-overload]
+        numbers = range(after + 1, min(after + 1 + _PAGE, _PAGE + 3))
+        return [
+            {"type": "retrieval", "at": T0, "memory_ids": [], "payload": "", "seq": n}
+            for n in numbers
+        ]
+
+    driver = FakeDriver(answers={"memory/iter_events": page})
+    events = list(make(driver).iter_events(C))
+    assert len(events) == _PAGE + 3
+    afters = [params["after"] for tx in driver.committed for _, params in tx]
+    assert afters == [-1, _PAGE - 1]
+
+
+def test_appended_events_carry_no_client_side_order() -> None:
+    # The server numbers them under the collection's log lock (commit order); a
+    # client-made batch id would order concurrent appends by start time.
+    from engine.model import Event
+
+    driver = FakeDriver()
+    make(driver).append_events(C, [Event(type="retrieval", at=T0, memory_ids=["a"])])
+    params = driver.params_of("memory/append_events")
+    assert set(params) == {"events", "collection"}
+
+
+def test_memories_are_listed_from_a_seekable_start() -> None:
+    driver = FakeDriver()
+    assert list(make(driver).iter_memories(C)) == []
+    params = driver.params_of("memory/iter_memories")
+    # A moment before any memory, never null: the page key is a range the
+    # planner can seek (a null would make it an OR over the whole collection).
+    assert params["after_at"] is not None and params["after_at"].year == 1
+    assert params["after_id"] == ""
+
+
+def test_a_decay_pass_goes_a_bounded_page_per_transaction_then_is_recorded() -> None:
+    pages = iter(
+        [
+            [{"decayed": 7, "last": "m0999"}],
+            [{"decayed": 2, "last": "m1500"}],
+            [{"decayed": 0, "last": None}],
+        ]
+    )
+    driver = FakeDriver(answers={"learn/decay_edges": lambda params: next(pages)})
+    decayed = make(driver).decay_edges(C, period="2024-01", unused_before=T0, step=0.05, floor=0.1)
+    assert decayed == 9
+    assert [tx[0][0] for tx in driver.committed] == [
+        "learn/decay_edges",
+        "learn/decay_edges",
+        "learn/decay_edges",
+        "learn/record_decay_pass",
+    ]
+    afters = [tx[0][1]["after"] for tx in driver.committed[:3]]
+    assert afters == ["", "m0999", "m1500"]
+    assert all(tx[0][1]["limit"] <= 1_000 for tx in driver.committed[:3])
+    assert driver.params_of("learn/record_decay_pass")["decayed"] == 9
+
+
+def test_a_decay_pass_already_recorded_changes_nothing() -> None:
+    driver = FakeDriver(answers={"learn/decay_edges": []})
+    assert (
+        make(driver).decay_edges(C, period="2024-01", unused_before=T0, step=0.05, floor=0.1) == 0
+    )
+    assert driver.ran() == ["learn/decay_edges"]
+
+
+def test_dropping_a_collection_deletes_in_bounded_transactions_until_done() -> None:
+    from engine.store.neo4j.store import _WRITE_BATCH
+
+    counts = iter([_WRITE_BATCH, _WRITE_BATCH, 17])
+    driver = FakeDriver(
+        answers={"memory/drop_collection": lambda params: [{"deleted": next(counts)}]}
+    )
+    make(driver).drop_collection(C)
+    assert [[name for name, _ in tx] for tx in driver.committed] == [["memory/drop_collection"]] * 3
+    assert driver.params_of("memory/drop_collection")["limit"] == _WRITE_BATCH
+
+
+def test_updates_that_may_not_create_go_to_the_statement_that_creates_nothing() -> None:
+    from engine.model.association import EdgeUpdate
+
+    def update(target: str, create: bool) -> EdgeUpdate:
+        return EdgeUpdate(
+            source="a",
+            type=EdgeType.ABOUT,
+            target=target,
+            delta=0.1,
+            cap=1.0,
+            initial=0.3,
+            at=T0,
+            create=create,
+        )
+
+    driver = FakeDriver()
+    make(driver).reinforce_edges(
+        C, [update("x", True), update("y", True), update("x", False), update("z", True)]
+    )
+    # One transaction; runs in order, so the second update of x sees the first.
+    assert len(driver.committed) == 1
+    (tx,) = driver.committed
+    assert [(name, [u["target"] for u in params["updates"]]) for name, params in tx] == [
+        ("learn/reinforce_edges", ["x", "y"]),
+        ("learn/strengthen_edges", ["x"]),
+        ("learn/reinforce_edges", ["z"]),
+    ]
+
+
+def _server_error(code: str, message: str) -> Exception:
+    """A failure as the driver raises it for a server's status code."""
+    from neo4j.exceptions import Neo4jError
+
+    return Neo4jError._hydrate_neo4j(code=code, message=message)
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "expected"),
+    [
+        (
+            "Neo.DatabaseError.Transaction.TransactionLogError",
+            "The database was unable to write transaction to log.",
+            StoreFullError,
+        ),
+        (
+            "Neo.DatabaseError.Transaction.TransactionCommitFailed",
+            "Could not apply the transaction: java.io.IOException: No space left on device",
+            StoreFullError,
+        ),
+        # Memory, not disk: the next call may well succeed.
+        ("Neo.TransientError.General.OutOfMemoryError", "Java heap space", StoreUnavailableError),
+        (
+            "Neo.TransientError.General.MemoryPoolOutOfMemoryError",
+            "The allocation of an extra 2.0 MiB would use more than the limit 1.0 GiB.",
+            StoreUnavailableError,
+        ),
+        ("Neo.ClientError.Security.Unauthorized", "The client is unauthorized", StoreAuthError),
+        ("Neo.DatabaseError.General.UnknownError", "something else", StoreError),
+    ],
+)
+def test_server_status_codes_become_the_engine_errors_they_mean(
+    code: str, message: str, expected: type[HippoError]
+) -> None:
+    failure = _server_error(code, message)
+    with pytest.raises(expected) as raised:
+        make(FakeDriver(failure=failure, fail_on="memory/add_memories")).add_memories(
+            C, [MemoryRecord(memory=memory("a"))]
+        )
+    assert type(raised.value) is expected
+
+
+def test_taking_a_pooled_connection_may_outlast_opening_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import engine.store.neo4j.store as module
+
+    seen: dict[str, object] = {}
+
+    def driver(uri: str, **config: object) -> FakeDriver:
+        seen.update(config)
+        return FakeDriver()
+
+    monkeypatch.setattr(module.GraphDatabase, "driver", driver)
+    Neo4jStore.connect("bolt://db:7687", user="neo4j", password="x", timeout_s=5.0, max_retry_s=5.0)
+    acquisition, connection = seen["connection_acquisition_timeout"], seen["connection_timeout"]
+    assert isinstance(acquisition, float) and isinstance(connection, float)
+    assert acquisition > connection
+
+
+_HUB_GONE = (
+    "Neo.ClientError.Statement.EntityNotFound",
+    "Unable to load NODE 4:0f1e:17: it was deleted by a concurrent transaction",
+)
+_HUB_LINKED = "Cannot delete node<17>, because it still has relationships."
+
+
+def test_a_write_that_lost_a_race_for_a_hub_runs_again() -> None:
+    # A delete pruned the hub between this write's MERGE finding it and linking
+    # to it: the second run makes the hub anew.
+    driver = FakeDriver(
+        failure=_server_error(*_HUB_GONE), fail_on="memory/upsert_edges", fail_times=1
+    )
+    make(driver).upsert_edges(C, [Edge(source="a", type=EdgeType.ABOUT, target="cache")])
+    assert driver.ran() == ["memory/upsert_edges"]
+
+    # The prune's side: its hub gained an edge after its check.
+    pruner = FakeDriver(
+        failure=ConstraintError(_HUB_LINKED),
+        fail_on="memory/delete_memory",
+        fail_times=2,
+        answers={"memory/delete_memory": [{"deleted": True}]},
+    )
+    assert make(pruner).delete_memory(C, "a") is True
+    # The memory is read first (a conversation turn's neighbours are relinked).
+    assert pruner.ran() == ["memory/get_memories", "memory/delete_memory"]
+
+
+@pytest.mark.parametrize(
+    "failure", [_server_error(*_HUB_GONE), ConstraintError(_HUB_LINKED)], ids=["gone", "linked"]
+)
+def test_a_write_that_keeps_losing_races_is_unavailable_never_a_store_fault(
+    failure: Exception,
+) -> None:
+    from engine.model.association import EdgeUpdate
+
+    driver = FakeDriver(failure=failure, fail_on="learn/reinforce_edges")
+    update = EdgeUpdate(
+        source="a", type=EdgeType.ABOUT, target="cache", delta=0.1, cap=1.0, initial=0.3, at=T0
+    )
+    with pytest.raises(StoreUnavailableError) as raised:
+        make(driver).reinforce_edges(C, [update])
+    assert type(raised.value) is StoreUnavailableError
+    assert driver.committed == []
+    # A read that meets a deleted node is unavailable too (the driver's error
+    # would otherwise be a 500).
+    reader = FakeDriver(failure=failure, fail_on="memory/get_memories")
+    with pytest.raises(StoreUnavailableError):
+        make(reader).get_memories(C, ["a"])
+
+
+def test_a_uniqueness_conflict_is_not_taken_for_a_race() -> None:
+    driver = FakeDriver(
+        failure=ConstraintError("Node(17) already exists with label `Memory`"),
+        fail_on="memory/add_memories",
+    )
+    with pytest.raises(ConflictError):
+        make(driver).add_memories(C, [MemoryRecord(memory=memory("a"))])
