@@ -31,6 +31,7 @@ from engine.config import Limits
 from engine.extract.quality import TrainingRun
 from engine.metrics import GraphHealth
 from engine.model import (
+    MEMORY_NODE,
     Edge,
     GraphPath,
     Memory,
@@ -40,6 +41,7 @@ from engine.model import (
     RecallHit,
     RecallResult,
     Tier,
+    target_kind,
 )
 from engine.model.resource import Resource
 from engine.service import (
@@ -535,6 +537,25 @@ class EdgeOut(BaseModel):
         )
 
 
+class GraphEdgeOut(EdgeOut):
+    """An edge of a drawn subgraph: both ends in the nodes' ``Kind:name`` form."""
+
+    source: str = Field(examples=["Memory:88c2d1e0"])
+    target: str = Field(examples=["Concept:postgres"])
+
+    @classmethod
+    def from_engine(cls, e: Edge) -> GraphEdgeOut:
+        # The engine's edges carry bare ends; a bare name is ambiguous (a Concept
+        # and a Trigger may share it), so the drawing gets the node ids.
+        return cls(
+            **{
+                **dict(EdgeOut.from_engine(e)),
+                "source": f"{MEMORY_NODE}:{e.source}",
+                "target": f"{target_kind(e.type)}:{e.target}",
+            }
+        )
+
+
 class GraphNodeOut(BaseModel):
     id: str = Field(examples=["Concept:connection pool"])
     kind: str
@@ -545,14 +566,16 @@ class GraphNodeOut(BaseModel):
 class GraphOut(BaseModel):
     center: str
     nodes: list[GraphNodeOut]
-    edges: list[EdgeOut]
+    edges: list[GraphEdgeOut] = Field(
+        description="Each end is the id of a node in `nodes` (`Kind:name`)."
+    )
 
     @classmethod
     def from_engine(cls, g: Subgraph) -> GraphOut:
         return cls(
             center=g.center,
             nodes=[GraphNodeOut.model_validate(n.model_dump()) for n in g.nodes],
-            edges=[EdgeOut.from_engine(e) for e in g.edges],
+            edges=[GraphEdgeOut.from_engine(e) for e in g.edges],
         )
 
 
