@@ -75,8 +75,13 @@ def test_graph_draws_the_neighbourhood_of_a_memory(client: TestClient) -> None:
 
 def test_graph_edge_ends_are_node_ids_even_where_names_are_shared(client: TestClient) -> None:
     # "postgres" is both a Concept and a Trigger: bare ends could not say which.
-    remember(client, "Postgres migrations lock the table", concepts=["postgres"],
-             triggers=["postgres", "migration"], tags=["migrations"])
+    remember(
+        client,
+        "Postgres migrations lock the table",
+        concepts=["postgres"],
+        triggers=["postgres", "migration"],
+        tags=["migrations"],
+    )
     remember(client, "Postgres vacuum runs nightly", concepts=["postgres"], domains=["ops"])
     r = client.get(
         f"{BASE}/graph", params={"center": "Concept:postgres", "depth": 2}, headers=ALPHA
