@@ -156,6 +156,20 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from api.mcp import create_mcp_server, full_access
+
+    settings = _settings(args)
+    # stdout carries the protocol: anything else goes to stderr.
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    with _engine(settings) as service:
+        server = create_mcp_server(lambda: service, full_access, default_collection=args.collection)
+        server.run("stdio")
+    return 0
+
+
 # -- memories ---------------------------------------------------------------------
 
 
@@ -538,6 +552,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="default: $HIPPO_HOST or 127.0.0.1")
     p.add_argument("--port", type=int, help="default: $HIPPO_PORT or 8000")
     p.set_defaults(run=_cmd_serve)
+
+    p = add(
+        "mcp",
+        "serve the MCP tools on stdio, for an MCP client that starts this command "
+        "(a running server offers the same at /mcp)",
+        collection,
+    )
+    p.set_defaults(run=_cmd_mcp)
 
     p = add("remember", "store one memory", collection)
     p.add_argument("text", metavar="TEXT", help="the memory's content; - reads stdin")
