@@ -119,5 +119,5 @@ def create_app(
     ):
         app.include_router(router)
     # MCP over streamable HTTP, for agents: the same keys and collection rules.
-    app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))
+    app.router.routes.append(Route("/mcp", mcp_endpoint))
     return app
