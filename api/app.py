@@ -19,6 +19,7 @@ from api.maintenance import MaintenanceLoop
 from api.mcp import StreamableHttpEndpoint, create_mcp_server, keyring_access
 from api.routers import (
     browser,
+    explore,
     graph,
     health,
     maintenance,
@@ -116,6 +117,7 @@ def create_app(
         surfacing.router,
         metrics.router,
         browser.router,
+        explore.router,
     ):
         app.include_router(router)
     # MCP over streamable HTTP, for agents: the same keys and collection rules.

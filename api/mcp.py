@@ -14,6 +14,7 @@ and engine refusals come back as tool errors (``is_error``) with the reason.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -139,7 +140,13 @@ def create_mcp_server(
         The server; run it on stdio (``run("stdio")``) or mount it with
         :func:`mount_streamable_http`.
     """
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     mcp: MCPServer = MCPServer(name="hippocampus", instructions=INSTRUCTIONS, version="0.1.0")
+    # The SDK configures the root logger when a server is made; logging belongs to
+    # whoever runs the app (``hippo serve`` sets it up, a host application has its own).
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
     def scope(ctx: Context, collection: str | None) -> tuple[Hippocampus, str]:
         access = access_of(ctx.headers)
