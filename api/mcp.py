@@ -39,6 +39,7 @@ from api.schemas import (
     MemoryOut,
     MessageOut,
     RecallFiltersIn,
+    RecallHitOut,
     RecallIn,
     RecallOut,
     RememberBatchOut,
@@ -226,6 +227,10 @@ def create_mcp_server(
         ] = None,
         filters: RecallFilters | None = None,
         explain: bool = False,
+        detail: Annotated[
+            Literal["compact", "full"],
+            Field(description="full: each memory's whole retrieval block too."),
+        ] = "compact",
     ) -> CallToolResult:
         service, name = scope(ctx, collection)
         try:
@@ -248,12 +253,11 @@ def create_mcp_server(
             raise _invalid(e) from e
         except HippoError as e:
             raise _fail(e) from e
-        body = RecallOut.from_engine(result)
-        lines = [
-            _memory_line(i, hit.memory, hit.score) for i, hit in enumerate(body.results, start=1)
-        ]
+        body = RecallOut.from_engine(result, detail=detail)
+        hits = [RecallHitOut.from_engine(h) for h in result.hits]
+        lines = [_memory_line(i, hit.memory, hit.score) for i, hit in enumerate(hits, start=1)]
         if explain:
-            for i, hit in enumerate(body.results, start=1):
+            for i, hit in enumerate(hits, start=1):
                 for path in hit.paths or []:
                     walk = " -> ".join(
                         [f"{path.anchor.kind}:{path.anchor.name}"]

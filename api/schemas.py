@@ -382,6 +382,15 @@ class RecallIn(_Request):
             "there are reported in surfaced_before (recall-before-search, lead time)."
         ),
     )
+    detail: Literal["compact", "full"] = Field(
+        default="compact",
+        description=(
+            "compact: each result's id, score and signals (rounded to 4 places), "
+            "paths with explain, and the memory's own fields (content, category, tags, …). "
+            "full: the whole stored memory as GET /memories/{id} gives it, its retrieval "
+            "block (confidence, usage, domains, triggers, concepts, …) included."
+        ),
+    )
 
     def to_filters(self) -> RecallFilters:
         tiers = [Tier.ACTIVE, Tier.ARCHIVED] if self.filters.include_archived else [Tier.ACTIVE]
@@ -450,6 +459,54 @@ class RecallHitOut(BaseModel):
         )
 
 
+_FULL_ONLY_MEMORY_FIELDS = frozenset(
+    {"id", "collection", "content_hash", "embedding_model", "retrieval", "updated_at"}
+)
+"""What a compact recall result leaves out of its memory: the id (the result has it),
+the collection (the request names it) and the bookkeeping a reader rarely needs.
+Everything else of :class:`MemoryOut` is kept, fields added later included."""
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+class CompactMemoryOut(BaseModel):
+    """A recalled memory's own fields: those of :class:`MemoryOut` but the ones
+    only ``detail: "full"`` gives (its id, collection, content hash, embedding model,
+    update time and retrieval block)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    content: str
+    category: str
+    tags: list[str]
+
+
+class CompactRecallHitOut(BaseModel):
+    """One result of a compact recall: the full result less the memory's bookkeeping,
+    with scores rounded to 4 places."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    score: float
+    memory: CompactMemoryOut
+
+    @classmethod
+    def from_full(cls, hit: RecallHitOut) -> CompactRecallHitOut:
+        # Built by leaving fields out, not by listing those kept: a field added to
+        # the full result (or to MemoryOut) shows in the compact one too.
+        data = hit.model_dump(mode="json", exclude={"memory": set(_FULL_ONLY_MEMORY_FIELDS)})
+        return cls.model_validate(_rounded(data))
+
+
 class SurfacedBeforeOut(BaseModel):
     memory_id: str
     lead: int = Field(description="Messages between the offer and this recall.")
@@ -458,7 +515,9 @@ class SurfacedBeforeOut(BaseModel):
 class RecallOut(BaseModel):
     query: str
     recipe: str
-    results: list[RecallHitOut]
+    results: list[CompactRecallHitOut] | list[RecallHitOut] = Field(
+        description='Best first; compact unless the request asked for detail "full".'
+    )
     embedder: str
     warnings: list[str]
     summary: str | None = Field(
@@ -469,11 +528,20 @@ class RecallOut(BaseModel):
     )
 
     @classmethod
-    def from_engine(cls, result: RecallResult, summary: str | None = None) -> RecallOut:
+    def from_engine(
+        cls,
+        result: RecallResult,
+        summary: str | None = None,
+        detail: Literal["compact", "full"] = "full",
+    ) -> RecallOut:
+        full = [RecallHitOut.from_engine(h) for h in result.hits]
+        results: list[CompactRecallHitOut] | list[RecallHitOut] = (
+            full if detail == "full" else [CompactRecallHitOut.from_full(h) for h in full]
+        )
         return cls(
             query=result.query,
             recipe=result.recipe,
-            results=[RecallHitOut.from_engine(h) for h in result.hits],
+            results=results,
             embedder=result.embedder,
             warnings=list(result.warnings),
             summary=summary,

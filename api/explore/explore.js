@@ -192,7 +192,7 @@
 
   async function recall(query) {
     status("recalling…");
-    const r = await api("POST", "/recall", { query, limit: 10, explain: true });
+    const r = await api("POST", "/recall", { query, limit: 10, explain: true, detail: "full" });
     const list = $("results");
     list.textContent = "";
     for (const hit of r.results) known.set(hit.id, hit.memory.content);

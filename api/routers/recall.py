@@ -30,7 +30,7 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
     `surfaced_before` and counted for recall-before-search. With
     `format: "summary"`, `summary` holds the results as a "Related knowledge
     already captured" block (category, title, score, and the number of memories
-    in the collection)."""
+    in the collection). Results are compact unless `detail` is "full"."""
     result = service.recall(
         collection,
         body.query,
@@ -42,7 +42,7 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
         conversation_id=body.conversation_id,
     )
     summary = service.context_summary(collection, result) if body.format == "summary" else None
-    return RecallOut.from_engine(result, summary)
+    return RecallOut.from_engine(result, summary, body.detail)
 
 
 @router.post("/associate", response_model=AssociateOut)

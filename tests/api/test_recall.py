@@ -118,3 +118,29 @@ def test_recall_with_unknown_filter_is_422_naming_it(client: TestClient) -> None
     r = client.post(URL, json={"query": "x", "filters": {"tier": ["quarantined"]}}, headers=ALPHA)
     assert r.status_code == 422
     assert r.json()["error"]["field"] == "filters.tier"
+
+
+def test_recall_is_compact_by_default_and_full_on_request(client: TestClient) -> None:
+    stored = remember(client, "Kubernetes pods restart because of memory limits", tags=["k8s"])
+    compact = recall(client, "kubernetes pods restart")["results"][0]
+    full = recall(client, "kubernetes pods restart", detail="full")["results"][0]
+    assert compact["id"] == full["id"] == stored["id"]
+    # Full: the memory as GET /memories/{id} gives it.
+    got = client.get(f"/v1/collections/team:alpha/memories/{stored['id']}", headers=ALPHA)
+    assert set(full["memory"]) == set(got.json())
+    assert {"retrieval", "content_hash", "id"} <= set(full["memory"])
+    # Compact: the id once, no bookkeeping; every other field of the full memory kept
+    # (so fields added to memories later show in both).
+    left_out = {"id", "collection", "content_hash", "embedding_model", "retrieval", "updated_at"}
+    assert set(compact["memory"]) == set(full["memory"]) - left_out
+    assert compact["memory"]["content"] == full["memory"]["content"]
+    assert compact["memory"]["tags"] == ["k8s"]
+    assert set(compact) == set(full)
+    for signal in ("score", "similarity", "lexical", "graph"):
+        value = compact[signal]
+        assert value is None or value == round(value, 4)
+
+
+def test_recall_detail_is_validated(client: TestClient) -> None:
+    r = client.post(URL, json={"query": "x", "detail": "everything"}, headers=ALPHA)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "detail"
