@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import IO, TYPE_CHECKING, Any, Literal, NoReturn, TextIO
 
 from pydantic import ValidationError
 
@@ -229,7 +230,11 @@ def _cmd_recall(args: argparse.Namespace) -> int:
             explain=args.explain,
         )
     if args.json:
-        _print_json(result.model_dump(mode="json"))
+        # The API's answer to the same request: `results`, compact unless --full.
+        from api.schemas import RecallOut
+
+        detail: Literal["compact", "full"] = "full" if args.full else "compact"
+        _print_json(RecallOut.from_engine(result, detail=detail).model_dump(mode="json"))
     else:
         _print_hits(result)
     return 0
@@ -320,11 +325,24 @@ def _cmd_import(args: argparse.Namespace) -> int:
         service = stack.enter_context(_engine(_settings(args)))
         # Progress in bytes read: exact without a first pass over a large file.
         bar = stack.enter_context(_progress(total, "B", "import", unit_scale=True))
-        report = service.import_records(args.collection, _read_jsonl(stream, bar.update))
+        records = _read_jsonl(stream, bar.update)
+        first = next(records, None)
+        # Into --collection when given, else the collection the file's header names.
+        named = first.get("collection") if first and first.get("type") == "header" else None
+        collection = args.collection or (named if isinstance(named, str) else None) or "default"
+        report = service.import_records(
+            collection, itertools.chain([first] if first is not None else [], records)
+        )
+        pending = service.pending_count(collection)
     print(
         f"imported {report.memories} memories and {report.edges} edges into "
-        f"{args.collection} ({report.skipped_existing} already present)"
+        f"{collection} ({report.skipped_existing} already present)"
     )
+    if pending:
+        print(
+            f"{pending} memories of {collection} have no vector from {service.embedder.name} "
+            f"and are not found by similarity until embedded: run hippo reindex -c {collection}"
+        )
     return 0
 
 
@@ -352,7 +370,10 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
     with _engine(_settings(args)) as service:
         pending = service.pending_count(args.collection)
         name = service.embedder.name
-        print(f"{pending} memories of {args.collection} wait for a {name} vector", file=sys.stderr)
+        print(
+            f"{pending} memories of {args.collection} wait for a vector from {name}",
+            file=sys.stderr,
+        )
         with _progress(pending, "memories", "reindex") as bar:
             done = service.reindex(args.collection, progress=bar.update)
     print(f"re-embedded {done} memories of {args.collection} with {name}")
@@ -574,7 +595,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("recall", "find memories similar to a query", collection)
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--limit", "-n", type=int, default=10, help="default: %(default)s")
-    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument(
+        "--json", action="store_true", help="print the result as JSON, as POST /recall answers"
+    )
+    p.add_argument(
+        "--full", action="store_true", help="with --json: each memory's whole retrieval block"
+    )
     p.add_argument(
         "--recipe",
         default=DEFAULT_RECIPE,
@@ -583,7 +609,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show the graph paths behind each hit")
     p.set_defaults(run=_cmd_recall)
 
-    p = add("import", "load a JSONL export into a collection", collection)
+    p = add("import", "load a JSONL export into a collection")
+    p.add_argument(
+        "--collection",
+        "-c",
+        help="the collection to load into (default: the one the file's header names)",
+    )
     p.add_argument("file", metavar="FILE", type=Path, help="a file written by export; - is stdin")
     p.set_defaults(run=_cmd_import)
 
