@@ -25,7 +25,7 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     WrapValidator,
 )
-from pydantic_core import InitErrorDetails
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from engine.config import Limits
 from engine.extract.quality import TrainingRun
@@ -92,6 +92,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorOut, "description": "No keys configured and the client is not local"},
     404: {"model": ErrorOut, "description": "Not found, or not visible to this key"},
     422: {"model": ErrorOut, "description": "Invalid input; `field` names it"},
+    503: {
+        "model": ErrorOut,
+        "description": "The store (or, for writes that need it, the embedder) is unavailable "
+        "right now, or full, or read-only; nothing was written. Try again shortly.",
+    },
 }
 
 
@@ -138,6 +143,21 @@ def _untagged(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """Drop the union tag pydantic puts first in each error location, so errors
     name the field as the client wrote it (``memories.3.content``, not
     ``batch.memories.3.content``)."""
+    if isinstance(value, dict) and "memories" in value and "content" in value:
+        # Otherwise the batch shape wins and `content` reads as merely unexpected.
+        raise ValidationError.from_exception_data(
+            "RememberIn",
+            [
+                InitErrorDetails(
+                    type=PydanticCustomError(
+                        "one_or_batch",
+                        "give either `content` (one memory) or `memories` (a batch), not both",
+                    ),
+                    loc=("content",),
+                    input=value["content"],
+                )
+            ],
+        )
     try:
         return handler(value)
     except ValidationError as e:
