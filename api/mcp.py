@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from api.auth import Access, KeyRing, authorize, bearer_scheme
+from api.deps import unwritten_collection_warnings
 from api.errors import NOT_FOUND_MESSAGE, ApiError, error_response
 from api.schemas import (
     AssociateOut,
@@ -254,6 +255,9 @@ def create_mcp_server(
         except HippoError as e:
             raise _fail(e) from e
         body = RecallOut.from_engine(result, detail=detail)
+        body.warnings += unwritten_collection_warnings(
+            service, access_of(ctx.headers), name, len(body.results)
+        )
         hits = [RecallHitOut.from_engine(h) for h in result.hits]
         lines = [_memory_line(i, hit.memory, hit.score) for i, hit in enumerate(hits, start=1)]
         if explain:
@@ -283,11 +287,17 @@ def create_mcp_server(
             found = service.associate(name, context, limit=limit)
         except HippoError as e:
             raise _fail(e) from e
-        body = AssociateOut(results=[AssociationOut.from_engine(a) for a in found])
+        body = AssociateOut(
+            results=[AssociationOut.from_engine(a) for a in found],
+            warnings=unwritten_collection_warnings(
+                service, access_of(ctx.headers), name, len(found)
+            ),
+        )
         lines = [
             _memory_line(i, a.memory, a.strength) + f" [{a.anchors} of the concepts reach it]"
             for i, a in enumerate(body.results, start=1)
         ]
+        lines += [f"warning: {w}" for w in body.warnings]
         return _result("\n".join(lines) or "Nothing associated with these concepts.", body)
 
     @mcp.tool(

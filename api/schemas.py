@@ -601,6 +601,9 @@ class AssociationOut(BaseModel):
 
 class AssociateOut(BaseModel):
     results: list[AssociationOut]
+    warnings: list[str] = Field(
+        default_factory=list, description="e.g. the collection holds no memories at all."
+    )
 
 
 class EdgeOut(BaseModel):
