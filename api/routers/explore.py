@@ -19,7 +19,6 @@ router = APIRouter(prefix="/explore", tags=["explore"], include_in_schema=False)
 
 HERE = Path(__file__).resolve().parent.parent / "explore"
 LIBRARY = HERE / "node_modules" / "cytoscape" / "dist" / "cytoscape.min.js"
-_STATIC = {"explore.js": "text/javascript", "explore.css": "text/css"}
 _MISSING = (
     "<!doctype html><title>Hippocampus explorer</title><h1>The explorer is not installed</h1>"
     "<p>Its graph library comes from npm: run <code>make explorer</code> (or "
@@ -36,12 +35,16 @@ def page() -> HTMLResponse:
     return HTMLResponse((HERE / "index.html").read_text("utf-8"), headers=_HEADERS)
 
 
-@router.get("/static/{name}")
-def static(name: str) -> FileResponse:
-    """The page's own script and style sheet."""
-    if name not in _STATIC:
-        raise NotFoundError("no such file")
-    return FileResponse(HERE / name, media_type=_STATIC[name], headers=_HEADERS)
+@router.get("/static/explore.js")
+def script() -> FileResponse:
+    """The page's script."""
+    return FileResponse(HERE / "explore.js", media_type="text/javascript", headers=_HEADERS)
+
+
+@router.get("/static/explore.css")
+def style() -> FileResponse:
+    """The page's style sheet."""
+    return FileResponse(HERE / "explore.css", media_type="text/css", headers=_HEADERS)
 
 
 @router.get("/vendor/cytoscape.min.js")
