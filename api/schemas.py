@@ -838,6 +838,15 @@ class RagSearchIn(_Request):
         examples=["Have we seen similar performance issues before?"]
     )
     limit: Annotated[int, Field(ge=1, le=_LIMITS.max_recall_limit)] = 5
+    collection: Annotated[str, Field(min_length=1, max_length=128)] | None = Field(
+        default=None,
+        description=(
+            "The collection to search. Not needed with a key bound to exactly one "
+            "collection; needed with no keys configured (a local server) or a key bound "
+            "to several."
+        ),
+        examples=["org:acme"],
+    )
 
 
 class RagSearchOut(BaseModel):
