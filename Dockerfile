@@ -4,6 +4,13 @@
 #   docker build -t hippocampus .
 #   docker compose up          (with Neo4j: see docker-compose.yml)
 
+# The graph explorer's library, from npm by the committed lockfile.
+FROM node:20-slim AS explorer
+WORKDIR /src/api/explore
+COPY api/explore/package.json api/explore/package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
+
+
 FROM python:3.11-slim AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -17,6 +24,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY engine ./engine
 COPY api ./api
+COPY --from=explorer /src/api/explore/node_modules ./api/explore/node_modules
 COPY cypher ./cypher
 RUN python -m venv /opt/hippo \
     && /opt/hippo/bin/pip install --upgrade "pip>=24" \

@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine: `make run` and `make test`.
 # Each creates .venv when missing and installs the pinned dependencies first;
-# `make test` also installs the pinned Node tools (npm ci, into ignored folders).
+# `make test` also installs the pinned Node tools (npm ci, into ignored folders);
+# both install the graph explorer's library the same way.
 
 PYTHON ?= python3
 NPM ?= npm
@@ -9,9 +10,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CYPHER_LINT := tools/cypher-lint
 COMPOSE_SCHEMA := tools/compose-schema
+EXPLORER := api/explore
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: install run test lint typecheck unit cypher-lint node-tools bench-ingest bench-recall \
+.PHONY: install run test lint typecheck unit cypher-lint node-tools explorer bench-ingest bench-recall \
 	bench-load bench-crashloop bench-soak clean
 
 $(BIN)/python:
@@ -35,9 +37,16 @@ $(COMPOSE_SCHEMA)/$(NODE_STAMP): $(COMPOSE_SCHEMA)/package.json $(COMPOSE_SCHEMA
 	cd $(COMPOSE_SCHEMA) && $(NPM) ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-node-tools: $(CYPHER_LINT)/$(NODE_STAMP) $(COMPOSE_SCHEMA)/$(NODE_STAMP)
+# The graph explorer's one library (cytoscape), served by the API from node_modules.
+$(EXPLORER)/$(NODE_STAMP): $(EXPLORER)/package.json $(EXPLORER)/package-lock.json
+	cd $(EXPLORER) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
 
-run: install
+explorer: $(EXPLORER)/$(NODE_STAMP)
+
+node-tools: $(CYPHER_LINT)/$(NODE_STAMP) $(COMPOSE_SCHEMA)/$(NODE_STAMP) explorer
+
+run: install explorer
 	$(BIN)/hippo serve
 
 lint: install
@@ -74,4 +83,4 @@ bench-soak: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
-	rm -rf $(CYPHER_LINT)/node_modules $(COMPOSE_SCHEMA)/node_modules
+	rm -rf $(CYPHER_LINT)/node_modules $(COMPOSE_SCHEMA)/node_modules $(EXPLORER)/node_modules

@@ -11,12 +11,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from api.auth import KeyRing
 from api.errors import BodySizeLimitMiddleware, install_error_handlers
 from api.maintenance import MaintenanceLoop
+from api.mcp import StreamableHttpEndpoint, create_mcp_server, keyring_access
 from api.routers import (
     browser,
+    explore,
     graph,
     health,
     maintenance,
@@ -56,6 +59,16 @@ def create_app(
     settings = settings if settings is not None else HippoSettings()
     keyring = KeyRing(settings.key_map())
 
+    def current_service() -> Hippocampus:
+        engine = getattr(app.state, "service", None)
+        if not isinstance(engine, Hippocampus):
+            raise RuntimeError("the app has no service: it was not started through its lifespan")
+        return engine
+
+    mcp_endpoint = StreamableHttpEndpoint(
+        create_mcp_server(current_service, keyring_access(keyring)), keyring
+    )
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = service is None
@@ -71,7 +84,8 @@ def create_app(
         loop = MaintenanceLoop(engine, interval_s=settings.maintenance_interval_s)
         loop.start()
         try:
-            yield
+            async with mcp_endpoint.running():
+                yield
         finally:
             loop.stop()
             if owned:
@@ -103,6 +117,9 @@ def create_app(
         surfacing.router,
         metrics.router,
         browser.router,
+        explore.router,
     ):
         app.include_router(router)
+    # MCP over streamable HTTP, for agents: the same keys and collection rules.
+    app.router.routes.append(Route("/mcp", mcp_endpoint))
     return app

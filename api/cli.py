@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import IO, TYPE_CHECKING, Any, Literal, NoReturn, TextIO
 
 from pydantic import ValidationError
 
@@ -157,6 +158,20 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from api.mcp import create_mcp_server, full_access
+
+    settings = _settings(args)
+    # stdout carries the protocol: anything else goes to stderr.
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    with _engine(settings) as service:
+        server = create_mcp_server(lambda: service, full_access, default_collection=args.collection)
+        server.run("stdio")
+    return 0
+
+
 # -- memories ---------------------------------------------------------------------
 
 
@@ -240,7 +255,11 @@ def _cmd_recall(args: argparse.Namespace) -> int:
             ),
         )
     if args.json:
-        _print_json(result.model_dump(mode="json"))
+        # The API's answer to the same request: `results`, compact unless --full.
+        from api.schemas import RecallOut
+
+        detail: Literal["compact", "full"] = "full" if args.full else "compact"
+        _print_json(RecallOut.from_engine(result, detail=detail).model_dump(mode="json"))
     else:
         _print_hits(result)
     return 0
@@ -331,11 +350,24 @@ def _cmd_import(args: argparse.Namespace) -> int:
         service = stack.enter_context(_engine(_settings(args)))
         # Progress in bytes read: exact without a first pass over a large file.
         bar = stack.enter_context(_progress(total, "B", "import", unit_scale=True))
-        report = service.import_records(args.collection, _read_jsonl(stream, bar.update))
+        records = _read_jsonl(stream, bar.update)
+        first = next(records, None)
+        # Into --collection when given, else the collection the file's header names.
+        named = first.get("collection") if first and first.get("type") == "header" else None
+        collection = args.collection or (named if isinstance(named, str) else None) or "default"
+        report = service.import_records(
+            collection, itertools.chain([first] if first is not None else [], records)
+        )
+        pending = service.pending_count(collection)
     print(
         f"imported {report.memories} memories and {report.edges} edges into "
-        f"{args.collection} ({report.skipped_existing} already present)"
+        f"{collection} ({report.skipped_existing} already present)"
     )
+    if pending:
+        print(
+            f"{pending} memories of {collection} have no vector from {service.embedder.name} "
+            f"and are not found by similarity until embedded: run hippo reindex -c {collection}"
+        )
     return 0
 
 
@@ -363,7 +395,10 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
     with _engine(_settings(args)) as service:
         pending = service.pending_count(args.collection)
         name = service.embedder.name
-        print(f"{pending} memories of {args.collection} wait for a {name} vector", file=sys.stderr)
+        print(
+            f"{pending} memories of {args.collection} wait for a vector from {name}",
+            file=sys.stderr,
+        )
         with _progress(pending, "memories", "reindex") as bar:
             done = service.reindex(args.collection, progress=bar.update)
     print(f"re-embedded {done} memories of {args.collection} with {name}")
@@ -564,6 +599,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="default: $HIPPO_PORT or 8000")
     p.set_defaults(run=_cmd_serve)
 
+    p = add(
+        "mcp",
+        "serve the MCP tools on stdio, for an MCP client that starts this command "
+        "(a running server offers the same at /mcp)",
+        collection,
+    )
+    p.set_defaults(run=_cmd_mcp)
+
     p = add("remember", "store one memory", collection)
     p.add_argument("text", metavar="TEXT", help="the memory's content; - reads stdin")
     p.add_argument("--category", default="insight", help="default: %(default)s")
@@ -586,7 +629,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("recall", "find memories similar to a query", collection)
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--limit", "-n", type=int, default=10, help="default: %(default)s")
-    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument(
+        "--json", action="store_true", help="print the result as JSON, as POST /recall answers"
+    )
+    p.add_argument(
+        "--full", action="store_true", help="with --json: each memory's whole retrieval block"
+    )
     p.add_argument(
         "--recipe",
         default=DEFAULT_RECIPE,
@@ -606,7 +654,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speaker", action="append", help="only memories said by them (repeatable)")
     p.set_defaults(run=_cmd_recall)
 
-    p = add("import", "load a JSONL export into a collection", collection)
+    p = add("import", "load a JSONL export into a collection")
+    p.add_argument(
+        "--collection",
+        "-c",
+        help="the collection to load into (default: the one the file's header names)",
+    )
     p.add_argument("file", metavar="FILE", type=Path, help="a file written by export; - is stdin")
     p.set_defaults(run=_cmd_import)
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
-from api.auth import AccessDep
+from api.auth import Access, AccessDep
 from api.errors import NOT_FOUND_MESSAGE
 from engine.config import HippoSettings
 from engine.errors import NotFoundError
@@ -63,3 +63,25 @@ def get_collection(
 
 
 CollectionDep = Annotated[str, Depends(get_collection)]
+
+
+def unwritten_collection_warnings(
+    service: Hippocampus, access: Access, collection: str, found: int
+) -> list[str]:
+    """A warning when a read found nothing because the collection holds no memory
+    at all (a misspelt name reads as an empty answer otherwise).
+
+    Reading a collection is not an error: a new persona's first recall is empty
+    too. The count names only collections the caller's key may see.
+    """
+    if found:
+        return []
+    known = service.collections()
+    if collection in known:
+        return []
+    visible = sum(1 for name in known if access.allows(name))
+    return [
+        f"collection {collection!r} holds no memories: nothing has been written to it "
+        f"(check the name; {visible} collection{'' if visible == 1 else 's'} this key "
+        "may read hold memories)"
+    ]

@@ -247,7 +247,16 @@ async def _on_api_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return validation_error_response(list(exc.errors()))
+    errors = list(exc.errors())
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media and "json" not in media and any(e.get("loc", ())[:1] == ("body",) for e in errors):
+        # A form or text body reads as "not an object", which does not say why.
+        return error_response(
+            415,
+            "unsupported_media_type",
+            f"the body must be JSON (Content-Type: application/json), not {media}",
+        )
+    return validation_error_response(errors)
 
 
 async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:

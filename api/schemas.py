@@ -25,12 +25,13 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     WrapValidator,
 )
-from pydantic_core import InitErrorDetails
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from engine.config import Limits
 from engine.extract.quality import TrainingRun
 from engine.metrics import GraphHealth
 from engine.model import (
+    MEMORY_NODE,
     Edge,
     GraphPath,
     Memory,
@@ -40,6 +41,7 @@ from engine.model import (
     RecallHit,
     RecallResult,
     Tier,
+    target_kind,
 )
 from engine.model.memory import MAX_SPEAKER_CHARS
 from engine.model.resource import Resource
@@ -101,6 +103,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorOut, "description": "No keys configured and the client is not local"},
     404: {"model": ErrorOut, "description": "Not found, or not visible to this key"},
     422: {"model": ErrorOut, "description": "Invalid input; `field` names it"},
+    503: {
+        "model": ErrorOut,
+        "description": "The store (or, for writes that need it, the embedder) is unavailable "
+        "right now, or full, or read-only; nothing was written. Try again shortly.",
+    },
 }
 
 
@@ -153,6 +160,21 @@ def _untagged(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """Drop the union tag pydantic puts first in each error location, so errors
     name the field as the client wrote it (``memories.3.content``, not
     ``batch.memories.3.content``)."""
+    if isinstance(value, dict) and "memories" in value and "content" in value:
+        # Otherwise the batch shape wins and `content` reads as merely unexpected.
+        raise ValidationError.from_exception_data(
+            "RememberIn",
+            [
+                InitErrorDetails(
+                    type=PydanticCustomError(
+                        "one_or_batch",
+                        "give either `content` (one memory) or `memories` (a batch), not both",
+                    ),
+                    loc=("content",),
+                    input=value["content"],
+                )
+            ],
+        )
     try:
         return handler(value)
     except ValidationError as e:
@@ -437,6 +459,15 @@ class RecallIn(_Request):
             "there are reported in surfaced_before (recall-before-search, lead time)."
         ),
     )
+    detail: Literal["compact", "full"] = Field(
+        default="compact",
+        description=(
+            "compact: each result's id, score and signals (rounded to 4 places), "
+            "paths with explain, and the memory's own fields (content, category, tags, …). "
+            "full: the whole stored memory as GET /memories/{id} gives it, its retrieval "
+            "block (confidence, usage, domains, triggers, concepts, …) included."
+        ),
+    )
 
     def to_filters(self) -> RecallFilters:
         tiers = [Tier.ACTIVE, Tier.ARCHIVED] if self.filters.include_archived else [Tier.ACTIVE]
@@ -516,6 +547,54 @@ class RecallHitOut(BaseModel):
         )
 
 
+_FULL_ONLY_MEMORY_FIELDS = frozenset(
+    {"id", "collection", "content_hash", "embedding_model", "retrieval", "updated_at"}
+)
+"""What a compact recall result leaves out of its memory: the id (the result has it),
+the collection (the request names it) and the bookkeeping a reader rarely needs.
+Everything else of :class:`MemoryOut` is kept, fields added later included."""
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+class CompactMemoryOut(BaseModel):
+    """A recalled memory's own fields: those of :class:`MemoryOut` but the ones
+    only ``detail: "full"`` gives (its id, collection, content hash, embedding model,
+    update time and retrieval block)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    content: str
+    category: str
+    tags: list[str]
+
+
+class CompactRecallHitOut(BaseModel):
+    """One result of a compact recall: the full result less the memory's bookkeeping,
+    with scores rounded to 4 places."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    score: float
+    memory: CompactMemoryOut
+
+    @classmethod
+    def from_full(cls, hit: RecallHitOut) -> CompactRecallHitOut:
+        # Built by leaving fields out, not by listing those kept: a field added to
+        # the full result (or to MemoryOut) shows in the compact one too.
+        data = hit.model_dump(mode="json", exclude={"memory": set(_FULL_ONLY_MEMORY_FIELDS)})
+        return cls.model_validate(_rounded(data))
+
+
 class SurfacedBeforeOut(BaseModel):
     memory_id: str
     lead: int = Field(description="Messages between the offer and this recall.")
@@ -524,7 +603,9 @@ class SurfacedBeforeOut(BaseModel):
 class RecallOut(BaseModel):
     query: str
     recipe: str
-    results: list[RecallHitOut]
+    results: list[CompactRecallHitOut] | list[RecallHitOut] = Field(
+        description='Best first; compact unless the request asked for detail "full".'
+    )
     embedder: str
     warnings: list[str]
     summary: str | None = Field(
@@ -535,11 +616,20 @@ class RecallOut(BaseModel):
     )
 
     @classmethod
-    def from_engine(cls, result: RecallResult, summary: str | None = None) -> RecallOut:
+    def from_engine(
+        cls,
+        result: RecallResult,
+        summary: str | None = None,
+        detail: Literal["compact", "full"] = "full",
+    ) -> RecallOut:
+        full = [RecallHitOut.from_engine(h) for h in result.hits]
+        results: list[CompactRecallHitOut] | list[RecallHitOut] = (
+            full if detail == "full" else [CompactRecallHitOut.from_full(h) for h in full]
+        )
         return cls(
             query=result.query,
             recipe=result.recipe,
-            results=[RecallHitOut.from_engine(h) for h in result.hits],
+            results=results,
             embedder=result.embedder,
             warnings=list(result.warnings),
             summary=summary,
@@ -579,6 +669,9 @@ class AssociationOut(BaseModel):
 
 class AssociateOut(BaseModel):
     results: list[AssociationOut]
+    warnings: list[str] = Field(
+        default_factory=list, description="e.g. the collection holds no memories at all."
+    )
 
 
 class EdgeOut(BaseModel):
@@ -603,6 +696,25 @@ class EdgeOut(BaseModel):
         )
 
 
+class GraphEdgeOut(EdgeOut):
+    """An edge of a drawn subgraph: both ends in the nodes' ``Kind:name`` form."""
+
+    source: str = Field(examples=["Memory:88c2d1e0"])
+    target: str = Field(examples=["Concept:postgres"])
+
+    @classmethod
+    def from_engine(cls, e: Edge) -> GraphEdgeOut:
+        # The engine's edges carry bare ends; a bare name is ambiguous (a Concept
+        # and a Trigger may share it), so the drawing gets the node ids.
+        return cls(
+            **{
+                **dict(EdgeOut.from_engine(e)),
+                "source": f"{MEMORY_NODE}:{e.source}",
+                "target": f"{target_kind(e.type)}:{e.target}",
+            }
+        )
+
+
 class GraphNodeOut(BaseModel):
     id: str = Field(examples=["Concept:connection pool"])
     kind: str
@@ -613,14 +725,16 @@ class GraphNodeOut(BaseModel):
 class GraphOut(BaseModel):
     center: str
     nodes: list[GraphNodeOut]
-    edges: list[EdgeOut]
+    edges: list[GraphEdgeOut] = Field(
+        description="Each end is the id of a node in `nodes` (`Kind:name`)."
+    )
 
     @classmethod
     def from_engine(cls, g: Subgraph) -> GraphOut:
         return cls(
             center=g.center,
             nodes=[GraphNodeOut.model_validate(n.model_dump()) for n in g.nodes],
-            edges=[EdgeOut.from_engine(e) for e in g.edges],
+            edges=[GraphEdgeOut.from_engine(e) for e in g.edges],
         )
 
 
@@ -792,6 +906,15 @@ class RagSearchIn(_Request):
         examples=["Have we seen similar performance issues before?"]
     )
     limit: Annotated[int, Field(ge=1, le=_LIMITS.max_recall_limit)] = 5
+    collection: Annotated[str, Field(min_length=1, max_length=128)] | None = Field(
+        default=None,
+        description=(
+            "The collection to search. Not needed with a key bound to exactly one "
+            "collection; needed with no keys configured (a local server) or a key bound "
+            "to several."
+        ),
+        examples=["org:acme"],
+    )
 
 
 class RagSearchOut(BaseModel):

@@ -1624,6 +1624,8 @@ class Hippocampus:
             if any(h.kind == kind for h in self.store.match_hubs(collection, [name])):
                 return (kind, name)
             raise NotFoundError(f"no {kind} {name!r} in this collection")
+        if sep and kind == MEMORY_NODE and self.store.get_memories(collection, [name]):
+            return (MEMORY_NODE, name)  # a node id as /graph gives it: Memory:<id>
         if not self.store.get_memories(collection, [center]):
             raise NotFoundError(f"no memory {center!r} in this collection")
         return (MEMORY_NODE, center)

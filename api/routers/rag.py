@@ -2,33 +2,51 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from api.auth import AccessDep
 from api.deps import ServiceDep
-from api.errors import AmbiguousCollectionError
+from api.errors import NOT_FOUND_MESSAGE, AmbiguousCollectionError
 from api.schemas import ERROR_RESPONSES, ErrorOut, RagSearchIn, RagSearchOut
+from engine.errors import NotFoundError
 
 router = APIRouter(
     prefix="/ai",
     tags=["records"],
     responses={
         **ERROR_RESPONSES,
-        403: {"model": ErrorOut, "description": "The key is not bound to exactly one collection"},
+        403: {
+            "model": ErrorOut,
+            "description": "No collection named, and the key is not bound to exactly one "
+            "(or no keys are configured)",
+        },
     },
 )
 
 
 @router.post("/rag-search", response_model=RagSearchOut)
-def rag_search(body: RagSearchIn, access: AccessDep, service: ServiceDep) -> RagSearchOut:
+def rag_search(
+    body: RagSearchIn, access: AccessDep, service: ServiceDep, request: Request
+) -> RagSearchOut:
     """The records most similar to `query`, best first, as ids only (no text):
     `workItem:123` is returned as `123`. Searches the one collection the API key
-    is bound to; records less similar than the configured floor are left out."""
+    is bound to, or the `collection` named in the body (needed with no keys
+    configured, or a key bound to several); records less similar than the
+    configured floor are left out."""
     collections = access.collections
-    if collections is None or len(collections) != 1:
-        raise AmbiguousCollectionError(
-            "/ai/rag-search searches the one collection its API key is bound to; "
-            "this key is not bound to exactly one"
+    if body.collection is not None:
+        collection = service.check_collection(body.collection)
+        if not access.allows(collection):
+            raise NotFoundError(NOT_FOUND_MESSAGE)
+    elif collections is not None and len(collections) == 1:
+        (collection,) = collections
+    else:
+        reason = (
+            "no API keys are configured"
+            if not request.app.state.keyring.configured
+            else "this key is bound to more than one collection"
         )
-    (collection,) = collections
+        raise AmbiguousCollectionError(
+            f'name the collection to search in the body ("collection": "org:acme"): {reason}'
+        )
     return RagSearchOut.from_ids(service.search_records(collection, body.query, limit=body.limit))

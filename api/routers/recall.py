@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import CollectionDep, ServiceDep
+from api.auth import AccessDep
+from api.deps import CollectionDep, ServiceDep, unwritten_collection_warnings
 from api.schemas import (
     ERROR_RESPONSES,
     AssociateIn,
@@ -21,7 +22,9 @@ router = APIRouter(
 
 
 @router.post("/recall", response_model=RecallOut)
-def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> RecallOut:
+def recall(
+    body: RecallIn, collection: CollectionDep, service: ServiceDep, access: AccessDep
+) -> RecallOut:
     """Memories most relevant to `query`, best first: dense and lexical search and
     associative expansion, fused by `recipe`. Archived memories are searched only
     with `filters.include_archived`; quarantined ones never. With `explain`, each
@@ -30,7 +33,8 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
     `surfaced_before` and counted for recall-before-search. With
     `format: "summary"`, `summary` holds the results as a "Related knowledge
     already captured" block (category, title, score, and the number of memories
-    in the collection)."""
+    in the collection). Results are compact unless `detail` is "full". A collection
+    that holds no memories answers no results and says so in `warnings`."""
     result = service.recall(
         collection,
         body.query,
@@ -42,13 +46,18 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
         conversation_id=body.conversation_id,
     )
     summary = service.context_summary(collection, result) if body.format == "summary" else None
-    return RecallOut.from_engine(result, summary)
+    out = RecallOut.from_engine(result, summary, body.detail)
+    out.warnings += unwritten_collection_warnings(service, access, collection, len(out.results))
+    return out
 
 
 @router.post("/associate", response_model=AssociateOut)
-def associate(body: AssociateIn, collection: CollectionDep, service: ServiceDep) -> AssociateOut:
+def associate(
+    body: AssociateIn, collection: CollectionDep, service: ServiceDep, access: AccessDep
+) -> AssociateOut:
     """Memories associated with a set of concepts, through weighted edges. A result
-    needs paths from two of the concepts, or one path of `min_path_strength`."""
+    needs paths from two of the concepts, or one path of `min_path_strength`.
+    Reading a collection that holds no memories is not an error: `warnings` says so."""
     found = service.associate(
         collection,
         body.context,
@@ -56,4 +65,7 @@ def associate(body: AssociateIn, collection: CollectionDep, service: ServiceDep)
         max_depth=body.max_depth,
         limit=body.limit,
     )
-    return AssociateOut(results=[AssociationOut.from_engine(a) for a in found])
+    return AssociateOut(
+        results=[AssociationOut.from_engine(a) for a in found],
+        warnings=unwritten_collection_warnings(service, access, collection, len(found)),
+    )

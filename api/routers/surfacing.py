@@ -14,6 +14,7 @@ from api.schemas import (
     DueOut,
     EngagementIn,
     EngagementOut,
+    ErrorOut,
     FeedbackIn,
     MemoryOut,
     MessageIn,
@@ -55,7 +56,11 @@ def conversation(
     return ConversationOut.model_validate(view.model_dump())
 
 
-@router.post("/surfacings/{surfacing_id}/engagement", response_model=EngagementOut)
+@router.post(
+    "/surfacings/{surfacing_id}/engagement",
+    response_model=EngagementOut,
+    responses={409: {"model": ErrorOut, "description": "Engagement already recorded"}},
+)
 def engagement(
     surfacing_id: Id, body: EngagementIn, collection: CollectionDep, service: ServiceDep
 ) -> EngagementOut:

@@ -70,6 +70,15 @@ def test_openapi_is_served_at_docs_with_the_title(client: TestClient) -> None:
     assert "embedding" not in spec["components"]["schemas"]["MemoryOut"]["properties"]
 
 
+def test_openapi_lists_the_conflict_and_unavailable_answers(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    engagement = paths["/v1/collections/{collection}/surfacings/{surfacing_id}/engagement"]
+    assert "409" in engagement["post"]["responses"]
+    assert "409" in paths["/v1/collections/{collection}/memories"]["post"]["responses"]
+    for path in ("/v1/collections/{collection}/recall", "/v1/collections/{collection}/memories"):
+        assert "503" in paths[path]["post"]["responses"], path
+
+
 def test_no_response_on_any_route_contains_an_embedding(client: TestClient) -> None:
     # The AuditingClient checks each response as it comes; this walks every route.
     made = remember(client, "Vector leak guard: nothing shaped like an embedding goes out")

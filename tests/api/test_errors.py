@@ -101,6 +101,29 @@ def test_oversized_batch_is_422_naming_memories_and_stores_nothing(client: TestC
     assert stored(client) == 0
 
 
+def test_content_and_memories_together_is_422_saying_to_choose(client: TestClient) -> None:
+    r = client.post(URL, json={"content": "one", "memories": [{"content": "two"}]}, headers=ALPHA)
+    assert r.status_code == 422
+    error = r.json()["error"]
+    assert error["field"] == "content"
+    assert "either `content`" in error["message"] and "not both" in error["message"]
+    assert client.get(f"{URL}/does-not-exist", headers=ALPHA).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("media", "body"),
+    [("text/plain", b"hello"), ("application/x-www-form-urlencoded", b"content=hello")],
+)
+def test_a_body_that_is_not_json_is_415_naming_its_content_type(
+    client: TestClient, media: str, body: bytes
+) -> None:
+    r = client.post(URL, content=body, headers={**ALPHA, "Content-Type": f"{media}; charset=utf-8"})
+    assert r.status_code == 415
+    assert_error(r.json(), "unsupported_media_type")
+    assert media in r.json()["error"]["message"]
+    assert "application/json" in r.json()["error"]["message"]
+
+
 def test_malformed_json_is_422_without_a_field(client: TestClient) -> None:
     r = client.post(
         URL, content=b'{"content": ', headers={**ALPHA, "Content-Type": "application/json"}

@@ -73,6 +73,39 @@ def test_graph_draws_the_neighbourhood_of_a_memory(client: TestClient) -> None:
     assert f"Memory:{mem['id']}" in {n["id"] for n in r.json()["nodes"]}
 
 
+def test_graph_edge_ends_are_node_ids_even_where_names_are_shared(client: TestClient) -> None:
+    # "postgres" is both a Concept and a Trigger: bare ends could not say which.
+    remember(
+        client,
+        "Postgres migrations lock the table",
+        concepts=["postgres"],
+        triggers=["postgres", "migration"],
+        tags=["migrations"],
+    )
+    remember(client, "Postgres vacuum runs nightly", concepts=["postgres"], domains=["ops"])
+    r = client.get(
+        f"{BASE}/graph", params={"center": "Concept:postgres", "depth": 2}, headers=ALPHA
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    ids = {n["id"] for n in body["nodes"]}
+    assert {"Concept:postgres", "Trigger:postgres"} <= ids
+    assert body["edges"]
+    for edge in body["edges"]:
+        assert edge["source"] in ids and edge["target"] in ids, edge
+        assert edge["source"].startswith("Memory:")
+
+
+def test_graph_takes_its_own_node_ids_as_center(client: TestClient) -> None:
+    mem = remember(client, "Redis pool exhausted", concepts=["redis"])
+    r = client.get(f"{BASE}/graph", params={"center": f"Memory:{mem['id']}"}, headers=ALPHA)
+    assert r.status_code == 200, r.text
+    assert r.json()["center"] == f"Memory:{mem['id']}"
+    assert "Concept:redis" in {n["id"] for n in r.json()["nodes"]}
+    missing = client.get(f"{BASE}/graph", params={"center": "Memory:nope"}, headers=ALPHA)
+    assert missing.status_code == 404
+
+
 def test_graph_of_an_unknown_or_foreign_center_is_404(client: TestClient) -> None:
     mem = remember(client, "secret", concepts=["launch"], source=OPERATOR)
     assert client.get(f"{BASE}/graph", params={"center": "nope"}, headers=ALPHA).status_code == 404

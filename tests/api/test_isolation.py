@@ -47,6 +47,10 @@ PUBLIC = frozenset(
         "/redoc",
         "/browser/guide.html",
         "/browser/hippocampus.grass",
+        "/explore",
+        "/explore/static/explore.js",
+        "/explore/static/explore.css",
+        "/explore/vendor/cytoscape.min.js",
     }
 )
 """Routes served without a key: they hold no data of any collection."""

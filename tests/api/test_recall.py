@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.api.helpers import ALPHA, remember
+from tests.api.helpers import ADMIN_KEY, ALPHA, BETA, remember
 
 URL = "/v1/collections/team:alpha/recall"
 
@@ -118,3 +118,50 @@ def test_recall_with_unknown_filter_is_422_naming_it(client: TestClient) -> None
     r = client.post(URL, json={"query": "x", "filters": {"tier": ["quarantined"]}}, headers=ALPHA)
     assert r.status_code == 422
     assert r.json()["error"]["field"] == "filters.tier"
+
+
+def test_recall_is_compact_by_default_and_full_on_request(client: TestClient) -> None:
+    stored = remember(client, "Kubernetes pods restart because of memory limits", tags=["k8s"])
+    compact = recall(client, "kubernetes pods restart")["results"][0]
+    full = recall(client, "kubernetes pods restart", detail="full")["results"][0]
+    assert compact["id"] == full["id"] == stored["id"]
+    # Full: the memory as GET /memories/{id} gives it.
+    got = client.get(f"/v1/collections/team:alpha/memories/{stored['id']}", headers=ALPHA)
+    assert set(full["memory"]) == set(got.json())
+    assert {"retrieval", "content_hash", "id"} <= set(full["memory"])
+    # Compact: the id once, no bookkeeping; every other field of the full memory kept
+    # (so fields added to memories later show in both).
+    left_out = {"id", "collection", "content_hash", "embedding_model", "retrieval", "updated_at"}
+    assert set(compact["memory"]) == set(full["memory"]) - left_out
+    assert compact["memory"]["content"] == full["memory"]["content"]
+    assert compact["memory"]["tags"] == ["k8s"]
+    assert set(compact) == set(full)
+    for signal in ("score", "similarity", "lexical", "graph"):
+        value = compact[signal]
+        assert value is None or value == round(value, 4)
+
+
+def test_recall_detail_is_validated(client: TestClient) -> None:
+    r = client.post(URL, json={"query": "x", "detail": "everything"}, headers=ALPHA)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "detail"
+
+
+def test_reading_a_collection_never_written_says_so(client: TestClient) -> None:
+    remember(client, "Kubernetes pods restart because of memory limits")
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    r = client.post(
+        "/v1/collections/team:alpah/recall", json={"query": "kubernetes"}, headers=admin
+    )
+    assert r.status_code == 200 and r.json()["results"] == []
+    (warning,) = r.json()["warnings"]
+    assert "'team:alpah' holds no memories" in warning and "1 collection " in warning
+    r = client.post(
+        "/v1/collections/team:alpah/associate", json={"context": ["kubernetes"]}, headers=admin
+    )
+    assert r.status_code == 200 and "holds no memories" in r.json()["warnings"][0]
+    # A collection that holds memories answers without it, found or not.
+    assert recall(client, "kubernetes")["warnings"] == []
+    assert recall(client, "zzzz qqqq", min_score=0.99)["warnings"] == []
+    # The count names only what the key may see: beta sees none with memories.
+    r = client.post("/v1/collections/team:beta/recall", json={"query": "kubernetes"}, headers=BETA)
+    assert "0 collections this key may read" in r.json()["warnings"][0]

@@ -208,6 +208,40 @@ def test_search_needs_a_key_bound_to_exactly_one_collection(
         r = _search(client, "login", TWO_ORGS)
         assert r.status_code == 403
         assert r.json()["error"]["code"] == "collection_ambiguous"
+        assert '"collection"' in r.json()["error"]["message"]
+        assert "more than one collection" in r.json()["error"]["message"]
+
+
+def test_search_takes_the_collection_in_the_body_where_the_key_does_not_say(
+    tmp_path: Path, service: Hippocampus
+) -> None:
+    with _client(tmp_path, service) as client:
+        assert _put(client, 123, MOBILE_BUG).status_code == 201
+        query = {"query": "app is slow on mobile", "collection": ORG}
+        r = client.post("/ai/rag-search", json=query, headers=TWO_ORGS)
+        assert r.status_code == 200 and r.json()["work_item_ids"] == [123]
+        # A collection the key is not bound to is not there, as everywhere.
+        r = client.post("/ai/rag-search", json=query, headers=GLOBEX)
+        assert r.status_code == 404
+        r = client.post("/ai/rag-search", json={**query, "collection": "bad name!"}, headers=ACME)
+        assert r.status_code == 422 and r.json()["error"]["field"] == "collection"
+
+
+def test_search_on_a_local_server_without_keys_names_the_collection(
+    tmp_path: Path, service: Hippocampus
+) -> None:
+    app = create_app(make_settings(tmp_path / "data", api_keys=""), service=service)
+    with AuditingClient(app) as client:
+        put = client.put(f"/v1/collections/{ORG}/resources/workItem:123", json=MOBILE_BUG)
+        assert put.status_code == 201, put.text
+        r = client.post("/ai/rag-search", json={"query": "app is slow on mobile"})
+        assert r.status_code == 403
+        message = r.json()["error"]["message"]
+        assert "no API keys are configured" in message and '"collection"' in message
+        r = client.post(
+            "/ai/rag-search", json={"query": "app is slow on mobile", "collection": ORG}
+        )
+        assert r.status_code == 200 and r.json()["work_item_ids"] == [123]
 
 
 def test_bad_records_get_422_naming_the_field_and_write_nothing(

@@ -81,9 +81,16 @@ def test_remember_prints_the_id_and_recall_finds_the_memory(run: Runner, tmp_pat
     code, out, _ = _cli(run, data, "recall", "connection pool", "-c", "team", "--json", "-n", "1")
     assert code == 0
     result = json.loads(out)
-    assert [h["memory"]["id"] for h in result["hits"]] == ["fix-1"]
-    assert result["hits"][0]["memory"]["tags"] == ["postgres", "exports"]
-    assert "embedding" not in result["hits"][0]["memory"]
+    # The API's shape: `results`, compact by default, full with --full.
+    assert [h["id"] for h in result["results"]] == ["fix-1"]
+    assert result["results"][0]["memory"]["tags"] == ["postgres", "exports"]
+    assert "retrieval" not in result["results"][0]["memory"]
+    assert "embedding" not in result["results"][0]["memory"]
+    code, out, _ = _cli(
+        run, data, "recall", "connection pool", "-c", "team", "--json", "--full", "-n", "1"
+    )
+    full = json.loads(out)["results"][0]["memory"]
+    assert full["id"] == "fix-1" and "retrieval" in full
 
 
 def test_remember_reads_stdin_and_reports_a_duplicate(
@@ -194,6 +201,13 @@ def test_export_then_import_into_an_empty_data_dir_restores_an_identical_collect
         if after is not None:
             after.close()
 
+    # Without --collection, the import goes where the file's header says it came from.
+    elsewhere = tmp_path / "elsewhere"
+    code, out, _ = _cli(run, elsewhere, "import", str(backup))
+    assert code == 0
+    assert f"imported {len(DEMO_MEMORIES)} memories" in out and "into kb " in out
+    assert "no vector" not in out
+
     # Importing again adds nothing: every id is already there.
     code, out, _ = _cli(run, target, "import", str(backup), "--collection", "kb")
     assert code == 0
@@ -213,11 +227,14 @@ def test_reindex_embeds_memories_imported_without_vectors(run: Runner, tmp_path:
     backup.write_text("".join(json.dumps(r) + "\n" for r in stripped), encoding="utf-8")
 
     restored = tmp_path / "restored"
-    assert _cli(run, restored, "import", str(backup))[0] == 0
+    code, out, _ = _cli(run, restored, "import", str(backup))
+    assert code == 0
+    assert "2 memories of default have no vector" in out and "hippo reindex" in out
     assert json.loads(_cli(run, restored, "stats", "--json")[1])["pending_embeddings"] == 2
 
-    code, out, _ = _cli(run, restored, "reindex")
+    code, out, err = _cli(run, restored, "reindex")
     assert code == 0
+    assert "wait for a vector from hashing" in err
     assert "re-embedded 2 memories" in out
     assert json.loads(_cli(run, restored, "stats", "--json")[1])["pending_embeddings"] == 0
     assert _cli(run, restored, "reindex")[1].startswith("re-embedded 0 memories")

@@ -1,0 +1,167 @@
+"""The graph explorer page, in a real browser: headless Chromium (Debian's
+``chromium`` package) loads /explore from a running server, and what it drew must
+be what the API answers. Skipped, with the reason, where no Chromium is installed.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from api.routers.explore import LIBRARY
+from tests.api.helpers import ALPHA, ALPHA_KEY
+from tests.api.live import live_server
+
+BASE = "/v1/collections/team:alpha"
+MEMORIES: list[dict[str, Any]] = [
+    {
+        "content": "Redis connection pool exhausted at checkout: raise the pool size",
+        "category": "bug_fix",
+        "concepts": ["redis", "connection pool"],
+        "domains": ["payments"],
+        "importance": 0.9,
+    },
+    {
+        "content": "Use a wait timeout on the redis pool so requests fail fast",
+        "category": "decision",
+        "concepts": ["redis", "timeout"],
+        "domains": ["payments"],
+    },
+    {
+        "content": "Do not use a wait timeout on the redis pool: it hides leaks",
+        "category": "decision",
+        "concepts": ["redis", "timeout"],
+    },
+    {
+        "content": "Postgres migrations lock the orders table; run them at night",
+        "category": "pattern",
+        "concepts": ["postgres", "migration"],
+        "domains": ["payments"],
+    },
+]
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip(
+        "no Chromium on PATH (Debian: apt-get install chromium): the explorer's "
+        "browser test did not run"
+    )
+
+
+def browse(url: str, tmp_path: Path, *extra: str) -> str:
+    """Run headless Chromium on ``url`` until the page's network and timers settle."""
+    done = subprocess.run(
+        [
+            chromium(),
+            "--headless",
+            "--no-sandbox",  # tests may run as root (CI containers)
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1280,800",
+            "--virtual-time-budget=20000",
+            *extra,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def drawn(dom: str) -> dict[str, Any]:
+    assert 'data-state="ready"' in dom, dom[:2000]
+    found = re.search(r'<script type="application/json" id="drawn-model">(.*?)</script>', dom, re.S)
+    assert found, dom[:2000]
+    model: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return model
+
+
+def seed(url: str) -> list[str]:
+    ids = []
+    for body in MEMORIES:
+        r = httpx.post(f"{url}{BASE}/memories", json=body, headers=ALPHA)
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["id"])
+    return ids
+
+
+def test_the_page_draws_what_the_graph_api_answers(app: FastAPI, tmp_path: Path) -> None:
+    chromium()
+    assert LIBRARY.is_file(), "the explorer's library is missing: run make explorer"
+    with live_server(app) as url:
+        seed(url)
+        center = "Concept:redis"
+        page = f"{url}/explore?collection=team:alpha&center={center}#key={ALPHA_KEY}"
+        model = drawn(browse(page, tmp_path, "--dump-dom"))
+        graph = httpx.get(
+            f"{url}{BASE}/graph",
+            params={"center": center, "depth": 1, "max_nodes": 150},
+            headers=ALPHA,
+        ).json()
+        assert sorted(model["nodes"]) == sorted(n["id"] for n in graph["nodes"])
+        assert sorted(map(tuple, model["edges"])) == sorted(
+            (e["source"], e["type"], e["target"]) for e in graph["edges"]
+        )
+        assert len(model["nodes"]) >= 4 and model["edges"]
+
+        shot = tmp_path / "explorer.png"
+        browse(page, tmp_path, f"--screenshot={shot}")
+        data = shot.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert len(data) > 20_000  # a drawn graph, not a blank page
+
+
+def test_a_recall_on_the_page_lists_what_the_api_ranks(app: FastAPI, tmp_path: Path) -> None:
+    chromium()
+    with live_server(app) as url:
+        seed(url)
+        page = f"{url}/explore?collection=team:alpha&q=redis%20pool%20timeout#key={ALPHA_KEY}"
+        dom = browse(page, tmp_path, "--dump-dom")
+        model = drawn(dom)
+        listed = re.search(r'id="results" [^>]*data-results="([^"]*)"', dom)
+        assert listed, dom[:2000]
+        ids = json.loads(html.unescape(listed.group(1)))
+        answer = httpx.post(
+            f"{url}{BASE}/recall",
+            json={"query": "redis pool timeout", "limit": 10, "explain": True},
+            headers=ALPHA,
+        ).json()
+        assert ids == [h["id"] for h in answer["results"]] and ids
+        # The top result is drawn, with its neighbourhood and the paths behind it.
+        assert f"Memory:{ids[0]}" in model["nodes"]
+        for path in answer["results"][0]["paths"]:
+            assert f"{path['anchor']['kind']}:{path['anchor']['name']}" in model["nodes"]
+
+
+def test_the_page_is_static_and_its_library_is_served_locally(client: TestClient) -> None:
+    page = client.get("/explore")
+    assert page.status_code == 200
+    assert "/explore/vendor/cytoscape.min.js" in page.text
+    assert "https://" not in page.text  # no CDN: works offline
+    assert client.get("/explore/vendor/cytoscape.min.js").status_code == 200
+    assert (
+        client.get("/explore/static/explore.js")
+        .headers["content-type"]
+        .startswith("text/javascript")
+    )
+    assert client.get("/explore/static/..%2Fmcp.py").status_code == 404
+    assert client.get("/explore/static/index.html").status_code == 404
