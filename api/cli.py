@@ -67,7 +67,9 @@ def _settings(args: argparse.Namespace, **extra: Any) -> HippoSettings:
 
 @contextlib.contextmanager
 def _engine(settings: HippoSettings) -> Iterator[Hippocampus]:
-    service = Hippocampus.from_settings(settings)
+    # A command loads the model only if it embeds something: stats, export,
+    # decay or tiers never wait for it.
+    service = Hippocampus.from_settings(settings, lazy_model=True)
     try:
         yield service
     finally:
@@ -113,7 +115,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from api.app import create_app
 
-    with _engine(settings) as service:
+    service = Hippocampus.from_settings(settings)
+    with contextlib.closing(service):
         # The CLI opens the engine itself (not the app on start-up) so that a locked
         # data dir or a missing model is reported here, plainly, before uvicorn runs.
         app = create_app(settings, service=service)

@@ -24,7 +24,8 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from engine.config import COLLECTION_PATTERN, HippoSettings, Limits
-from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder, make_embedder
+from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder, make_embedder, model_name
+from engine.embed.lazy import LazyEmbedder
 from engine.errors import (
     ConflictError,
     EmbeddingError,
@@ -394,8 +395,11 @@ class Hippocampus:
         return self._embedder.recover()
 
     @classmethod
-    def from_settings(cls, settings: HippoSettings) -> Hippocampus:
+    def from_settings(cls, settings: HippoSettings, *, lazy_model: bool = False) -> Hippocampus:
         """Build the engine the settings describe (store, embedder, extractor).
+
+        With ``lazy_model`` (the embedded store only) the embedding model loads
+        when first used, so work that never embeds never waits for it.
 
         The embedded store is opened first, so that a data directory in use is
         reported before a model loads; the Neo4j store is configured after the
@@ -415,7 +419,11 @@ class Hippocampus:
         try:
             if settings.store == "embedded":
                 store = open_store(settings)
-                embedder = build_embedder()
+                embedder = (
+                    LazyEmbedder(model_name(settings.embedder, settings.model_path), build_embedder)
+                    if lazy_model
+                    else build_embedder()
+                )
             else:
                 embedder = build_embedder()
                 store = open_store(settings, dimensions=embedder.dim)

@@ -154,7 +154,9 @@ def test_reading_a_collection_never_written_says_so(client: TestClient) -> None:
     )
     assert r.status_code == 200 and r.json()["results"] == []
     (warning,) = r.json()["warnings"]
-    assert "'team:alpah' holds no memories" in warning and "1 collection you may read holds" in warning
+    assert (
+        "'team:alpah' holds no memories" in warning and "1 collection you may read holds" in warning
+    )
     r = client.post(
         "/v1/collections/team:alpah/associate", json={"context": ["kubernetes"]}, headers=admin
     )
