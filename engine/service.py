@@ -24,7 +24,8 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from engine.config import COLLECTION_PATTERN, HippoSettings, Limits
-from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder, make_embedder
+from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder, make_embedder, model_name
+from engine.embed.lazy import LazyEmbedder
 from engine.errors import (
     ConflictError,
     EmbeddingError,
@@ -96,6 +97,7 @@ from engine.retrieve.config import (
     SearchConfig,
     without_dense,
 )
+from engine.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
 from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
 from engine.retrieve.summary import context_summary
 from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
@@ -408,8 +410,11 @@ class Hippocampus:
         return self._embedder.recover()
 
     @classmethod
-    def from_settings(cls, settings: HippoSettings) -> Hippocampus:
+    def from_settings(cls, settings: HippoSettings, *, lazy_model: bool = False) -> Hippocampus:
         """Build the engine the settings describe (store, embedder, extractor).
+
+        With ``lazy_model`` (the embedded store only) the embedding model loads
+        when first used, so work that never embeds never waits for it.
 
         The embedded store is opened first, so that a data directory in use is
         reported before a model loads; the Neo4j store is configured after the
@@ -429,7 +434,11 @@ class Hippocampus:
         try:
             if settings.store == "embedded":
                 store = open_store(settings)
-                embedder = build_embedder()
+                embedder = (
+                    LazyEmbedder(model_name(settings.embedder, settings.model_path), build_embedder)
+                    if lazy_model
+                    else build_embedder()
+                )
             else:
                 embedder = build_embedder()
                 store = open_store(settings, dimensions=embedder.dim)
@@ -1521,16 +1530,25 @@ class Hippocampus:
             raise InvalidInputError("max_depth is 1-3", field="max_depth")
         if not 1 <= limit <= self.limits.max_recall_limit:
             raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
-        hubs = [h for h in self.store.match_hubs(collection, names) if h.kind != HubKind.DOMAIN]
-        if not hubs:
-            return []
-        params = self.recipe(DEFAULT_RECIPE).expand.model_copy(update={"max_depth": max_depth})
-        found = self.store.expand(
-            collection,
-            [Anchor(kind=h.kind, name=h.name) for h in hubs],
-            params=params,
-            filters=filters or RecallFilters(),
-        )
+        # The context is matched as memories are extracted: by name and by the
+        # extractor's lemmas, to hubs of every kind; and to memories' tags.
+        forms = context_forms(names, self.extractor.extract_many(list(names)))
+        hubs = self.store.match_hubs(collection, list(forms))
+        base = filters or RecallFilters()
+        reached: dict[str, Reach] = {}
+        if hubs:
+            params = self.recipe(DEFAULT_RECIPE).expand.model_copy(update={"max_depth": max_depth})
+            origin = {(h.kind, h.name): forms[h.name] for h in hubs}
+            for e in self.store.expand(
+                collection,
+                [Anchor(kind=h.kind, name=h.name) for h in hubs],
+                params=params,
+                filters=base,
+            ):
+                if (kept := through_context(e, origin)) is not None:
+                    reached[e.memory_id] = kept
+        self._add_tagged(collection, names, base, reached, limit)
+        found = sorted((r.expansion() for r in reached.values()), key=lambda e: -e.strength)
         passed = [e for e in found if e.anchors >= 2 or e.strength >= min_path_strength][:limit]
         memories = self.store.get_memories(collection, [e.memory_id for e in passed])
         return [
@@ -1543,6 +1561,26 @@ class Hippocampus:
             for e in passed
             if e.memory_id in memories
         ]
+
+    def _add_tagged(
+        self,
+        collection: str,
+        names: Sequence[str],
+        filters: RecallFilters,
+        reached: dict[str, Reach],
+        limit: int,
+    ) -> None:
+        """Credit each context name to the memories tagged with it, at
+        :data:`TAG_STRENGTH` (tags are not hubs: no path is drawn for them)."""
+        vector = self._embed_query(" ".join(names))
+        if vector is None:
+            return
+        for name in names:
+            tagged = filters.model_copy(update={"tags": [name]})
+            for memory_id, _ in self.store.search_vectors(
+                collection, vector, model=self.embedder.name, k=limit, filters=tagged
+            ):
+                reached.setdefault(memory_id, Reach(memory_id)).add(name, TAG_STRENGTH)
 
     def subgraph(
         self, collection: str, center: str, *, depth: int = 1, max_nodes: int = 200

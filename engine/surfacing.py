@@ -297,6 +297,8 @@ class Surfacer:
             if state.momentum > cfg.max_momentum:
                 held_back = (
                     f"momentum {state.momentum:.1f} messages/minute is above {cfg.max_momentum}"
+                    " (a fast exchange is not interrupted; when replaying a conversation, "
+                    "give each message the time it was said as `at`)"
                 )
             else:
                 insights = self._offer(

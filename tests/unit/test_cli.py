@@ -6,6 +6,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -319,7 +323,7 @@ def test_a_data_dir_held_by_another_store_is_reported_as_in_use(
         holder.close()
     assert code == 1
     assert err.startswith("error: ")
-    assert "use its REST API, or stop the server" in err
+    assert "through its REST API, or stop the server" in err
     assert _cli(run, data, "stats")[0] == 0
 
 
@@ -591,3 +595,57 @@ def test_a_time_without_an_offset_is_a_usage_error(run: Runner, tmp_path: Path) 
         run, tmp_path / "d", "recall", "q", "-c", "x", "--occurred-after", "last tuesday"
     )
     assert code == 2 and "not an ISO 8601 time" in err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_recall_and_remember_talk_to_the_server_that_owns_the_data_dir(
+    run: Runner, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIPPO_")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--data-dir", str(data),
+         "--embedder", "hashing"],
+        cwd=Path(__file__).resolve().parents[2], env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not (data / "hippo.server.json").is_file():
+            assert server.poll() is None and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.1)
+        # The server holds the data dir: these can only succeed by asking it.
+        code, out, err = _cli(
+            run, data, "remember", "Raise the pool size when the Redis pool is exhausted",
+            "-c", "team", "--category", "bug_fix", "--id", "fix-1", "--source", "operator",
+        )  # fmt: skip
+        assert code == 0, err
+        assert out.splitlines()[0] == "fix-1"
+        code, out, err = _cli(run, data, "recall", "redis pool", "-c", "team", "--json")
+        assert code == 0, err
+        body = json.loads(out)
+        assert [h["id"] for h in body["results"]] == ["fix-1"]
+        code, out, _ = _cli(run, data, "recall", "redis pool", "-c", "team")
+        assert "fix-1" in out
+        # --url names a server explicitly, whatever the data dir.
+        url = f"http://127.0.0.1:{port}"
+        code, out, _ = _cli(
+            run, tmp_path / "elsewhere", "recall", "redis pool", "-c", "team", "--url", url
+        )
+        assert code == 0 and "fix-1" in out
+        # Commands that need the directory itself still refuse, saying why.
+        code, _, err = _cli(run, data, "stats", "-c", "team")
+        assert code == 1 and "remember and recall talk to it" in err
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    assert not (data / "hippo.server.json").exists()
+    code, out, err = _cli(run, tmp_path / "x", "recall", "q", "--url", "http://127.0.0.1:9")
+    assert code == 1 and "cannot reach the server" in err
