@@ -60,6 +60,11 @@ class RetrievalMeta(BaseModel):
     remembered again and merged into this memory; ``conversation_ids`` then
     gains the repeat's conversation (provenance).
 
+    ``usefulness`` is the helpful share of the memory's feedback with a prior
+    (see :func:`engine.surface.rules.usefulness`): ``helpful_votes`` counts
+    used / helpful engagements, ``unhelpful_votes`` dismissals (1 each) and
+    ignored offers (0.5 each).
+
     ``recent_dismissals`` is the count as of ``dismissed_at``; it fades with a
     half-life (see :func:`faded_dismissals`), so a memory dismissed
     last quarter can be offered again.
@@ -79,6 +84,8 @@ class RetrievalMeta(BaseModel):
     irrelevant_contexts: list[str] = Field(default_factory=list)
     quality_score: float | None = Field(default=None, ge=0.0, le=1.0)
     usefulness: float = Field(default=0.5, ge=0.0, le=1.0)
+    helpful_votes: float = Field(default=0.0, ge=0.0)
+    unhelpful_votes: float = Field(default=0.0, ge=0.0)
     duplicates: int = Field(default=0, ge=0)
     conversation_ids: list[str] = Field(default_factory=list)
     synthesized_from: list[str] = Field(default_factory=list)
