@@ -363,6 +363,16 @@ def _cmd_tiers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_use(args: argparse.Namespace) -> int:
+    if len(set(args.ids)) < 2:
+        raise _UsageError("name at least two different memories used together")
+    with _engine(_settings(args)) as service:
+        edges = service.record_use(args.collection, args.ids, context=args.context or [])
+    for edge in edges:
+        print(f"{edge.source} -- {edge.target}  weight {edge.weight:.2f}")
+    return 0
+
+
 def _cmd_decay(args: argparse.Namespace) -> int:
     with _engine(_settings(args)) as service:
         decayed = service.decay(args.collection)
@@ -571,6 +581,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("reindex", "embed memories that have no vector from the current model", collection)
     p.set_defaults(run=_cmd_reindex)
+
+    p = add("use", "record memories used together (strengthens their association)", collection)
+    p.add_argument("ids", metavar="ID", nargs="+", help="two or more memory ids")
+    p.add_argument("--context", action="append", help="a concept of the context (repeatable)")
+    p.set_defaults(run=_cmd_use)
 
     p = add("decay", "one temporal decay pass over the edges (once a day counts)", collection)
     p.set_defaults(run=_cmd_decay)

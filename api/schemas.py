@@ -930,6 +930,19 @@ class FeedbackIn(_Request):
     )
 
 
+class UsedTogetherIn(_Request):
+    ids: Annotated[list[MemoryId], Field(min_length=2, max_length=_LIMITS.max_recall_limit)] = (
+        Field(description="Memories used together (two or more).")
+    )
+    context: Names = Field(
+        default_factory=list, description="Concepts of the context they were used in."
+    )
+
+
+class UsedTogetherOut(BaseModel):
+    edges: list[EdgeOut] = Field(description="The ASSOCIATED edges among them, as they now are.")
+
+
 class DueOut(BaseModel):
     urgency: float = Field(description="How overdue: due at 1.0.")
     memory: MemoryOut

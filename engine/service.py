@@ -1580,17 +1580,25 @@ class Hippocampus:
         *,
         context: Sequence[str] = (),
         now: datetime | None = None,
-    ) -> None:
+    ) -> list[Edge]:
         """Memories used together (real use, not a bare retrieval): their
         ASSOCIATED edges, and their edges to the ``context`` concepts, are
         reinforced by the seed's rule (+0.1 up to 1.0, new edges at 0.3). Written
         before returning.
 
+        Returns:
+            The ASSOCIATED edges among the memories, as they now are.
+
         Raises:
             NotFoundError: one of the memories does not exist.
+            InvalidInputError: more memories than a recall may return.
         """
         self.check_collection(collection)
-        ids = list(dict.fromkeys(memory_ids))
+        ids = list(dict.fromkeys(self.check_id(mid, "ids") for mid in memory_ids))
+        if len(ids) > self.limits.max_recall_limit:
+            raise InvalidInputError(
+                f"at most {self.limits.max_recall_limit} memories are used together", field="ids"
+            )
         found = self.store.get_memories(collection, ids)
         missing = [mid for mid in ids if mid not in found]
         if missing:
@@ -1603,6 +1611,14 @@ class Hippocampus:
         self.store.append_events(
             collection, [Event(type="use", at=at, memory_ids=ids, payload={"context": names})]
         )
+        among = set(ids)
+        edges: dict[tuple[str, str], Edge] = {}
+        for mid in ids:
+            for edge in self.store.edges_of(collection, mid):
+                if edge.type == EdgeType.ASSOCIATED and {edge.source, edge.target} <= among:
+                    pair = (min(edge.source, edge.target), max(edge.source, edge.target))
+                    edges.setdefault(pair, edge)
+        return sorted(edges.values(), key=lambda e: (e.source, e.target))
 
     # -- proactive surfacing and spaced repetition ------------------------------------
 

@@ -67,6 +67,9 @@ _MODEL_KEY = "surface:model"
 _COUNTERS_KEY = "surface:counters"
 
 
+_NO_USE = ENGAGEMENT_RULES["ignored"]
+
+
 def _conversation_key(conversation_id: str) -> str:
     return f"conversation:{conversation_id}"
 
@@ -542,6 +545,8 @@ class Surfacer:
                     collection, memory, engagement, record.context, record.concepts, at
                 )
             success = 1.0 if ENGAGEMENT_RULES[engagement].counts_as_use else 0.0
+            if cfg.learn and success:
+                self._link_used_together(collection, record, at)
             ctype = record.conversation_type
             bar_key = _foreseen(ctype) if record.foreseen else ctype
             if cfg.learn:
@@ -572,6 +577,38 @@ class Surfacer:
             memory=updated,
             threshold=learned.thresholds.value(bar_key, cfg.threshold(ctype)),
         )
+
+    def _link_used_together(self, collection: str, record: Surfacing, at: datetime) -> None:
+        """Insights used in the same conversation were used together: their
+        ASSOCIATED edges get the seed's co-use reinforcement (+0.1, new at 0.3),
+        as :meth:`Hippocampus.record_use` gives them. The caller holds the
+        collection's lock, so two engagements of one conversation see each other."""
+        key = _conversation_key(record.conversation_id)
+        held = self.store.get_states(collection, [key])
+        if key not in held:
+            return
+        state = ConversationState.model_validate(held[key])
+        others = [
+            _surfacing_key(item.surfacing_id)
+            for item in state.surfaced
+            if item.surfacing_id != record.id and item.memory_id != record.memory_id
+        ]
+        if not others:
+            return
+        used = {
+            doc["memory_id"]
+            for doc in self.store.get_states(collection, others).values()
+            if ENGAGEMENT_RULES.get(str(doc.get("engagement")), _NO_USE).counts_as_use
+        }
+        # Each pair once: the pairs among the earlier ones were linked when the
+        # later of them was engaged.
+        updates = [
+            update
+            for other in sorted(used)
+            for update in co_use_updates([record.memory_id, other], at, REAL_USE)
+        ]
+        if updates:
+            self.store.reinforce_edges(collection, updates)
 
     def apply(
         self,

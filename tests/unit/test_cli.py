@@ -447,3 +447,18 @@ def test_migrate_refuses_to_copy_a_collection_onto_itself(run: Runner, tmp_path:
     )
     assert code == 2
     assert "onto itself" in err
+
+
+def test_use_links_memories_used_together(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _, a, _ = _cli(run, data, "remember", "Retry with exponential backoff and jitter")
+    _, b, _ = _cli(run, data, "remember", "Store money as integer cents in the ledger")
+    a, b = a.strip(), b.strip()
+    for weight in ("0.30", "0.40"):
+        code, out, err = _cli(run, data, "use", a, b, "--context", "payments")
+        assert code == 0, err
+        assert out.strip().endswith(f"weight {weight}")
+    code, _, err = _cli(run, data, "use", a, a)
+    assert code == 2 and "two different memories" in err
+    code, _, err = _cli(run, data, "use", a, "no-such-memory")
+    assert code == 1 and "no-such-memory" in err

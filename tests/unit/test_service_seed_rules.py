@@ -6,15 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.embed import HashingEmbedder
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
-from engine.model import NewMemory
+from engine.model import EdgeType, NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
+from engine.surface.conversation import ConversationState, SurfacedItem
+from engine.surfacing import Surfacing
 
 C = "team:seed"
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
@@ -61,3 +64,49 @@ def test_usefulness_moves_with_feedback_and_reorders_the_seed_composite(
     after = svc.recall(C, query, limit=2, recipe="SEED_COMPOSITE", learn=False, now=T0)
     assert [h.memory.id for h in after.hits] == [other, top]
     assert {first, second} == {top, other}
+
+
+def _offer(svc: Hippocampus, conversation: str, memory_ids: list[str]) -> list[str]:
+    """Offers of the memories in one conversation, as surfacing stores them."""
+    state = ConversationState(id=conversation, messages=len(memory_ids))
+    records: dict[str, dict[str, Any]] = {}
+    for i, mid in enumerate(memory_ids):
+        sid = f"s-{conversation}-{i}"
+        state.surfaced.append(SurfacedItem(memory_id=mid, surfacing_id=sid, message=i))
+        records[f"surfacing:{sid}"] = Surfacing(
+            id=sid,
+            conversation_id=conversation,
+            memory_id=mid,
+            message=i,
+            at=T0,
+            conversation_type="debugging",
+            kind="insight",
+            context="checkout",
+            concepts=[],
+            features=[0.0] * 8,
+            confidence=0.8,
+            threshold=0.6,
+        ).model_dump(mode="json")
+    records[f"conversation:{conversation}"] = state.model_dump(mode="json")
+    svc.store.put_states(C, records)
+    return [f"s-{conversation}-{i}" for i in range(len(memory_ids))]
+
+
+def _associated(svc: Hippocampus, a: str, b: str) -> float | None:
+    for edge in svc.store.edges_of(C, a):
+        if edge.type == EdgeType.ASSOCIATED and b in (edge.source, edge.target):
+            return edge.weight
+    return None
+
+
+def test_insights_used_in_one_conversation_are_linked(svc: Hippocampus) -> None:
+    a = _remember(svc, "Raise the redis pool size before the holiday sale")
+    b = _remember(svc, "Add a wait timeout to the pgbouncer connection queue")
+    c = _remember(svc, "The office plants need water on Mondays")
+    sa, sb, sc = _offer(svc, "chat-1", [a, b, c])
+    svc.engage(C, sa, "used", now=T0)
+    assert _associated(svc, a, b) is None
+    svc.engage(C, sc, "dismissed", now=T0)
+    svc.engage(C, sb, "helpful", now=T0)
+    assert _associated(svc, a, b) == pytest.approx(0.3)
+    assert _associated(svc, a, c) is None and _associated(svc, b, c) is None
