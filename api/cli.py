@@ -451,7 +451,7 @@ def _neo4j_store(settings: HippoSettings, dimensions: int | None = None) -> Neo4
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from engine.service import PORTABLE_STATE
+    from engine.service import PORTABLE_STATE, PORTABLE_STATE_PREFIXES
     from engine.store.copy import copy_collection
 
     into = args.into or args.collection
@@ -476,13 +476,18 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
             into=into,
             progress=bar.update,
             states=PORTABLE_STATE,
+            state_prefixes=PORTABLE_STATE_PREFIXES,
         )
     renamed = f" as {into}" if into != args.collection else ""
     print(
         f"copied {args.collection} from {args.source} to {args.target}{renamed}: "
         f"{report.memories} memories ({report.vectors} with vectors), {report.edges} edges, "
         f"{report.hub_vectors} hub vectors, {report.events} events"
-        + (f", {report.states} learned model{'s' * (report.states != 1)}" if report.states else "")
+        + (
+            f", {report.states} learned state document{'s' * (report.states != 1)}"
+            if report.states
+            else ""
+        )
     )
     return 0
 

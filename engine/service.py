@@ -101,7 +101,20 @@ from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from engine.store import GraphStore, MemoryRecord, Vector
 from engine.store.factory import open_store
 from engine.surface import SurfaceConfig, SurfaceMetrics
-from engine.surfacing import ConversationView, EngagementOutcome, MessageOutcome, Surfacer
+from engine.surface.conversation import ConversationState
+from engine.surface.metrics import SurfaceCounters
+from engine.surface.predict import SurfaceModel
+from engine.surfacing import (
+    CONVERSATION_PREFIX,
+    SURFACE_COUNTERS_KEY,
+    SURFACE_MODEL_KEY,
+    SURFACING_PREFIX,
+    ConversationView,
+    EngagementOutcome,
+    MessageOutcome,
+    Surfacer,
+    Surfacing,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -113,17 +126,32 @@ surfaces a memory; use and co-retrieval raise it."""
 # \Z, not $: $ also matches before a final newline.
 _ID_PATTERN = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}\Z")
 _CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,39}\Z")
-EXPORT_FORMAT = "hippocampus-jsonl/2"
-_READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", EXPORT_FORMAT})
+EXPORT_FORMAT = "hippocampus-jsonl/3"
+_READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", "hippocampus-jsonl/2", EXPORT_FORMAT})
+LEARNED_SECTION = "learned"
+LEARNED_VERSION = 1
+"""Version of the export's learned section (the state documents after the
+``{"type": "section", "name": "learned", "version": 1}`` record): bumped when
+the documents it holds change shape."""
 QUALITY_MODEL_KEY = "quality_model"
 TIER_PASS_KEY = "tier_pass"
 FEEDBACK_COUNT_KEY = "quality_feedback"
 """State document ``{"memories": n}``: how many memories of the collection have
 feedback, kept up as engagement gives memories their first feedback, and set
 exactly by the tier pass and by each retraining."""
-PORTABLE_STATE = (QUALITY_MODEL_KEY,)
+PORTABLE_STATE = (
+    QUALITY_MODEL_KEY,
+    FEEDBACK_COUNT_KEY,
+    SURFACE_MODEL_KEY,
+    SURFACE_COUNTERS_KEY,
+)
 """State documents that export and ``hippo migrate`` carry with a collection: what
-was learned from it and cannot be rebuilt from its memories."""
+was learned from it and cannot be rebuilt from its memories (the quality model;
+surfacing's topic, need, bandit, threshold and confidence models and its
+counters)."""
+PORTABLE_STATE_PREFIXES = (CONVERSATION_PREFIX, SURFACING_PREFIX)
+"""Families of state documents carried too: every conversation's state and every
+surfacing record, so engagement of an offer made before the move still teaches."""
 _LATENCIES_KEPT = 1000
 NOT_EMBEDDED_REASON = (
     "stored without a vector: the embedder is unavailable; flagged for re-embedding "
@@ -2174,10 +2202,23 @@ class Hippocampus:
                 if key not in seen:
                     seen.add(key)
                     yield {"type": "edge", "edge": edge.model_dump(mode="json")}
-        stored = self.store.get_states(collection, PORTABLE_STATE)
-        for state_key in PORTABLE_STATE:
-            if state_key in stored:
-                yield {"type": "state", "key": state_key, "value": stored[state_key]}
+        yield {"type": "section", "name": LEARNED_SECTION, "version": LEARNED_VERSION}
+        keys = self.portable_state_keys(collection)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            stored = self.store.get_states(collection, chunk)
+            for state_key in chunk:
+                if state_key in stored:
+                    yield {"type": "state", "key": state_key, "value": stored[state_key]}
+
+    def portable_state_keys(self, collection: str) -> list[str]:
+        """Keys of the state documents that travel with the collection (export,
+        ``hippo migrate``): :data:`PORTABLE_STATE` and every document of the
+        :data:`PORTABLE_STATE_PREFIXES` families it holds."""
+        keys = list(PORTABLE_STATE)
+        for prefix in PORTABLE_STATE_PREFIXES:
+            keys.extend(self.store.list_state_keys(collection, prefix))
+        return keys
 
     def import_records(
         self,
@@ -2233,14 +2274,19 @@ class Hippocampus:
                         flush()
                 elif kind == "edge":
                     edges.append(_ExportedEdge.model_validate(record).edge)
+                elif kind == "section":
+                    if (
+                        record.get("name") != LEARNED_SECTION
+                        or record.get("version") != LEARNED_VERSION
+                    ):
+                        raise InvalidInputError(
+                            f"unknown section {record.get('name')!r} version "
+                            f"{record.get('version')!r}",
+                            field=f"line {line}",
+                        )
                 elif kind == "state":
                     state = _ExportedState.model_validate(record)
-                    if state.key not in PORTABLE_STATE:
-                        raise InvalidInputError(
-                            f"unknown state {state.key!r}", field=f"line {line}"
-                        )
-                    if state.key == QUALITY_MODEL_KEY:
-                        QualityModel.model_validate(state.value)
+                    _check_portable_state(state.key, state.value, f"line {line}")
                     states.append(state)
                 else:
                     raise InvalidInputError(f"unknown record type {kind!r}", field=f"line {line}")
@@ -2250,10 +2296,34 @@ class Hippocampus:
         for i in range(0, len(edges), 1000):
             self.store.upsert_edges(collection, edges[i : i + 1000])
         report.edges = len(edges)
-        if states:
-            held = self.store.get_states(collection, [s.key for s in states])
-            self.store.put_states(collection, {s.key: s.value for s in states if s.key not in held})
+        for i in range(0, len(states), 500):
+            chunk = states[i : i + 500]
+            held = self.store.get_states(collection, [s.key for s in chunk])
+            self.store.put_states(collection, {s.key: s.value for s in chunk if s.key not in held})
         return report
+
+
+_PORTABLE_SHAPES: dict[str, type[BaseModel]] = {
+    QUALITY_MODEL_KEY: QualityModel,
+    SURFACE_MODEL_KEY: SurfaceModel,
+    SURFACE_COUNTERS_KEY: SurfaceCounters,
+    CONVERSATION_PREFIX: ConversationState,
+    SURFACING_PREFIX: Surfacing,
+}
+
+
+def _check_portable_state(key: str, value: dict[str, Any], where: str) -> None:
+    """An imported state document: a portable key, and the shape its reader expects.
+
+    Raises:
+        InvalidInputError: another key. ValidationError: a document of the wrong shape.
+    """
+    family = next((p for p in PORTABLE_STATE_PREFIXES if key.startswith(p)), key)
+    if key not in PORTABLE_STATE and family == key:
+        raise InvalidInputError(f"unknown state {key!r}", field=where)
+    shape = _PORTABLE_SHAPES.get(family)
+    if shape is not None:
+        shape.model_validate(value)
 
 
 def _feedback_memories(held: dict[str, Any]) -> int:

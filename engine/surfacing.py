@@ -63,19 +63,23 @@ logger = logging.getLogger(__name__)
 # \Z, not $: $ also matches before a final newline.
 _ID = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}\Z")
 _ROLE = re.compile(r"^[A-Za-z0-9_.:@\- ]{1,64}\Z")
-_MODEL_KEY = "surface:model"
-_COUNTERS_KEY = "surface:counters"
+SURFACE_MODEL_KEY = "surface:model"
+SURFACE_COUNTERS_KEY = "surface:counters"
+CONVERSATION_PREFIX = "conversation:"
+SURFACING_PREFIX = "surfacing:"
+_MODEL_KEY = SURFACE_MODEL_KEY
+_COUNTERS_KEY = SURFACE_COUNTERS_KEY
 
 
 _NO_USE = ENGAGEMENT_RULES["ignored"]
 
 
 def _conversation_key(conversation_id: str) -> str:
-    return f"conversation:{conversation_id}"
+    return f"{CONVERSATION_PREFIX}{conversation_id}"
 
 
 def _surfacing_key(surfacing_id: str) -> str:
-    return f"surfacing:{surfacing_id}"
+    return f"{SURFACING_PREFIX}{surfacing_id}"
 
 
 def _foreseen(conversation_type: str) -> str:

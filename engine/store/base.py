@@ -267,6 +267,12 @@ class GraphStore(Protocol):
         transaction."""
         ...
 
+    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
+        """Keys of the collection's state documents that start with ``prefix``
+        (all of them with none), sorted. Lets a collection's learned state (its
+        conversations and surfacings, one document each) be listed and moved."""
+        ...
+
     # -- collections ------------------------------------------------------------
 
     def list_collections(self) -> list[str]:

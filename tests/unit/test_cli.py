@@ -433,10 +433,39 @@ def test_migrate_carries_the_learned_quality_model(run: Runner, tmp_path: Path) 
         "copy",
     )
     assert code == 0, out
-    assert out.rstrip().endswith("1 learned model")
+    # The quality model, and the count of memories with feedback it was trained on.
+    assert out.rstrip().endswith("2 learned state documents")
     service = _open(data)
     try:
         assert service.quality_model("copy") == model
+    finally:
+        service.close()
+
+
+def test_migrate_carries_conversations_and_what_surfacing_learned(
+    run: Runner, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    text = "Redis connection pool exhausted at checkout: raise the pool size and a wait timeout"
+    assert _cli(run, data, "remember", text, "-c", "team", "--source", "x")[0] == 0
+    service = _open(data)
+    try:
+        service.message("team", "chat-1", "checkout fails, the redis connection pool is exhausted")
+        state = service.conversation("team", "chat-1")
+        metrics = service.surfacing_metrics("team")
+        keys = service.portable_state_keys("team")
+    finally:
+        service.close()
+    assert {"surface:model", "surface:counters", "conversation:chat-1"} <= set(keys)
+    code, out, _ = _cli(
+        run, data, "migrate", "--from", "embedded", "--to", "embedded", "-c", "team", "--into", "b"
+    )
+    assert code == 0, out
+    service = _open(data)
+    try:
+        assert service.conversation("b", "chat-1") == state
+        assert service.surfacing_metrics("b") == metrics
+        assert service.portable_state_keys("b") == keys
     finally:
         service.close()
 

@@ -110,3 +110,69 @@ def test_insights_used_in_one_conversation_are_linked(svc: Hippocampus) -> None:
     svc.engage(C, sb, "helpful", now=T0)
     assert _associated(svc, a, b) == pytest.approx(0.3)
     assert _associated(svc, a, c) is None and _associated(svc, b, c) is None
+
+
+CONVERSATION = [
+    "checkout is failing with errors since the sale started",
+    "the redis connection pool looks exhausted at checkout",
+    "we tried restarting the workers, no luck",
+    "how did we fix the redis pool exhaustion last time?",
+]
+LATER = [
+    "checkout errors again, the redis pool is exhausted",
+    "payments webhook retries are piling up at checkout",
+    "the pgbouncer connection queue is full",
+]
+SURFACED_MEMORIES = [
+    "Redis connection pool exhausted at checkout: raise the pool size and add a wait timeout",
+    "Checkout webhook retries pile up when the payments queue is slow: add jitter",
+    "Pgbouncer connection queue full at checkout: raise max_client_conn",
+    "The office plants need water on Mondays",
+]
+
+
+def _offers(svc: Hippocampus, conversation: str, texts: list[str], start: int) -> list[Any]:
+    seen = []
+    for i, text in enumerate(texts):
+        out = svc.message(C, conversation, text, at=T0 + timedelta(minutes=start + 2 * i))
+        seen.append(
+            (
+                [(x.memory.id, round(x.confidence, 9)) for x in out.insights],
+                out.conversation.predicted_topics,
+                out.held_back,
+            )
+        )
+    return seen
+
+
+def test_export_then_import_keeps_surfacing_behaviour(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    source = _service(tmp_path / "a", spacy_extractor)
+    for text in SURFACED_MEMORIES:
+        _remember(source, text)
+    for n in range(3):
+        out = [
+            source.message(C, f"past-{n}", text, at=T0 + timedelta(hours=n, minutes=2 * i))
+            for i, text in enumerate(CONVERSATION)
+        ]
+        for j, insight in enumerate(x for o in out for x in o.insights):
+            source.engage(C, insight.surfacing_id, ("used", "dismissed", "ignored")[j % 3])
+    source.message(C, "open", CONVERSATION[0], at=T0 + timedelta(hours=5))
+    records = list(source.export(C))
+    assert {"type": "section", "name": "learned", "version": 1} in records
+    assert any(r.get("key") == "surface:model" for r in records)
+    assert any(str(r.get("key", "")).startswith("conversation:") for r in records)
+
+    target = _service(tmp_path / "b", spacy_extractor)
+    target.import_records(C, records)
+    try:
+        assert target.surfacing_metrics(C) == source.surfacing_metrics(C)
+        for svc in (source, target):
+            svc.embed_hubs(C)
+        start = 6 * 60
+        assert _offers(target, "open", LATER, start) == _offers(source, "open", LATER, start)
+        assert _offers(target, "new", LATER, start) == _offers(source, "new", LATER, start)
+    finally:
+        source.close()
+        target.close()

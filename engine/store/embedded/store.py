@@ -979,6 +979,16 @@ class EmbeddedStore:
                 rows,
             )
 
+    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
+        """Keys of state documents starting with ``prefix``, sorted."""
+        with self._reading("list state") as conn:
+            rows = conn.execute(
+                "SELECT key FROM states WHERE collection = ? AND substr(key, 1, ?) = ?"
+                " ORDER BY key",
+                (collection, len(prefix), prefix),
+            ).fetchall()
+        return [key for (key,) in rows]
+
     # -- collections ----------------------------------------------------------------
 
     def list_collections(self) -> list[str]:

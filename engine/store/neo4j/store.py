@@ -915,6 +915,13 @@ class Neo4jStore:
         if rows:
             self._write("write state", _records("memory/put_states", {"items": rows}, collection))
 
+    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
+        """Keys of state documents starting with ``prefix``, sorted."""
+        rows = self._read(
+            "list state", _records("memory/list_state_keys", {"prefix": prefix}, collection)
+        )
+        return [row["key"] for row in rows]
+
     # -- collections ------------------------------------------------------------------
 
     def list_collections(self) -> list[str]:
