@@ -788,6 +788,17 @@ class SurfacingMetricsOut(BaseModel):
         description="Explicit recalls whose top results had been offered earlier / explicit recalls"
     )
     median_lead_time: float | None = Field(description="Messages from offer to explicit recall.")
+    mean_lead_time: float | None = Field(
+        default=None, description="The same, averaged (the seed's average lead time)."
+    )
+    calibration_error: float | None = Field(
+        default=None,
+        description="Expected calibration error of offer confidence against use (0: calibrated).",
+    )
+    decay_effectiveness: float | None = Field(
+        default=None,
+        description="Offers of memories due for spaced repetition that were used / engaged ones.",
+    )
 
 
 class LatencyOut(BaseModel):
@@ -810,6 +821,10 @@ class StatsOut(BaseModel):
     embedder: str
     extractor: str
     quality: QualityOut
+    average_quality: float | None = Field(
+        description="Mean quality score of the memories that have one."
+    )
+    retrieval_count: int = Field(description="Recalls made of the collection.")
     graph: GraphHealthOut | None = None
     surfacing: SurfacingMetricsOut | None = None
     latency: LatencyOut | None = None

@@ -272,6 +272,10 @@ class CollectionStats(BaseModel):
     embedder: str
     extractor: str
     quality: QualityStats
+    average_quality: float | None = Field(
+        description="Mean quality score of the memories that have one (a running total)."
+    )
+    retrieval_count: int = Field(description="Recalls made of the collection (retrieval events).")
 
 
 class Association(BaseModel):
@@ -1795,6 +1799,12 @@ class Hippocampus:
         if size >= self.learning.flush_at:
             self.flush_learning()
 
+    def _queued(self, collection: str, event_type: str = "retrieval") -> int:
+        """Events of a type queued for the collection and not yet written."""
+        with self._pending_lock:
+            pending = self._pending.get(collection)
+            return sum(1 for e in pending[1] if e.type == event_type) if pending else 0
+
     def flush_learning(self) -> int:
         """Write queued retrieval reinforcements and events. Bare retrievals are
         batched so a recall never waits on a disk sync; a crash loses at most the
@@ -2152,6 +2162,8 @@ class Hippocampus:
             hubs=s.hubs,
             edges=s.edges,
             events=s.events,
+            average_quality=s.quality_sum / s.quality_scored if s.quality_scored else None,
+            retrieval_count=s.events_by_type.get("retrieval", 0) + self._queued(collection),
             embedder=self.embedder.name,
             extractor=self.extractor.name,
             quality=QualityStats(
@@ -2202,13 +2214,18 @@ class Hippocampus:
                 if key not in seen:
                     seen.add(key)
                     yield {"type": "edge", "edge": edge.model_dump(mode="json")}
-        yield {"type": "section", "name": LEARNED_SECTION, "version": LEARNED_VERSION}
+        # The learned section: its header comes before its first document, and
+        # not at all for a collection that has learned nothing.
+        section = {"type": "section", "name": LEARNED_SECTION, "version": LEARNED_VERSION}
         keys = self.portable_state_keys(collection)
         for i in range(0, len(keys), 500):
             chunk = keys[i : i + 500]
             stored = self.store.get_states(collection, chunk)
             for state_key in chunk:
                 if state_key in stored:
+                    if section:
+                        yield section
+                        section = {}
                     yield {"type": "state", "key": state_key, "value": stored[state_key]}
 
     def portable_state_keys(self, collection: str) -> list[str]:

@@ -72,6 +72,9 @@ _COUNTERS_KEY = SURFACE_COUNTERS_KEY
 
 
 _NO_USE = ENGAGEMENT_RULES["ignored"]
+_DUE = 6
+"""Where a candidate's features say whether its memory was due for spaced
+repetition (resurfaced): counted at engagement for decay effectiveness."""
 
 
 def _conversation_key(conversation_id: str) -> str:
@@ -369,7 +372,11 @@ class Surfacer:
         said = {t for topics in state.topics[-4:] for t in topics}
         next_up = [t for t in predicted if t not in said and t not in heading][:8]
         queries = [now_query] + [" ".join(q) for q in (next_up, heading) if q]
-        recipe = RECIPES[DEFAULT_RECIPE]
+        # The seed's predictive retrieval asks more of a graph-only candidate
+        # (path strength 0.6) than recall does (0.5).
+        recipe = RECIPES[DEFAULT_RECIPE].model_copy(
+            update={"min_path_strength": cfg.min_path_strength}
+        )
         best: dict[str, Candidate] = {}
         memories: dict[str, Memory] = {}
         for query in queries:
@@ -409,6 +416,7 @@ class Surfacer:
             matched = sorted(predicted_set.intersection([*meta.triggers, *meta.concepts]))
             taste = learned.kinds.sample(ctype, memory.category, rng) if cfg.learn else 0.5
             due = 1.0 if self.scheduler.urgency(memory, at) >= 1.0 else 0.0
+            # Keep in step with _DUE, the place of "due" read back at engagement.
             features = [
                 1.0,
                 max(0.0, c.similarity or 0.0),
@@ -566,6 +574,8 @@ class Surfacer:
                 )
             counts = counters.of(ctype)
             setattr(counts, engagement, getattr(counts, engagement) + 1)
+            due = len(record.features) > _DUE and record.features[_DUE] >= 0.5
+            counters.add_engagement(record.confidence, bool(success), due=due)
             record.engagement = engagement
             record.engaged_at = at
             writes: dict[str, dict[str, Any]] = {

@@ -1,3 +1,3 @@
-// The length of the collection's event log.
+// The length of the collection's event log, by event type.
 MATCH (e:Event {collection: $collection})
-RETURN count(e) AS n
+RETURN e.type AS type, count(e) AS n

@@ -1,3 +1,5 @@
-// Memory counts by category, tier and whether a vector is stored.
+// Memory counts by category, tier and whether a vector is stored, with the
+// count and sum of their quality scores (in the same pass).
 MATCH (m:Memory {collection: $collection})
-RETURN m.category AS category, m.tier AS tier, m.embedding IS NULL AS pending, count(*) AS n
+RETURN m.category AS category, m.tier AS tier, m.embedding IS NULL AS pending, count(*) AS n,
+       count(m.quality_score) AS scored, sum(m.quality_score) AS quality_sum

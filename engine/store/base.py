@@ -49,6 +49,11 @@ class StoreStats(BaseModel):
     hubs: dict[str, int] = Field(default_factory=dict)
     edges: dict[str, int] = Field(default_factory=dict)
     events: int = 0
+    events_by_type: dict[str, int] = Field(default_factory=dict)
+    quality_scored: int = 0
+    quality_sum: float = 0.0
+    """Memories with a quality score, and the sum of their scores (kept as a
+    running total where the store can)."""
 
 
 @runtime_checkable

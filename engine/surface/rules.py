@@ -87,6 +87,9 @@ class SurfaceConfig:
             asking message counts as one), so the need is foreseen that early.
         max_foreseen: most foreseen insights (matched mostly on topics not yet
             said) offered per message; they have their own threshold per type.
+        min_path_strength: the path strength a candidate reached only through
+            the graph needs (unless two anchors reach it): the seed's 0.6 for
+            predictive retrieval, above recall's 0.5.
         learn: learn from engagement and trajectories (off: the fixed baseline).
     """
 
@@ -114,6 +117,7 @@ class SurfaceConfig:
     ahead_topics: int = 4
     need_horizon: int = 3
     max_foreseen: int = 2
+    min_path_strength: float = 0.6
     learn: bool = True
 
     def threshold(self, conversation_type: str) -> float:

@@ -41,3 +41,20 @@ def test_co_use_names_the_bad_field_and_hides_other_collections(client: TestClie
     assert missing.status_code == 404
     other = client.post(f"{BASE}/memories/used-together", json={"ids": [a, a]}, headers=BETA)
     assert other.status_code == 404
+
+
+def test_stats_and_metrics_report_quality_retrievals_and_surfacing_figures(
+    client: TestClient,
+) -> None:
+    remember(client, "Raise the redis pool size before the holiday sale because it ran out")
+    r = client.post(f"{BASE}/recall", json={"query": "redis pool"}, headers=ALPHA)
+    assert r.status_code == 200
+    stats = client.get(f"{BASE}/stats?graph=false", headers=ALPHA).json()
+    assert stats["retrieval_count"] == 1
+    assert 0.0 < stats["average_quality"] <= 1.0
+    surfacing = stats["surfacing"]
+    assert {"mean_lead_time", "calibration_error", "decay_effectiveness"} <= set(surfacing)
+    metrics = client.get("/metrics", headers=ALPHA).text
+    assert 'hippo_retrievals_total{collection="team:alpha"} 1' in metrics
+    assert 'hippo_average_quality{collection="team:alpha"}' in metrics
+    assert "# TYPE hippo_confidence_calibration_error gauge" in metrics

@@ -3,6 +3,7 @@ lifecycle, summary, provenance and the learned state that travels with a collect
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,9 +14,10 @@ import pytest
 from engine.embed import HashingEmbedder
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
-from engine.model import EdgeType, NewMemory
+from engine.model import EdgeType, MemoryPatch, NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
+from engine.store.embedded.store import DB_FILE
 from engine.surface.conversation import ConversationState, SurfacedItem
 from engine.surfacing import Surfacing
 
@@ -110,6 +112,10 @@ def test_insights_used_in_one_conversation_are_linked(svc: Hippocampus) -> None:
     svc.engage(C, sb, "helpful", now=T0)
     assert _associated(svc, a, b) == pytest.approx(0.3)
     assert _associated(svc, a, c) is None and _associated(svc, b, c) is None
+    # Three offers at 0.8, two of them used: the confidence overstates use by 0.8 - 2/3.
+    metrics = svc.surfacing_metrics(C)
+    assert metrics.calibration_error == pytest.approx(0.8 - 2 / 3)
+    assert metrics.decay_effectiveness is None
 
 
 CONVERSATION = [
@@ -176,3 +182,67 @@ def test_export_then_import_keeps_surfacing_behaviour(
     finally:
         source.close()
         target.close()
+
+
+def _scanned_quality(svc: Hippocampus) -> float:
+    scores = [
+        m.retrieval.quality_score
+        for m in svc.store.iter_memories(C)
+        if m.retrieval.quality_score is not None
+    ]
+    return sum(scores) / len(scores)
+
+
+def test_stats_keep_average_quality_and_retrievals_as_running_totals(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    svc = _service(tmp_path / "data", spacy_extractor)
+    try:
+        assert svc.stats(C).average_quality is None
+        ids = [
+            svc.remember(C, NewMemory(content=text), now=T0).memory.id  # type: ignore[union-attr]
+            for text in (
+                "Retry the payment webhook with exponential backoff because bursts overload it",
+                "Store money as integer cents so that rounding never loses a cent",
+                "Pin the database driver version: 5.2 broke connection pooling in production",
+            )
+        ]
+        assert svc.stats(C).average_quality == pytest.approx(_scanned_quality(svc))
+        svc.forget(C, ids[0])
+        svc.update(C, ids[1], MemoryPatch(content="cents"), now=T0)
+        assert svc.stats(C).average_quality == pytest.approx(_scanned_quality(svc))
+        svc.recall(C, "payment webhook", now=T0)
+        svc.recall(C, "database driver", now=T0)
+        assert svc.stats(C).retrieval_count == 2
+    finally:
+        svc.close()
+    reopened = _service(tmp_path / "data", spacy_extractor)
+    try:
+        stats = reopened.stats(C)
+        assert stats.retrieval_count == 2
+        assert stats.average_quality == pytest.approx(_scanned_quality(reopened))
+    finally:
+        reopened.close()
+
+
+def test_running_totals_count_what_a_database_held_before_they_existed(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    svc = _service(tmp_path / "data", spacy_extractor)
+    try:
+        _remember(svc, "Retry the payment webhook with exponential backoff and jitter")
+        svc.recall(C, "payment webhook", now=T0)
+        expected = _scanned_quality(svc)
+    finally:
+        svc.close()
+    with sqlite3.connect(tmp_path / "data" / DB_FILE) as conn:
+        conn.execute("DROP TABLE quality_totals")
+        conn.execute("DROP TABLE event_totals")
+        conn.execute("DELETE FROM meta WHERE key IN ('quality_totals', 'event_totals')")
+    reopened = _service(tmp_path / "data", spacy_extractor)
+    try:
+        stats = reopened.stats(C)
+        assert stats.average_quality == pytest.approx(expected)
+        assert stats.retrieval_count == 1
+    finally:
+        reopened.close()

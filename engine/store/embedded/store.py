@@ -1003,7 +1003,8 @@ class EmbeddedStore:
         """Counts for one collection. Memory counts come from the in-memory index (a
         scan of the memory rows, vectors and all, would take most of a second at
         100k); hubs, edges and events from SQLite. ``pending_embeddings`` counts
-        memories with no vector at all."""
+        memories with no vector at all. Events by type and the quality total are
+        running totals kept by triggers (schema.sql)."""
         memories, by_category, by_tier, vectorless = self._index(collection).counts()
         with self._reading("read stats") as conn:
 
@@ -1012,9 +1013,11 @@ class EmbeddedStore:
 
             hubs = counts("SELECT kind, count(*) FROM hubs WHERE collection = ? GROUP BY kind")
             edges = counts("SELECT type, count(*) FROM edges WHERE collection = ? GROUP BY type")
-            events = conn.execute(
-                "SELECT count(*) FROM events WHERE collection = ?", (collection,)
-            ).fetchone()[0]
+            by_type = counts("SELECT type, n FROM event_totals WHERE collection = ? AND n > 0")
+            quality = conn.execute(
+                "SELECT scored, total FROM quality_totals WHERE collection = ?", (collection,)
+            ).fetchone()
+        scored, total = quality if quality is not None else (0, 0.0)
         return StoreStats(
             memories=memories,
             by_category=by_category,
@@ -1022,7 +1025,10 @@ class EmbeddedStore:
             pending_embeddings=vectorless,
             hubs=hubs,
             edges=edges,
-            events=events,
+            events=sum(by_type.values()),
+            events_by_type=by_type,
+            quality_scored=scored,
+            quality_sum=total if scored else 0.0,
         )
 
     def check(self) -> None:

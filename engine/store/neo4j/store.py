@@ -943,6 +943,8 @@ class Neo4jStore:
                 stats.by_tier[tier] = stats.by_tier.get(tier, 0) + n
                 if row["pending"]:
                     stats.pending_embeddings += n
+                stats.quality_scored += int(row["scored"])
+                stats.quality_sum += float(row["quality_sum"] or 0.0)
             stats.hubs = {
                 row["kind"]: int(row["n"])
                 for row in _run(tx, "memory/stats_hubs", collection)
@@ -951,8 +953,10 @@ class Neo4jStore:
             stats.edges = {
                 row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_edges", collection)
             }
-            (events,) = _run(tx, "memory/stats_events", collection)
-            stats.events = int(events["n"])
+            stats.events_by_type = {
+                row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_events", collection)
+            }
+            stats.events = sum(stats.events_by_type.values())
             return stats
 
         return self._read("read stats", work)
