@@ -561,10 +561,14 @@ class DecayOut(BaseModel):
     decayed: int = Field(description="Edges that lost weight in this pass.")
 
 
+Lifecycle = Literal["active", "promoted", "archived", "quarantined"]
+"""A memory's tier, or ``promoted`` within the active tier."""
+
+
 class TierChangeOut(BaseModel):
     id: str
-    before: Tier = Field(alias="from")
-    after: Tier = Field(alias="to")
+    before: Lifecycle = Field(alias="from")
+    after: Lifecycle = Field(alias="to")
     reason: str
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
@@ -597,6 +601,8 @@ class TiersOut(BaseModel):
     archived: int
     quarantined: int
     restored: int
+    promoted: int = Field(default=0, description="Active memories promoted (high, useful use).")
+    demoted: int = Field(default=0, description="Promoted memories that lost the mark.")
     changes: list[TierChangeOut] = Field(description="The memories that moved (first 100).")
     feedback: int = Field(description="Memories with feedback; every 500 more retrain quality.")
     retrained: TrainingRunOut | None
@@ -609,6 +615,8 @@ class TiersOut(BaseModel):
             archived=report.archived,
             quarantined=report.quarantined,
             restored=report.restored,
+            promoted=report.promoted,
+            demoted=report.demoted,
             changes=[TierChangeOut.model_validate(c) for c in report.changes],
             feedback=report.feedback,
             retrained=(

@@ -253,6 +253,8 @@ class TierReport(BaseModel):
     archived: int
     quarantined: int
     restored: int
+    promoted: int = 0
+    demoted: int = 0
     changes: list[dict[str, str]] = Field(
         description="id, from, to and reason of each memory that moved (first 100)."
     )
@@ -1924,12 +1926,20 @@ class Hippocampus:
                 current = found.get(change.memory_id)
                 if current is None or current.tier != change.before:
                     continue
+                promoted_at = current.retrieval.promoted_at
+                if change.promote is not None or change.after != Tier.ACTIVE:
+                    promoted_at = at if change.promote else None
+                moved = current.model_copy(
+                    update={
+                        "tier": change.after,
+                        "updated_at": at,
+                        "retrieval": current.retrieval.model_copy(
+                            update={"promoted_at": promoted_at}
+                        ),
+                    }
+                )
                 self.store.replace_memory(
-                    collection,
-                    MemoryRecord(
-                        memory=current.model_copy(update={"tier": change.after, "updated_at": at})
-                    ),
-                    replace_edges=False,
+                    collection, MemoryRecord(memory=moved), replace_edges=False
                 )
             applied.append(change)
             logger.info(
@@ -1948,7 +1958,7 @@ class Hippocampus:
                         type="tier_change",
                         at=at,
                         memory_ids=[c.memory_id],
-                        payload={"from": c.before.value, "to": c.after.value, "reason": c.reason},
+                        payload={"from": c.stages[0], "to": c.stages[1], "reason": c.reason},
                     )
                     for c in applied
                 ],
@@ -1963,12 +1973,14 @@ class Hippocampus:
             examined=examined,
             archived=sum(1 for c in applied if c.after == Tier.ARCHIVED),
             quarantined=sum(1 for c in applied if c.after == Tier.QUARANTINED),
-            restored=sum(1 for c in applied if c.after == Tier.ACTIVE),
+            restored=sum(1 for c in applied if c.after == Tier.ACTIVE and c.promote is None),
+            promoted=sum(1 for c in applied if c.promote is True),
+            demoted=sum(1 for c in applied if c.promote is False),
             changes=[
                 {
                     "id": c.memory_id,
-                    "from": c.before.value,
-                    "to": c.after.value,
+                    "from": c.stages[0],
+                    "to": c.stages[1],
                     "reason": c.reason,
                 }
                 for c in applied[:100]
@@ -2162,7 +2174,10 @@ class Hippocampus:
             hubs=s.hubs,
             edges=s.edges,
             events=s.events,
-            average_quality=s.quality_sum / s.quality_scored if s.quality_scored else None,
+            # Rounded: a running sum drifts in the last bits with the order of writes.
+            average_quality=round(s.quality_sum / s.quality_scored, 6)
+            if s.quality_scored
+            else None,
             retrieval_count=s.events_by_type.get("retrieval", 0) + self._queued(collection),
             embedder=self.embedder.name,
             extractor=self.extractor.name,

@@ -65,6 +65,11 @@ class RetrievalMeta(BaseModel):
     used / helpful engagements, ``unhelpful_votes`` dismissals (1 each) and
     ignored offers (0.5 each).
 
+    ``promoted_at`` is set while the memory is PROMOTED (the seed's lifecycle
+    stage after ACTIVE for memories in high, useful use; see
+    :mod:`engine.learn.tiers`): still in the active tier, never archived for
+    idleness.
+
     ``recent_dismissals`` is the count as of ``dismissed_at``; it fades with a
     half-life (see :func:`faded_dismissals`), so a memory dismissed
     last quarter can be offered again.
@@ -86,6 +91,7 @@ class RetrievalMeta(BaseModel):
     usefulness: float = Field(default=0.5, ge=0.0, le=1.0)
     helpful_votes: float = Field(default=0.0, ge=0.0)
     unhelpful_votes: float = Field(default=0.0, ge=0.0)
+    promoted_at: datetime | None = None
     duplicates: int = Field(default=0, ge=0)
     conversation_ids: list[str] = Field(default_factory=list)
     synthesized_from: list[str] = Field(default_factory=list)

@@ -652,7 +652,7 @@ def test_export_then_import_gives_back_tiers_conflicts_merges_and_the_model(
     svc.retrain_quality(C, now=T0)
 
     records = [json.loads(json.dumps(r)) for r in svc.export(C)]  # through JSON, as on disk
-    assert records[0]["format"] == "hippocampus-jsonl/2"
+    assert records[0]["format"] == "hippocampus-jsonl/3"
     target = Hippocampus(EmbeddedStore(tmp_path / "other"), HashingEmbedder(), spacy_extractor)
     try:
         target.import_records(C, records)

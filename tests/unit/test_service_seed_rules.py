@@ -14,6 +14,7 @@ import pytest
 from engine.embed import HashingEmbedder
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
+from engine.learn.tiers import lifecycle
 from engine.model import EdgeType, MemoryPatch, NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
@@ -246,3 +247,16 @@ def test_running_totals_count_what_a_database_held_before_they_existed(
         assert stats.retrieval_count == 1
     finally:
         reopened.close()
+
+
+def test_the_tier_pass_promotes_a_memory_that_keeps_helping(svc: Hippocampus) -> None:
+    mid = _remember(svc, "Retry the payment webhook with exponential backoff and jitter")
+    for hour in range(6):
+        svc.feedback(C, mid, helpful=True, now=T0 + timedelta(hours=hour))
+    report = svc.apply_tiers(C, now=T0 + timedelta(days=1))
+    assert report.promoted == 1 and report.restored == 0
+    assert report.changes[0]["to"] == "promoted"
+    memory = svc.get(C, mid)
+    assert lifecycle(memory) == "promoted" and memory.tier == "active"
+    later = svc.apply_tiers(C, now=T0 + timedelta(days=400))
+    assert later.archived == 0 and lifecycle(svc.get(C, mid)) == "promoted"
