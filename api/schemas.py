@@ -373,6 +373,13 @@ class RecallIn(_Request):
             "text block (category, title, score, the collection's size), ready for a prompt."
         ),
     )
+    summary_min_score: Annotated[float, Field(ge=-1.0, le=1.0)] | None = Field(
+        default=None,
+        description=(
+            "The least similarity a result needs to be in the summary block "
+            "(default HIPPO_SUMMARY_MIN_SCORE, 0.7); the results list is not filtered by it."
+        ),
+    )
     conversation_id: MemoryId | None = Field(
         default=None,
         description=(

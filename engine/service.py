@@ -350,6 +350,8 @@ class Hippocampus:
         tiers: when memories are archived or quarantined.
         records_min_score: the least similarity a record needs to be found by
             :meth:`search_records`.
+        summary_min_score: the least similarity a result needs to be in a
+            :meth:`context_summary` (the seed's 0.7).
         surfacing: gates, thresholds and learning of proactive surfacing.
         scheduler: spaced repetition (FSRS-style by default).
         seed: makes surfacing's exploration reproducible.
@@ -368,6 +370,7 @@ class Hippocampus:
         dedup: DedupConfig | None = None,
         tiers: TierPolicy | None = None,
         records_min_score: float = 0.3,
+        summary_min_score: float = 0.7,
         surfacing: SurfaceConfig | None = None,
         scheduler: Scheduler | None = None,
         seed: int = 0,
@@ -382,6 +385,7 @@ class Hippocampus:
         self.dedup = dedup or DedupConfig()
         self.tiers = tiers or TierPolicy()
         self.records_min_score = records_min_score
+        self.summary_min_score = summary_min_score
         self._pending: dict[str, tuple[list[EdgeUpdate], list[Event]]] = {}
         self._pending_lock = threading.Lock()
         self._latencies: dict[str, deque[float]] = {}
@@ -467,6 +471,7 @@ class Hippocampus:
             dedup=settings.dedup,
             tiers=settings.tiers,
             records_min_score=settings.records_min_score,
+            summary_min_score=settings.summary_min_score,
             scheduler=FsrsScheduler() if settings.scheduler == "fsrs" else SeedScheduler(),
         )
 
@@ -978,6 +983,7 @@ class Hippocampus:
             updated_at=at,
             content_hash=digest,
             embedding_model=self.embedder.name if embedded else None,
+            embedding_generated_at=at if embedded else None,
             retrieval=RetrievalMeta(
                 domains=list(extraction.domains),
                 triggers=list(extraction.triggers),
@@ -1071,6 +1077,7 @@ class Hippocampus:
                 vectors = self._embed([text])
                 vector = vectors[0] if vectors is not None else None
                 update["embedding_model"] = self.embedder.name if vector is not None else None
+                update["embedding_generated_at"] = at if vector is not None else None
                 extraction = self.extractor.extract_many([text])[0]
                 retrieval.domains = list(extraction.domains)
                 retrieval.triggers = list(extraction.triggers)
@@ -1121,7 +1128,9 @@ class Hippocampus:
         # waits for re-embedding like one remembered while the embedder is down.
         drop_vector = content_changed and vector is None
         if drop_vector:
-            memory = memory.model_copy(update={"embedding_model": None})
+            memory = memory.model_copy(
+                update={"embedding_model": None, "embedding_generated_at": None}
+            )
         self.store.replace_memory(
             collection,
             MemoryRecord(
@@ -1297,10 +1306,17 @@ class Hippocampus:
         )
         return [h.memory.id for h in result.hits if h.memory.source == RESOURCE_SOURCE]
 
-    def context_summary(self, collection: str, result: RecallResult) -> str:
+    def context_summary(
+        self, collection: str, result: RecallResult, *, min_score: float | None = None
+    ) -> str:
         """The "Related knowledge already captured" block for a recall result, with
-        the number of memories in the collection."""
-        return context_summary(result.hits, self.store.stats(collection).memories)
+        the number of memories in the collection (the seed's domain). Results less
+        similar to the query than ``min_score`` (default: ``summary_min_score``,
+        the seed's 0.7) are left out; results with no similarity (the embedder
+        was down) are kept, as ``min_score`` is then not applied to recall."""
+        least = self.summary_min_score if min_score is None else min_score
+        hits = [h for h in result.hits if h.similarity is None or h.similarity >= least]
+        return context_summary(hits, self.store.stats(collection).memories)
 
     # -- recall -----------------------------------------------------------------
 
@@ -1880,6 +1896,7 @@ class Hippocampus:
             self.store.set_vectors(
                 collection,
                 [(m.id, vectors[i], self.embedder.name) for i, m in enumerate(pending)],
+                at=utcnow(),
             )
             done += len(pending)
             if progress is not None:
@@ -2300,7 +2317,9 @@ class Hippocampus:
                     mem = item.memory.model_copy(update={"collection": collection})
                     vec = _decode_vector(item.vector) if item.vector is not None else None
                     if vec is None:
-                        mem = mem.model_copy(update={"embedding_model": None})
+                        mem = mem.model_copy(
+                            update={"embedding_model": None, "embedding_generated_at": None}
+                        )
                     pending.append(MemoryRecord(memory=mem, vector=vec, edges=_hub_edges_of(mem)))
                     if len(pending) >= 500:
                         flush()

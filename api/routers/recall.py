@@ -30,7 +30,8 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
     `surfaced_before` and counted for recall-before-search. With
     `format: "summary"`, `summary` holds the results as a "Related knowledge
     already captured" block (category, title, score, and the number of memories
-    in the collection)."""
+    in the collection), of the results at least `summary_min_score` similar to
+    the query (default 0.7, the seed's)."""
     result = service.recall(
         collection,
         body.query,
@@ -41,7 +42,11 @@ def recall(body: RecallIn, collection: CollectionDep, service: ServiceDep) -> Re
         recipe=body.recipe if body.recipe is not None else DEFAULT_RECIPE,
         conversation_id=body.conversation_id,
     )
-    summary = service.context_summary(collection, result) if body.format == "summary" else None
+    summary = (
+        service.context_summary(collection, result, min_score=body.summary_min_score)
+        if body.format == "summary"
+        else None
+    )
     return RecallOut.from_engine(result, summary)
 
 

@@ -103,6 +103,8 @@ class Memory(BaseModel):
     ``embedding_model`` names the model whose vector the store holds for this
     memory; ``None`` means the memory has no vector yet and is waiting to be
     embedded (it is still stored, searchable by its graph and text).
+    ``embedding_generated_at`` says when that vector was made (``None`` for a
+    memory stored before it was recorded, or without a vector).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -119,6 +121,7 @@ class Memory(BaseModel):
     updated_at: datetime
     content_hash: str
     embedding_model: str | None = None
+    embedding_generated_at: datetime | None = None
     retrieval: RetrievalMeta = Field(default_factory=RetrievalMeta)
 
     @property

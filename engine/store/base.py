@@ -133,9 +133,16 @@ class GraphStore(Protocol):
         every new memory against the stored ones)."""
         ...
 
-    def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
+    def set_vectors(
+        self,
+        collection: str,
+        items: Sequence[tuple[str, Vector, str]],
+        *,
+        at: datetime | None = None,
+    ) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
-        Ids that no longer exist are skipped."""
+        Ids that no longer exist are skipped. Each memory's ``embedding_generated_at``
+        becomes ``at`` (``None``: not known)."""
         ...
 
     def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:

@@ -17,6 +17,7 @@ from engine.extract.quality import QualityConfig
 from engine.learn.tiers import lifecycle
 from engine.model import EdgeType, MemoryPatch, NewMemory
 from engine.service import Hippocampus
+from engine.store import MemoryRecord
 from engine.store.embedded import EmbeddedStore
 from engine.store.embedded.store import DB_FILE
 from engine.surface.conversation import ConversationState, SurfacedItem
@@ -260,3 +261,27 @@ def test_the_tier_pass_promotes_a_memory_that_keeps_helping(svc: Hippocampus) ->
     assert lifecycle(memory) == "promoted" and memory.tier == "active"
     later = svc.apply_tiers(C, now=T0 + timedelta(days=400))
     assert later.archived == 0 and lifecycle(svc.get(C, mid)) == "promoted"
+
+
+def test_embedding_generated_at_says_when_each_vector_was_made(svc: Hippocampus) -> None:
+    mid = _remember(svc, "Retry the payment webhook with exponential backoff and jitter")
+    assert svc.get(C, mid).embedding_generated_at == T0
+    later = T0 + timedelta(days=2)
+    svc.update(C, mid, MemoryPatch(content="Retry the payment webhook with jitter"), now=later)
+    assert svc.get(C, mid).embedding_generated_at == later
+    svc.update(C, mid, MemoryPatch(tags=["payments"]), now=later + timedelta(days=1))
+    assert svc.get(C, mid).embedding_generated_at == later  # content unchanged: no new vector
+    svc.store.replace_memory(
+        C,
+        MemoryRecord(
+            memory=svc.get(C, mid).model_copy(
+                update={"embedding_model": None, "embedding_generated_at": None}
+            ),
+            drop_vector=True,
+        ),
+        replace_edges=False,
+    )
+    before = datetime.now(UTC)
+    assert svc.reindex(C) == 1
+    stamped = svc.get(C, mid).embedding_generated_at
+    assert stamped is not None and stamped >= before

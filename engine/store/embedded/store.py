@@ -605,9 +605,15 @@ class EmbeddedStore:
         self._check_open()
         return self._index(collection).search_many(vectors, model=model, k=k, filters=filters)
 
-    def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
-        """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
-        Ids that no longer exist are skipped.
+    def set_vectors(
+        self,
+        collection: str,
+        items: Sequence[tuple[str, Vector, str]],
+        *,
+        at: datetime | None = None,
+    ) -> None:
+        """Store ``(memory_id, vector, model)`` for existing memories (re-embedding),
+        stamped ``embedding_generated_at = at``. Ids that no longer exist are skipped.
 
         Raises:
             InvalidInputError: a vector that is not a finite one-dimensional array, or
@@ -627,11 +633,12 @@ class EmbeddedStore:
             if not known:
                 return
             with self._transaction("store vectors") as conn:
+                stamp = at.isoformat() if at is not None else None
                 conn.executemany(
                     "UPDATE memories SET vector = ?, vector_model = ?,"
-                    " doc = json_set(doc, '$.embedding_model', ?)"
+                    " doc = json_set(doc, '$.embedding_model', ?, '$.embedding_generated_at', ?)"
                     " WHERE collection = ? AND id = ?",
-                    [(v.tobytes(), m, m, collection, i) for i, v, m in known],
+                    [(v.tobytes(), m, m, stamp, collection, i) for i, v, m in known],
                 )
                 rebuild = _record_dims(conn, index, [(m, v.shape[0]) for i, v, m in known])
             if rebuild:
