@@ -558,6 +558,16 @@ def _cmd_tiers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_use(args: argparse.Namespace) -> int:
+    if len(set(args.ids)) < 2:
+        raise _UsageError("name at least two different memories used together")
+    with _engine(_settings(args)) as service:
+        edges = service.record_use(args.collection, args.ids, context=args.context or [])
+    for edge in edges:
+        print(f"{edge.source} -- {edge.target}  weight {edge.weight:.2f}")
+    return 0
+
+
 def _cmd_decay(args: argparse.Namespace) -> int:
     with _engine(_settings(args)) as service:
         decayed = service.decay(args.collection)
@@ -636,7 +646,7 @@ def _neo4j_store(settings: HippoSettings, dimensions: int | None = None) -> Neo4
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from engine.service import PORTABLE_STATE
+    from engine.service import PORTABLE_STATE, PORTABLE_STATE_PREFIXES
     from engine.store.copy import copy_collection
 
     into = args.into or args.collection
@@ -661,13 +671,18 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
             into=into,
             progress=bar.update,
             states=PORTABLE_STATE,
+            state_prefixes=PORTABLE_STATE_PREFIXES,
         )
     renamed = f" as {into}" if into != args.collection else ""
     print(
         f"copied {args.collection} from {args.source} to {args.target}{renamed}: "
         f"{report.memories} memories ({report.vectors} with vectors), {report.edges} edges, "
         f"{report.hub_vectors} hub vectors, {report.events} events"
-        + (f", {report.states} learned model{'s' * (report.states != 1)}" if report.states else "")
+        + (
+            f", {report.states} learned state document{'s' * (report.states != 1)}"
+            if report.states
+            else ""
+        )
     )
     return 0
 
@@ -811,6 +826,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("reindex", "embed memories that have no vector from the current model", collection)
     p.set_defaults(run=_cmd_reindex)
+
+    p = add("use", "record memories used together (strengthens their association)", collection)
+    p.add_argument("ids", metavar="ID", nargs="+", help="two or more memory ids")
+    p.add_argument("--context", action="append", help="a concept of the context (repeatable)")
+    p.set_defaults(run=_cmd_use)
 
     p = add("decay", "one temporal decay pass over the edges (once a day counts)", collection)
     p.set_defaults(run=_cmd_decay)

@@ -197,9 +197,12 @@ def test_export_then_import_into_an_empty_data_dir_restores_an_identical_collect
             assert new_vectors[memory_id].tobytes() == vector.tobytes()
         for memory_id in old:
             assert after.store.edges_of("kb", memory_id) == before.store.edges_of("kb", memory_id)
-        # The event log (the demo's recalls) is not part of an export.
-        stats_after = after.stats("kb").model_dump(exclude={"events"})
-        assert stats_after == before.stats("kb").model_dump(exclude={"events"})
+        # The event log (the demo's recalls, which retrieval_count counts) is not
+        # part of an export.
+        log = {"events", "retrieval_count"}
+        assert after.stats("kb").model_dump(exclude=log) == before.stats("kb").model_dump(
+            exclude=log
+        )
     finally:
         before.close()
         if after is not None:
@@ -454,10 +457,39 @@ def test_migrate_carries_the_learned_quality_model(run: Runner, tmp_path: Path) 
         "copy",
     )
     assert code == 0, out
-    assert out.rstrip().endswith("1 learned model")
+    # The quality model, and the count of memories with feedback it was trained on.
+    assert out.rstrip().endswith("2 learned state documents")
     service = _open(data)
     try:
         assert service.quality_model("copy") == model
+    finally:
+        service.close()
+
+
+def test_migrate_carries_conversations_and_what_surfacing_learned(
+    run: Runner, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    text = "Redis connection pool exhausted at checkout: raise the pool size and a wait timeout"
+    assert _cli(run, data, "remember", text, "-c", "team", "--source", "x")[0] == 0
+    service = _open(data)
+    try:
+        service.message("team", "chat-1", "checkout fails, the redis connection pool is exhausted")
+        state = service.conversation("team", "chat-1")
+        metrics = service.surfacing_metrics("team")
+        keys = service.portable_state_keys("team")
+    finally:
+        service.close()
+    assert {"surface:model", "surface:counters", "conversation:chat-1"} <= set(keys)
+    code, out, _ = _cli(
+        run, data, "migrate", "--from", "embedded", "--to", "embedded", "-c", "team", "--into", "b"
+    )
+    assert code == 0, out
+    service = _open(data)
+    try:
+        assert service.conversation("b", "chat-1") == state
+        assert service.surfacing_metrics("b") == metrics
+        assert service.portable_state_keys("b") == keys
     finally:
         service.close()
 
@@ -649,3 +681,18 @@ def test_recall_and_remember_talk_to_the_server_that_owns_the_data_dir(
     assert not (data / "hippo.server.json").exists()
     code, out, err = _cli(run, tmp_path / "x", "recall", "q", "--url", "http://127.0.0.1:9")
     assert code == 1 and "cannot reach the server" in err
+
+
+def test_use_links_memories_used_together(run: Runner, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _, a, _ = _cli(run, data, "remember", "Retry with exponential backoff and jitter")
+    _, b, _ = _cli(run, data, "remember", "Store money as integer cents in the ledger")
+    a, b = a.strip(), b.strip()
+    for weight in ("0.30", "0.40"):
+        code, out, err = _cli(run, data, "use", a, b, "--context", "payments")
+        assert code == 0, err
+        assert out.strip().endswith(f"weight {weight}")
+    code, _, err = _cli(run, data, "use", a, a)
+    assert code == 2 and "two different memories" in err
+    code, _, err = _cli(run, data, "use", a, "no-such-memory")
+    assert code == 1 and "no-such-memory" in err

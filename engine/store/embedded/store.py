@@ -630,9 +630,15 @@ class EmbeddedStore:
         self._check_open()
         return self._index(collection).search_many(vectors, model=model, k=k, filters=filters)
 
-    def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
-        """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
-        Ids that no longer exist are skipped.
+    def set_vectors(
+        self,
+        collection: str,
+        items: Sequence[tuple[str, Vector, str]],
+        *,
+        at: datetime | None = None,
+    ) -> None:
+        """Store ``(memory_id, vector, model)`` for existing memories (re-embedding),
+        stamped ``embedding_generated_at = at``. Ids that no longer exist are skipped.
 
         Raises:
             InvalidInputError: a vector that is not a finite one-dimensional array, or
@@ -652,11 +658,12 @@ class EmbeddedStore:
             if not known:
                 return
             with self._transaction("store vectors") as conn:
+                stamp = at.isoformat() if at is not None else None
                 conn.executemany(
                     "UPDATE memories SET vector = ?, vector_model = ?,"
-                    " doc = json_set(doc, '$.embedding_model', ?)"
+                    " doc = json_set(doc, '$.embedding_model', ?, '$.embedding_generated_at', ?)"
                     " WHERE collection = ? AND id = ?",
-                    [(v.tobytes(), m, m, collection, i) for i, v, m in known],
+                    [(v.tobytes(), m, m, stamp, collection, i) for i, v, m in known],
                 )
                 rebuild = _record_dims(conn, index, [(m, v.shape[0]) for i, v, m in known])
             if rebuild:
@@ -1004,6 +1011,16 @@ class EmbeddedStore:
                 rows,
             )
 
+    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
+        """Keys of state documents starting with ``prefix``, sorted."""
+        with self._reading("list state") as conn:
+            rows = conn.execute(
+                "SELECT key FROM states WHERE collection = ? AND substr(key, 1, ?) = ?"
+                " ORDER BY key",
+                (collection, len(prefix), prefix),
+            ).fetchall()
+        return [key for (key,) in rows]
+
     # -- collections ----------------------------------------------------------------
 
     def list_collections(self) -> list[str]:
@@ -1018,7 +1035,8 @@ class EmbeddedStore:
         """Counts for one collection. Memory counts come from the in-memory index (a
         scan of the memory rows, vectors and all, would take most of a second at
         100k); hubs, edges and events from SQLite. ``pending_embeddings`` counts
-        memories with no vector at all."""
+        memories with no vector at all. Events by type and the quality total are
+        running totals kept by triggers (schema.sql)."""
         memories, by_category, by_tier, vectorless = self._index(collection).counts()
         with self._reading("read stats") as conn:
 
@@ -1027,9 +1045,11 @@ class EmbeddedStore:
 
             hubs = counts("SELECT kind, count(*) FROM hubs WHERE collection = ? GROUP BY kind")
             edges = counts("SELECT type, count(*) FROM edges WHERE collection = ? GROUP BY type")
-            events = conn.execute(
-                "SELECT count(*) FROM events WHERE collection = ?", (collection,)
-            ).fetchone()[0]
+            by_type = counts("SELECT type, n FROM event_totals WHERE collection = ? AND n > 0")
+            quality = conn.execute(
+                "SELECT scored, total FROM quality_totals WHERE collection = ?", (collection,)
+            ).fetchone()
+        scored, total = quality if quality is not None else (0, 0.0)
         return StoreStats(
             memories=memories,
             by_category=by_category,
@@ -1037,7 +1057,10 @@ class EmbeddedStore:
             pending_embeddings=vectorless,
             hubs=hubs,
             edges=edges,
-            events=events,
+            events=sum(by_type.values()),
+            events_by_type=by_type,
+            quality_scored=scored,
+            quality_sum=total if scored else 0.0,
         )
 
     def check(self) -> None:

@@ -576,15 +576,22 @@ class Neo4jStore:
 
         return self._read("search vectors", work)
 
-    def set_vectors(self, collection: str, items: Sequence[tuple[str, Vector, str]]) -> None:
-        """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
-        Ids that no longer exist are skipped.
+    def set_vectors(
+        self,
+        collection: str,
+        items: Sequence[tuple[str, Vector, str]],
+        *,
+        at: datetime | None = None,
+    ) -> None:
+        """Store ``(memory_id, vector, model)`` for existing memories (re-embedding),
+        stamped ``embedding_generated_at = at``: the documents are read and written
+        back in the same transaction. Ids that no longer exist are skipped.
 
         Raises:
             InvalidInputError: a vector that is not a finite one-dimensional array, or
                 an empty model name.
         """
-        rows = []
+        rows: list[dict[str, Any]] = []
         for memory_id, vector, model in items:
             if not model:
                 raise InvalidInputError("a vector needs the name of its model", field="model")
@@ -596,10 +603,24 @@ class Neo4jStore:
                     "embedding_model": model,
                 }
             )
-        if rows:
-            self._write(
-                "store vectors", _records("memory/set_vectors", {"items": rows}, collection)
-            )
+        if not rows:
+            return
+
+        def work(tx: ManagedTransaction) -> None:
+            found = _run(tx, "memory/get_memories", collection, ids=[r["id"] for r in rows])
+            docs = {row["id"]: row["doc"] for row in found}
+            for row in rows:
+                doc = docs.get(row["id"])
+                row["doc"] = (
+                    convert.memory_of(doc, row["embedding_model"])
+                    .model_copy(update={"embedding_generated_at": at})
+                    .model_dump_json()
+                    if doc is not None
+                    else None
+                )
+            _run(tx, "memory/set_vectors", collection, items=rows)
+
+        self._write("store vectors", work)
 
     def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of the given memories (those that have one), as given."""
@@ -995,6 +1016,13 @@ class Neo4jStore:
         if rows:
             self._write("write state", _records("memory/put_states", {"items": rows}, collection))
 
+    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
+        """Keys of state documents starting with ``prefix``, sorted."""
+        rows = self._read(
+            "list state", _records("memory/list_state_keys", {"prefix": prefix}, collection)
+        )
+        return [row["key"] for row in rows]
+
     # -- collections ------------------------------------------------------------------
 
     def list_collections(self) -> list[str]:
@@ -1016,6 +1044,8 @@ class Neo4jStore:
                 stats.by_tier[tier] = stats.by_tier.get(tier, 0) + n
                 if row["pending"]:
                     stats.pending_embeddings += n
+                stats.quality_scored += int(row["scored"])
+                stats.quality_sum += float(row["quality_sum"] or 0.0)
             stats.hubs = {
                 row["kind"]: int(row["n"])
                 for row in _run(tx, "memory/stats_hubs", collection)
@@ -1024,8 +1054,10 @@ class Neo4jStore:
             stats.edges = {
                 row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_edges", collection)
             }
-            (events,) = _run(tx, "memory/stats_events", collection)
-            stats.events = int(events["n"])
+            stats.events_by_type = {
+                row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_events", collection)
+            }
+            stats.events = sum(stats.events_by_type.values())
             return stats
 
         return self._read("read stats", work)
