@@ -30,7 +30,9 @@ def test_co_use_over_rest_takes_an_edge_past_what_recall_can(client: TestClient)
     assert [round(w, 6) for w in weights] == [0.3, 0.4, 0.5, 0.6, 0.7]
     assert weights[-1] > 0.6
     graph = client.get(f"{BASE}/graph", params={"center": a, "depth": 1}, headers=ALPHA).json()
-    assert any(e["type"] == "ABOUT" and e["target"] == "connection pool" for e in graph["edges"])
+    assert any(
+        e["type"] == "ABOUT" and e["target"] == "Concept:connection pool" for e in graph["edges"]
+    )
 
 
 def test_co_use_names_the_bad_field_and_hides_other_collections(client: TestClient) -> None:

@@ -797,7 +797,7 @@ def test_the_plan_checks_see_each_statement_a_store_runs_with_its_operators() ->
     assert fake.ran() == ["memory/get_memories"]  # the statement itself ran once
 
     profiling = PlanningDriver(fake, mode="PROFILE", only=frozenset({"memory/stats_events"}))
-    fake.answers["memory/stats_events"] = [{"n": 0}]
+    fake.answers["memory/stats_events"] = [{"type": "retrieval", "n": 0}]
     fake.plans["memory/stats_events"] = {"operatorType": "NodeIndexSeek@neo4j", "dbHits": 3}
     Neo4jStore(profiling, dimensions=8).stats(C)  # type: ignore[arg-type]
     assert [p.name for p in profiling.planned] == ["memory/stats_events"]
