@@ -26,7 +26,7 @@ import sys
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, NoReturn, TextIO
@@ -161,7 +161,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 previous[sig] = signal.signal(sig, stop)
         local = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else host
         try:
-            with _announced(settings, f"http://{local}:{settings.port}"):
+            with _announced(settings, f"http://{local}:{settings.port}", lambda: server.started):
                 server.run()
         finally:
             for sig, handler in previous.items():
@@ -245,16 +245,30 @@ def _server(args: argparse.Namespace, settings: HippoSettings) -> _Server | None
 
 
 @contextlib.contextmanager
-def _announced(settings: HippoSettings, url: str) -> Iterator[None]:
-    """Name this server in its embedded data directory while it runs."""
+def _announced(settings: HippoSettings, url: str, started: Callable[[], bool]) -> Iterator[None]:
+    """Name this server in its embedded data directory once it listens (``started``
+    says so), until it stops."""
     if settings.store != "embedded":
         yield
         return
     path = settings.data_dir / SERVER_FILE
-    path.write_text(json.dumps({"url": url, "pid": os.getpid()}), encoding="utf-8")
+    done = threading.Event()
+
+    def announce() -> None:
+        # Only once it answers: a command that read the file earlier would be refused.
+        while not done.is_set():
+            if started():
+                path.write_text(json.dumps({"url": url, "pid": os.getpid()}), encoding="utf-8")
+                return
+            done.wait(0.05)
+
+    thread = threading.Thread(target=announce, name="hippo-announce", daemon=True)
+    thread.start()
     try:
         yield
     finally:
+        done.set()
+        thread.join()
         with contextlib.suppress(OSError):
             path.unlink()
 

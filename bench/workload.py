@@ -627,12 +627,15 @@ def _edges(url: str, base: str, ids: Sequence[str]) -> dict[str, list[dict[str, 
 
 def _co(edges: list[dict[str, Any]], kind: str, source: str, target: str) -> int:
     """co_occurrences of the edge (0 when absent); ASSOCIATED either way round.
-    ``edges`` are /graph's, whose ends are node ids (``Kind:name``)."""
+    ``/graph`` names edge ends by node id (``Memory:<id>``, ``Concept:<name>``)."""
+    hub = {"ABOUT": "Concept", "HAS_TRIGGER": "Trigger", "IN_DOMAIN": "Domain"}
+    want = (f"Memory:{source}", f"{hub.get(kind, 'Memory')}:{target}")
     for e in edges:
         if e["type"] != kind:
             continue
-        ends = (e["source"].partition(":")[2], e["target"].partition(":")[2])
-        if ends == (source, target) or (kind == "ASSOCIATED" and ends[::-1] == (source, target)):
+        if (e["source"], e["target"]) == want or (
+            kind == "ASSOCIATED" and (e["target"], e["source"]) == want
+        ):
             return int(e["co_occurrences"])
     return 0
 

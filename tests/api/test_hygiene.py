@@ -212,3 +212,19 @@ def test_the_maintenance_loop_runs_tiers_once_a_day_and_reindexes(
     assert service.pending_count("team:alpha") == 1
     loop.run_once()
     assert service.pending_count("team:alpha") == 0
+
+
+def test_training_the_quality_model_on_one_example_says_it_is_too_little(
+    client: TestClient,
+) -> None:
+    memory = remember(
+        client, "Redis pool exhausted at checkout: raise the pool size and add a timeout"
+    )
+    base = "/v1/collections/team:alpha"
+    r = client.post(
+        f"{base}/memories/{memory['id']}/feedback", json={"helpful": True}, headers=ALPHA
+    )
+    assert r.status_code == 200, r.text
+    run = client.post(f"{base}/maintenance/quality", headers=ALPHA).json()
+    assert run["feedback"] == 1 and not run["accepted"] and run["candidate"] is None
+    assert "too little feedback" in run["reason"] and "nothing was trained" in run["reason"]
