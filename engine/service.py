@@ -1857,6 +1857,7 @@ class Hippocampus:
             unused_before=at - policy.unused_for,
             step=policy.step,
             floor=policy.floor,
+            types=policy.edge_types,
         )
 
     # -- maintenance ------------------------------------------------------------

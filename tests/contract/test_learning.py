@@ -202,3 +202,31 @@ def test_decay_refuses_bad_arguments(store: GraphStore, collection: str) -> None
         store.decay_edges(collection, period="p", unused_before=T0, step=-0.1, floor=0.1)
     with pytest.raises(InvalidInputError):
         store.decay_edges(collection, period="p", unused_before=T0, step=0.05, floor=1.5)
+
+
+def test_decay_limited_to_some_types_leaves_the_others(store: GraphStore, collection: str) -> None:
+    add(
+        store,
+        collection,
+        ["a", "b"],
+        [edge("a", ABOUT, "cache", 0.5), edge("a", EdgeType.IN_DOMAIN, "ops", 0.5)],
+    )
+    store.upsert_edges(collection, [edge("a", EdgeType.ASSOCIATED, "b", 0.5)])
+    later = T0 + timedelta(days=400)
+    decayed = store.decay_edges(
+        collection,
+        period="p",
+        unused_before=later,
+        step=0.05,
+        floor=0.1,
+        types=[EdgeType.ASSOCIATED],
+    )
+    assert decayed == 1
+    weights = {(e.type, e.target): e.weight for e in store.edges_of(collection, "a")}
+    assert weights == pytest.approx(
+        {(ABOUT, "cache"): 0.5, (EdgeType.IN_DOMAIN, "ops"): 0.5, (EdgeType.ASSOCIATED, "b"): 0.45}
+    )
+    found = expand(store, collection, [concept("cache")], hub_degree_penalty=False)
+    assert found["a"].strength == pytest.approx(D * 0.5)
+    found = expand(store, collection, [seed("b")], hub_degree_penalty=False)
+    assert found["a"].strength == pytest.approx(D * 0.45)

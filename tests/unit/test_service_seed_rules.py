@@ -285,3 +285,18 @@ def test_embedding_generated_at_says_when_each_vector_was_made(svc: Hippocampus)
     assert svc.reindex(C) == 1
     stamped = svc.get(C, mid).embedding_generated_at
     assert stamped is not None and stamped >= before
+
+
+def test_decay_fades_associations_and_keeps_what_a_memory_is_about(svc: Hippocampus) -> None:
+    a = _remember(svc, "Raise the redis pool size", concepts=["redis", "pool"])
+    b = _remember(svc, "Add a wait timeout to pgbouncer", concepts=["pgbouncer"])
+    svc.record_use(C, [a, b], now=T0)
+    hubs_before = {(e.type, e.target): e.weight for e in svc.store.edges_of(C, a)}
+    idle = T0 + timedelta(days=181)
+    decayed = sum(svc.decay(C, now=idle + timedelta(days=d)) for d in range(3))
+    assert decayed == 3  # the one association, once a day
+    after = {(e.type, e.target): e.weight for e in svc.store.edges_of(C, a)}
+    assert after.pop((EdgeType.ASSOCIATED, b)) == pytest.approx(0.15)
+    hubs_before.pop((EdgeType.ASSOCIATED, b))
+    assert after == hubs_before and (EdgeType.ABOUT, "redis") in after
+    assert svc.decay(C, now=T0 + timedelta(days=179)) == 0

@@ -817,6 +817,7 @@ class Neo4jStore:
         unused_before: datetime,
         step: float,
         floor: float,
+        types: Sequence[EdgeType] | None = None,
     ) -> int:
         """One decay pass: every edge last used (reinforced, else created) before
         ``unused_before`` and above ``floor`` loses ``step``, never below ``floor``.
@@ -840,6 +841,7 @@ class Neo4jStore:
                     "unused_before": convert.utc(unused_before),
                     "step": step,
                     "floor": floor,
+                    "types": None if types is None else sorted({EdgeType(t).value for t in types}),
                 },
                 collection,
             ),
