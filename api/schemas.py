@@ -112,6 +112,10 @@ class MemoryIn(_Request):
     triggers: Names | None = None
     concepts: Names | None = None
     conversation_id: MemoryId | None = None
+    synthesized_from: Annotated[list[MemoryId], Field(max_length=_LIMITS.max_tags)] = Field(
+        default_factory=list,
+        description="Stored memories this one was synthesized from (SYNTHESIZED_FROM edges).",
+    )
 
     def to_engine(self) -> NewMemory:
         return NewMemory.model_validate(self.model_dump())
@@ -496,6 +500,13 @@ class AssociateIn(_Request):
     min_path_strength: Annotated[float, Field(ge=0.0, le=10.0)] = 0.5
     max_depth: Annotated[int, Field(ge=1, le=3)] = 3
     limit: Annotated[int, Field(ge=1, le=_LIMITS.max_recall_limit)] = 10
+    sort: Literal["strength", "confidence"] = Field(
+        default="strength",
+        description=(
+            "strength: the strongest connection to the context first; confidence: the "
+            "memory's own confidence first (the seed's order), strength breaking ties."
+        ),
+    )
 
 
 class AssociationOut(BaseModel):

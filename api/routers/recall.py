@@ -60,5 +60,6 @@ def associate(body: AssociateIn, collection: CollectionDep, service: ServiceDep)
         min_path_strength=body.min_path_strength,
         max_depth=body.max_depth,
         limit=body.limit,
+        sort=body.sort,
     )
     return AssociateOut(results=[AssociationOut.from_engine(a) for a in found])

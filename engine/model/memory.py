@@ -145,6 +145,9 @@ class NewMemory(BaseModel):
     triggers: list[str] | None = None
     concepts: list[str] | None = None
     conversation_id: str | None = None
+    synthesized_from: list[str] = Field(default_factory=list)
+    """Stored memories this one was synthesized from (provenance): recorded in
+    ``retrieval.synthesized_from`` and linked by SYNTHESIZED_FROM edges."""
 
 
 class MemoryPatch(BaseModel):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from engine.embed import HashingEmbedder
+from engine.errors import InvalidInputError
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
 from engine.learn.tiers import lifecycle
@@ -300,3 +301,43 @@ def test_decay_fades_associations_and_keeps_what_a_memory_is_about(svc: Hippocam
     hubs_before.pop((EdgeType.ASSOCIATED, b))
     assert after == hubs_before and (EdgeType.ABOUT, "redis") in after
     assert svc.decay(C, now=T0 + timedelta(days=179)) == 0
+
+
+def test_associate_sorts_by_path_strength_or_by_the_seeds_confidence(svc: Hippocampus) -> None:
+    both = _remember(svc, "Pool and redis notes", concepts=["redis", "connection pool"])
+    one = _remember(svc, "Redis only notes", concepts=["redis"])
+    for hour in range(3):
+        svc.feedback(C, one, helpful=True, now=T0 + timedelta(hours=hour))
+    context = ["redis", "connection pool"]
+    by_strength = svc.associate(C, context, min_path_strength=0.0)
+    assert [a.memory.id for a in by_strength] == [both, one]
+    by_confidence = svc.associate(C, context, min_path_strength=0.0, sort="confidence")
+    assert [a.memory.id for a in by_confidence] == [one, both]
+    assert [
+        a.memory.id
+        for a in svc.associate(C, context, min_path_strength=0.0, limit=1, sort="confidence")
+    ] == [one]
+    with pytest.raises(InvalidInputError):
+        svc.associate(C, context, sort="age")
+
+
+def test_remember_records_what_a_memory_was_synthesized_from(svc: Hippocampus) -> None:
+    a = _remember(svc, "Redis pool ran out during the sale")
+    b = _remember(svc, "Pgbouncer queue filled during the sale")
+    out = svc.remember(
+        C,
+        NewMemory(
+            content="Connection limits, not CPU, bound checkout during sales",
+            source=OPERATOR,
+            synthesized_from=[a, b, a],
+        ),
+        now=T0,
+    )
+    assert out.memory is not None
+    assert out.memory.retrieval.synthesized_from == [a, b]
+    edges = {(e.type, e.target) for e in svc.store.edges_of(C, out.memory.id)}
+    assert {(EdgeType.SYNTHESIZED_FROM, a), (EdgeType.SYNTHESIZED_FROM, b)} <= edges
+    with pytest.raises(InvalidInputError) as bad:
+        svc.remember(C, NewMemory(content="From nothing at all, really", synthesized_from=["x"]))
+    assert bad.value.field == "synthesized_from"
+    assert svc.stats(C).memories == 3
