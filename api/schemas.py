@@ -254,7 +254,14 @@ class RetrievalOut(BaseModel):
     review: ReviewOut | None = Field(description="Spaced-repetition state (FSRS-style).")
     irrelevant_contexts: list[str]
     quality_score: float | None
-    usefulness: float
+    usefulness: float = Field(
+        description="Helpful share of its feedback, with a prior of one vote each way."
+    )
+    helpful_votes: float = 0.0
+    unhelpful_votes: float = 0.0
+    promoted_at: datetime | None = Field(
+        default=None, description="Set while it is promoted (high, useful use)."
+    )
     duplicates: int = Field(description="Times it was remembered again and merged into.")
     conversation_ids: list[str]
     synthesized_from: list[str]
@@ -277,6 +284,9 @@ class MemoryOut(BaseModel):
     embedding_model: str | None = Field(
         description="The model whose vector the store holds; null: waiting to be embedded."
     )
+    embedding_generated_at: datetime | None = Field(
+        default=None, description="When that vector was made."
+    )
     retrieval: RetrievalOut
 
     @classmethod
@@ -295,6 +305,7 @@ class MemoryOut(BaseModel):
             updated_at=memory.updated_at,
             content_hash=memory.content_hash,
             embedding_model=memory.embedding_model,
+            embedding_generated_at=memory.embedding_generated_at,
             retrieval=RetrievalOut(
                 domains=list(r.domains),
                 triggers=list(r.triggers),
@@ -308,6 +319,9 @@ class MemoryOut(BaseModel):
                 irrelevant_contexts=list(r.irrelevant_contexts),
                 quality_score=r.quality_score,
                 usefulness=r.usefulness,
+                helpful_votes=r.helpful_votes,
+                unhelpful_votes=r.unhelpful_votes,
+                promoted_at=r.promoted_at,
                 duplicates=r.duplicates,
                 conversation_ids=list(r.conversation_ids),
                 synthesized_from=list(r.synthesized_from),

@@ -65,6 +65,10 @@ def test_remember_over_rest_links_a_synthesis_to_its_sources(client: TestClient)
     made = remember(client, "Connection limits bound checkout during sales", synthesized_from=[a])
     stored = client.get(f"{BASE}/memories/{made['id']}", headers=ALPHA).json()
     assert stored["retrieval"]["synthesized_from"] == [a]
+    assert stored["embedding_generated_at"] == stored["created_at"]
+    rated = client.post(f"{BASE}/memories/{a}/feedback", json={"helpful": True}, headers=ALPHA)
+    assert rated.json()["retrieval"]["usefulness"] == 2 / 3
+    assert rated.json()["retrieval"]["helpful_votes"] == 1.0
     graph = client.get(
         f"{BASE}/graph", params={"center": made["id"], "depth": 1}, headers=ALPHA
     ).json()
