@@ -136,6 +136,10 @@ class MemoryIn(_Request):
     )
     occurred_at: OccurredAt | None = None
     speaker: Speaker | None = Field(default=None, description="Who said it.")
+    synthesized_from: Annotated[list[MemoryId], Field(max_length=_LIMITS.max_tags)] = Field(
+        default_factory=list,
+        description="Stored memories this one was synthesized from (SYNTHESIZED_FROM edges).",
+    )
 
     def to_engine(self) -> NewMemory:
         return NewMemory.model_validate(self.model_dump())
@@ -297,7 +301,14 @@ class RetrievalOut(BaseModel):
     review: ReviewOut | None = Field(description="Spaced-repetition state (FSRS-style).")
     irrelevant_contexts: list[str]
     quality_score: float | None
-    usefulness: float
+    usefulness: float = Field(
+        description="Helpful share of its feedback, with a prior of one vote each way."
+    )
+    helpful_votes: float = 0.0
+    unhelpful_votes: float = 0.0
+    promoted_at: datetime | None = Field(
+        default=None, description="Set while it is promoted (high, useful use)."
+    )
     duplicates: int = Field(description="Times it was remembered again and merged into.")
     conversation_ids: list[str]
     synthesized_from: list[str]
@@ -324,6 +335,9 @@ class MemoryOut(BaseModel):
     embedding_model: str | None = Field(
         description="The model whose vector the store holds; null: waiting to be embedded."
     )
+    embedding_generated_at: datetime | None = Field(
+        default=None, description="When that vector was made."
+    )
     retrieval: RetrievalOut
 
     @classmethod
@@ -344,6 +358,7 @@ class MemoryOut(BaseModel):
             speaker=memory.speaker,
             content_hash=memory.content_hash,
             embedding_model=memory.embedding_model,
+            embedding_generated_at=memory.embedding_generated_at,
             retrieval=RetrievalOut(
                 domains=list(r.domains),
                 triggers=list(r.triggers),
@@ -357,6 +372,9 @@ class MemoryOut(BaseModel):
                 irrelevant_contexts=list(r.irrelevant_contexts),
                 quality_score=r.quality_score,
                 usefulness=r.usefulness,
+                helpful_votes=r.helpful_votes,
+                unhelpful_votes=r.unhelpful_votes,
+                promoted_at=r.promoted_at,
                 duplicates=r.duplicates,
                 conversation_ids=list(r.conversation_ids),
                 synthesized_from=list(r.synthesized_from),
@@ -654,6 +672,13 @@ class AssociateIn(_Request):
     min_path_strength: Annotated[float, Field(ge=0.0, le=10.0)] = 0.5
     max_depth: Annotated[int, Field(ge=1, le=3)] = 3
     limit: Annotated[int, Field(ge=1, le=_LIMITS.max_recall_limit)] = 10
+    sort: Literal["strength", "confidence"] = Field(
+        default="strength",
+        description=(
+            "strength: the strongest connection to the context first; confidence: the "
+            "memory's own confidence first (the seed's order), strength breaking ties."
+        ),
+    )
 
 
 class AssociationOut(BaseModel):

@@ -156,6 +156,9 @@ PORTABLE_STATE_PREFIXES = (CONVERSATION_PREFIX, SURFACING_PREFIX)
 """Families of state documents carried too: every conversation's state and every
 surfacing record, so engagement of an offer made before the move still teaches."""
 _LATENCIES_KEPT = 1000
+ASSOCIATE_SORTS = ("strength", "confidence")
+"""Orders :meth:`Hippocampus.associate` offers: path strength (default) or the
+memory's confidence (the seed's)."""
 NOT_EMBEDDED_REASON = (
     "stored without a vector: the embedder is unavailable; flagged for re-embedding "
     "once it recovers"
@@ -550,6 +553,13 @@ class Hippocampus:
             self.check_id(item.id, f"{where}id")
         if item.conversation_id is not None:
             self.check_id(item.conversation_id, f"{where}conversation_id")
+        if len(item.synthesized_from) > self.limits.max_tags:
+            raise LimitExceededError(
+                f"at most {self.limits.max_tags} memories in synthesized_from",
+                field=f"{where}synthesized_from",
+            )
+        for source_id in item.synthesized_from:
+            self.check_id(source_id, f"{where}synthesized_from")
         source = self._check_source(item.source, f"{where}source")
         speaker = self._check_speaker(item.speaker, f"{where}speaker")
         category = item.category.strip().lower()
@@ -674,6 +684,7 @@ class Hippocampus:
         prepared = [
             self._prepare(item, f"memories[{i}]." if batch else "") for i, item in enumerate(items)
         ]
+        self._check_provenance(collection, prepared, batch)
         model = self.quality_model(collection)
         outcomes: list[RememberOutcome | None] = [None] * len(prepared)
         merged: dict[str, Memory] = {}  # stored memories this call merges into, by id
@@ -789,6 +800,16 @@ class Hippocampus:
                 )
                 for other in found.conflicts
             )
+            edges.extend(
+                Edge(
+                    source=memory.id,
+                    type=EdgeType.SYNTHESIZED_FROM,
+                    target=origin,
+                    weight=1.0,
+                    created_at=at,
+                )
+                for origin in memory.retrieval.synthesized_from
+            )
             created_edges[i] = edges
             reasons = list(p.changes)
             if kept_apart is not None:
@@ -882,6 +903,26 @@ class Hippocampus:
         j = next(j for j, m in created.items() if m.id == target)
         created[j] = merge_duplicate(created[j], item, at, max_tags=self.limits.max_tags)
         return created[j]
+
+    def _check_provenance(
+        self, collection: str, prepared: Sequence[_Prepared], batch: bool
+    ) -> None:
+        """Every memory named in ``synthesized_from`` is stored in the collection.
+
+        Raises:
+            InvalidInputError: one is not (``field`` names the item).
+        """
+        wanted = {mid for p in prepared for mid in p.item.synthesized_from}
+        if not wanted:
+            return
+        found = self.store.get_memories(collection, sorted(wanted))
+        for i, p in enumerate(prepared):
+            missing = [mid for mid in p.item.synthesized_from if mid not in found]
+            if missing:
+                raise InvalidInputError(
+                    f"synthesized_from names no stored memory {missing[0]!r}",
+                    field=f"memories[{i}].synthesized_from" if batch else "synthesized_from",
+                )
 
     def _prepare(self, item: NewMemory, where: str) -> _Prepared:
         """Validate and sanitize one item."""
@@ -1034,6 +1075,7 @@ class Hippocampus:
                 triggers=list(extraction.triggers),
                 concepts=list(extraction.concepts),
                 conversation_ids=[item.conversation_id] if item.conversation_id else [],
+                synthesized_from=list(dict.fromkeys(item.synthesized_from)),
                 quality_score=quality,
             ),
         )
@@ -1563,14 +1605,21 @@ class Hippocampus:
         max_depth: int = 3,
         limit: int = 10,
         filters: RecallFilters | None = None,
+        sort: str = "strength",
     ) -> list[Association]:
         """Memories associated with a set of concepts (the seed's
         retrieveAssociatedInsights): expansion from the hubs the concepts name.
         Each result passes the multi-path gate: paths from at least two of the
         concepts, or one path of at least ``min_path_strength``.
 
+        Args:
+            sort: ``strength`` (default: the strongest connection to the context
+                first) or ``confidence`` (the seed's order: the memory's own
+                confidence first, path strength breaking ties). Either way the
+                ``limit`` best are chosen from everything that passed the gate.
+
         Raises:
-            InvalidInputError: no concept given, or a bad depth or limit.
+            InvalidInputError: no concept given, or a bad depth, limit or sort.
         """
         self.check_collection(collection)
         names = unique_names(context, 50)
@@ -1580,6 +1629,8 @@ class Hippocampus:
             raise InvalidInputError("max_depth is 1-3", field="max_depth")
         if not 1 <= limit <= self.limits.max_recall_limit:
             raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
+        if sort not in ASSOCIATE_SORTS:
+            raise InvalidInputError(f"sort is one of {', '.join(ASSOCIATE_SORTS)}", field="sort")
         # The context is matched as memories are extracted: by name and by the
         # extractor's lemmas, to hubs of every kind; and to memories' tags.
         forms = context_forms(names, self.extractor.extract_many(list(names)))
@@ -1599,8 +1650,19 @@ class Hippocampus:
                     reached[e.memory_id] = kept
         self._add_tagged(collection, names, base, reached, limit)
         found = sorted((r.expansion() for r in reached.values()), key=lambda e: -e.strength)
-        passed = [e for e in found if e.anchors >= 2 or e.strength >= min_path_strength][:limit]
+        passed = [e for e in found if e.anchors >= 2 or e.strength >= min_path_strength]
+        if sort == "strength":
+            passed = passed[:limit]
         memories = self.store.get_memories(collection, [e.memory_id for e in passed])
+        if sort == "confidence":
+            passed = sorted(
+                (e for e in passed if e.memory_id in memories),
+                key=lambda e: (
+                    -memories[e.memory_id].retrieval.confidence,
+                    -e.strength,
+                    e.memory_id,
+                ),
+            )[:limit]
         return [
             Association(
                 memory=memories[e.memory_id],
@@ -1962,6 +2024,7 @@ class Hippocampus:
             unused_before=at - policy.unused_for,
             step=policy.step,
             floor=policy.floor,
+            types=policy.edge_types,
         )
 
     # -- maintenance ------------------------------------------------------------

@@ -70,6 +70,7 @@ def associate(
         min_path_strength=body.min_path_strength,
         max_depth=body.max_depth,
         limit=body.limit,
+        sort=body.sort,
     )
     return AssociateOut(
         results=[AssociationOut.from_engine(a) for a in found],

@@ -5,8 +5,9 @@
 // row comes back when a pass for $period is already recorded
 // (learn/record_decay_pass); else the count decayed and the page's last id
 // (null: the collection is done). A page is one bounded transaction, however
-// large the collection. NEXT edges (the order of a conversation's turns) are
-// structure, not learned: they never decay.
+// large the collection. Only edges of $types when it is not null; NEXT edges
+// (the order of a conversation's turns) are structure, not learned: they never
+// decay.
 OPTIONAL MATCH (done:DecayPass {collection: $collection, period: $period})
 WITH done
 WHERE done IS NULL
@@ -24,6 +25,7 @@ CALL (page) {
   WHERE r.used_at < $unused_before
     AND r.weight > $floor
     AND type(r) <> 'NEXT'
+    AND ($types IS NULL OR type(r) IN $types)
     AND coalesce(r.decay_period, '') <> $period
   // The SET reads the edge under the write lock it takes: a pass of the same
   // period that got there first has marked it, and it is left as it is.

@@ -1,7 +1,8 @@
 """How edges learn: reinforcement when memories are used together, decay when not.
 
 The numbers are the seed's: a co-used edge gains 0.1 up to 1.0 and starts at
-0.3; an edge unused for six months loses 0.05 per pass, never below 0.1.
+0.3; an association unused for more than six months (180 days) loses 0.05 per
+pass, never below 0.1.
 
 Feedback amplification guard: a bare retrieval (results shown, nobody said they
 helped) is weak evidence. It counts on the edges its results already share
@@ -50,11 +51,24 @@ edges, no weight gained (a recall that fed its own ranking would drift)."""
 
 @dataclass(frozen=True)
 class DecayPolicy:
-    """Temporal decay of unused edges (seed: six months, -0.05, floor 0.1)."""
+    """Temporal decay of unused edges (seed: six months, -0.05, floor 0.1).
 
-    unused_for: timedelta = timedelta(days=182)
+    Attributes:
+        unused_for: an edge idle for longer than this decays. The seed counts
+            months of 30 days and decays past 6 of them: idle more than 180 days.
+        step / floor: what one pass takes off, and the least weight left.
+        edge_types: the edge types that decay. Only ASSOCIATED edges, the
+            associations learned between memories: a memory's edges to its
+            domains, triggers and concepts say what it is about, which disuse
+            does not change, so a long-idle memory stays reachable by them;
+            CONFLICTS_WITH and SYNTHESIZED_FROM record facts and carry no
+            learned weight.
+    """
+
+    unused_for: timedelta = timedelta(days=180)
     step: float = 0.05
     floor: float = 0.1
+    edge_types: tuple[EdgeType, ...] = (EdgeType.ASSOCIATED,)
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,9 @@ class NewMemory(BaseModel):
     conversation_id: str | None = None
     occurred_at: UtcDatetime | None = None
     speaker: str | None = None
+    synthesized_from: list[str] = Field(default_factory=list)
+    """Stored memories this one was synthesized from (provenance): recorded in
+    ``retrieval.synthesized_from`` and linked by SYNTHESIZED_FROM edges."""
 
 
 class MemoryPatch(BaseModel):

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from engine.errors import InvalidInputError
-from engine.model import Edge, Event, Memory, RecallFilters
+from engine.model import Edge, EdgeType, Event, Memory, RecallFilters
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 
 Vector = npt.NDArray[np.float32]
@@ -247,11 +247,13 @@ class GraphStore(Protocol):
         unused_before: datetime,
         step: float,
         floor: float,
+        types: Sequence[EdgeType] | None = None,
     ) -> int:
-        """One decay pass: every edge whose ``last_co_occurred`` (or, never
-        reinforced, its creation) is before ``unused_before`` loses ``step``,
-        never below ``floor``. Idempotent per ``period``: a second pass with a
-        period already applied to this collection changes nothing and returns 0.
+        """One decay pass: every edge of the ``types`` (``None``: of every type)
+        whose ``last_co_occurred`` (or, never reinforced, its creation) is before
+        ``unused_before`` loses ``step``, never below ``floor``. Idempotent per
+        ``period``: a second pass with a period already applied to this
+        collection changes nothing and returns 0.
 
         Returns:
             How many edges were decayed.

@@ -60,3 +60,32 @@ def test_stats_and_metrics_report_quality_retrievals_and_surfacing_figures(
     assert 'hippo_retrievals_total{collection="team:alpha"} 1' in metrics
     assert 'hippo_average_quality{collection="team:alpha"}' in metrics
     assert "# TYPE hippo_confidence_calibration_error gauge" in metrics
+
+
+def test_remember_over_rest_links_a_synthesis_to_its_sources(client: TestClient) -> None:
+    a = remember(client, "Raise the redis pool size before the holiday sale")["id"]
+    made = remember(client, "Connection limits bound checkout during sales", synthesized_from=[a])
+    stored = client.get(f"{BASE}/memories/{made['id']}", headers=ALPHA).json()
+    assert stored["retrieval"]["synthesized_from"] == [a]
+    assert stored["embedding_generated_at"] == stored["created_at"]
+    rated = client.post(f"{BASE}/memories/{a}/feedback", json={"helpful": True}, headers=ALPHA)
+    assert rated.json()["retrieval"]["usefulness"] == 2 / 3
+    assert rated.json()["retrieval"]["helpful_votes"] == 1.0
+    graph = client.get(
+        f"{BASE}/graph", params={"center": made["id"], "depth": 1}, headers=ALPHA
+    ).json()
+    assert {"type": "SYNTHESIZED_FROM", "target": a} in [
+        {"type": e["type"], "target": e["target"]} for e in graph["edges"]
+    ]
+    r = client.post(
+        f"{BASE}/memories",
+        json={"content": "From nothing at all, really", "synthesized_from": ["nope"]},
+        headers=ALPHA,
+    )
+    assert r.status_code == 422 and r.json()["error"]["field"] == "synthesized_from"
+    r = client.post(f"{BASE}/associate", json={"context": ["redis"], "sort": "age"}, headers=ALPHA)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "sort"
+    r = client.post(
+        f"{BASE}/associate", json={"context": ["redis"], "sort": "confidence"}, headers=ALPHA
+    )
+    assert r.status_code == 200

@@ -251,3 +251,31 @@ def test_evidence_that_may_not_create_counts_only_on_existing_edges(
     edges = store.edges_of(collection, "a")
     assert [(e.target, e.weight, e.co_occurrences) for e in edges] == [("b", 0.4, 1)]
     assert not store.match_hubs(collection, ["new hub"])
+
+
+def test_decay_limited_to_some_types_leaves_the_others(store: GraphStore, collection: str) -> None:
+    add(
+        store,
+        collection,
+        ["a", "b"],
+        [edge("a", ABOUT, "cache", 0.5), edge("a", EdgeType.IN_DOMAIN, "ops", 0.5)],
+    )
+    store.upsert_edges(collection, [edge("a", EdgeType.ASSOCIATED, "b", 0.5)])
+    later = T0 + timedelta(days=400)
+    decayed = store.decay_edges(
+        collection,
+        period="p",
+        unused_before=later,
+        step=0.05,
+        floor=0.1,
+        types=[EdgeType.ASSOCIATED],
+    )
+    assert decayed == 1
+    weights = {(e.type, e.target): e.weight for e in store.edges_of(collection, "a")}
+    assert weights == pytest.approx(
+        {(ABOUT, "cache"): 0.5, (EdgeType.IN_DOMAIN, "ops"): 0.5, (EdgeType.ASSOCIATED, "b"): 0.45}
+    )
+    found = expand(store, collection, [concept("cache")], hub_degree_penalty=False)
+    assert found["a"].strength == pytest.approx(D * 0.5)
+    found = expand(store, collection, [seed("b")], hub_degree_penalty=False)
+    assert found["a"].strength == pytest.approx(D * 0.45)

@@ -696,3 +696,17 @@ def test_use_links_memories_used_together(run: Runner, tmp_path: Path) -> None:
     assert code == 2 and "two different memories" in err
     code, _, err = _cli(run, data, "use", a, "no-such-memory")
     assert code == 1 and "no-such-memory" in err
+
+
+def test_bench_lists_the_benchmarks_and_runs_one_with_its_options(run: Runner) -> None:
+    code, out, _ = run("bench")
+    assert code == 0
+    names = {line.split()[0] for line in out.splitlines() if line and not line.startswith("run")}
+    assert {"recall", "ingest", "quality", "simulate", "schedule"} <= names
+    assert "synth" not in names  # a helper module, not a benchmark
+    code, _, err = run("bench", "no-such-bench")
+    assert code == 2 and "no-such-bench" in err
+    # The benchmark runs as its own program and gets the options: --help is its
+    # own (exit 0), an option it does not know is refused by it (exit 2).
+    assert run("bench", "schedule", "--help")[0] == 0
+    assert run("bench", "schedule", "--no-such-option")[0] == 2

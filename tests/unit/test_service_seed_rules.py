@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from engine.embed import HashingEmbedder
+from engine.errors import InvalidInputError
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
 from engine.learn.tiers import lifecycle
@@ -285,3 +286,58 @@ def test_embedding_generated_at_says_when_each_vector_was_made(svc: Hippocampus)
     assert svc.reindex(C) == 1
     stamped = svc.get(C, mid).embedding_generated_at
     assert stamped is not None and stamped >= before
+
+
+def test_decay_fades_associations_and_keeps_what_a_memory_is_about(svc: Hippocampus) -> None:
+    a = _remember(svc, "Raise the redis pool size", concepts=["redis", "pool"])
+    b = _remember(svc, "Add a wait timeout to pgbouncer", concepts=["pgbouncer"])
+    svc.record_use(C, [a, b], now=T0)
+    hubs_before = {(e.type, e.target): e.weight for e in svc.store.edges_of(C, a)}
+    idle = T0 + timedelta(days=181)
+    decayed = sum(svc.decay(C, now=idle + timedelta(days=d)) for d in range(3))
+    assert decayed == 3  # the one association, once a day
+    after = {(e.type, e.target): e.weight for e in svc.store.edges_of(C, a)}
+    assert after.pop((EdgeType.ASSOCIATED, b)) == pytest.approx(0.15)
+    hubs_before.pop((EdgeType.ASSOCIATED, b))
+    assert after == hubs_before and (EdgeType.ABOUT, "redis") in after
+    assert svc.decay(C, now=T0 + timedelta(days=179)) == 0
+
+
+def test_associate_sorts_by_path_strength_or_by_the_seeds_confidence(svc: Hippocampus) -> None:
+    both = _remember(svc, "Pool and redis notes", concepts=["redis", "connection pool"])
+    one = _remember(svc, "Redis only notes", concepts=["redis"])
+    for hour in range(3):
+        svc.feedback(C, one, helpful=True, now=T0 + timedelta(hours=hour))
+    context = ["redis", "connection pool"]
+    by_strength = svc.associate(C, context, min_path_strength=0.0)
+    assert [a.memory.id for a in by_strength] == [both, one]
+    by_confidence = svc.associate(C, context, min_path_strength=0.0, sort="confidence")
+    assert [a.memory.id for a in by_confidence] == [one, both]
+    assert [
+        a.memory.id
+        for a in svc.associate(C, context, min_path_strength=0.0, limit=1, sort="confidence")
+    ] == [one]
+    with pytest.raises(InvalidInputError):
+        svc.associate(C, context, sort="age")
+
+
+def test_remember_records_what_a_memory_was_synthesized_from(svc: Hippocampus) -> None:
+    a = _remember(svc, "Redis pool ran out during the sale")
+    b = _remember(svc, "Pgbouncer queue filled during the sale")
+    out = svc.remember(
+        C,
+        NewMemory(
+            content="Connection limits, not CPU, bound checkout during sales",
+            source=OPERATOR,
+            synthesized_from=[a, b, a],
+        ),
+        now=T0,
+    )
+    assert out.memory is not None
+    assert out.memory.retrieval.synthesized_from == [a, b]
+    edges = {(e.type, e.target) for e in svc.store.edges_of(C, out.memory.id)}
+    assert {(EdgeType.SYNTHESIZED_FROM, a), (EdgeType.SYNTHESIZED_FROM, b)} <= edges
+    with pytest.raises(InvalidInputError) as bad:
+        svc.remember(C, NewMemory(content="From nothing at all, really", synthesized_from=["x"]))
+    assert bad.value.field == "synthesized_from"
+    assert svc.stats(C).memories == 3

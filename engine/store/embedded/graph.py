@@ -1092,14 +1092,25 @@ class CollectionGraph:
                     self._set_edge(e, reinforced(float(self._w[e]), update), update.used_at)
             self._maybe_compact()
 
-    def decay(self, unused_before: int, step: float, floor: float) -> int:
-        """Lower by ``step`` (to no less than ``floor``) every edge last used before
-        ``unused_before`` (micros) and above ``floor``; return how many."""
+    def decay(
+        self,
+        unused_before: int,
+        step: float,
+        floor: float,
+        *,
+        types: Sequence[EdgeType] | None = None,
+    ) -> int:
+        """Lower by ``step`` (to no less than ``floor``) every edge of ``types``
+        (``None``: all) last used before ``unused_before`` (micros) and above
+        ``floor``; return how many."""
         with self._lock.write():
             n = self._n_edges
-            hit = np.flatnonzero(
-                (self._a[:n] >= 0) & (self._used[:n] < unused_before) & (self._w[:n] > floor)
-            )
+            due = (self._a[:n] >= 0) & (self._used[:n] < unused_before) & (self._w[:n] > floor)
+            if types is not None:
+                # An edge's type follows from the kind of node it reaches.
+                codes = [EDGE_TYPE_CODES[t] for t in types if t in EDGE_TYPE_CODES]
+                due &= np.isin(self._kind[np.maximum(self._b[:n], 0)], codes)
+            hit = np.flatnonzero(due)
             if hit.shape[0] == 0:
                 return 0
             self._w[hit] = np.maximum(floor, self._w[hit] - step)

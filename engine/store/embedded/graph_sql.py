@@ -289,17 +289,29 @@ def decay(
     unused_before: int,
     step: float,
     floor: float,
+    types: Sequence[EdgeType] | None = None,
 ) -> int | None:
-    """One decay pass, or ``None`` (nothing changed) when ``period`` was already
-    applied to the collection. Returns how many edges lost weight."""
+    """One decay pass over the edges of ``types`` (``None``: all), or ``None``
+    (nothing changed) when ``period`` was already applied to the collection.
+    Returns how many edges lost weight."""
     done = conn.execute(
         "SELECT 1 FROM decay_periods WHERE collection = ? AND period = ?", (collection, period)
     ).fetchone()
     if done is not None:
         return None
-    decayed = conn.execute(
-        _DECAY, {"c": collection, "before": unused_before, "step": step, "floor": floor}
-    ).rowcount
+    params: dict[str, Any] = {
+        "c": collection,
+        "before": unused_before,
+        "step": step,
+        "floor": floor,
+    }
+    sql = _DECAY
+    if types is not None:
+        names = sorted({EdgeType(t).value for t in types})
+        params.update({f"t{i}": name for i, name in enumerate(names)})
+        marks = ", ".join(f":t{i}" for i in range(len(names)))
+        sql += f" AND type IN ({marks})" if names else " AND 0"
+    decayed = conn.execute(sql, params).rowcount
     conn.execute(
         "INSERT INTO decay_periods (collection, period, unused_before, decayed)"
         " VALUES (?, ?, ?, ?)",

@@ -905,9 +905,11 @@ class EmbeddedStore:
         unused_before: datetime,
         step: float,
         floor: float,
+        types: Sequence[EdgeType] | None = None,
     ) -> int:
-        """One decay pass: every edge last used (reinforced, else created) before
-        ``unused_before`` and above ``floor`` loses ``step``, never below ``floor``.
+        """One decay pass: every edge of the ``types`` (``None``: all) last used
+        (reinforced, else created) before ``unused_before`` and above ``floor``
+        loses ``step``, never below ``floor``.
         Idempotent per ``period``: a period already applied to the collection
         changes nothing and returns 0.
 
@@ -924,11 +926,17 @@ class EmbeddedStore:
             graph = self._graph(collection)
             with self._transaction("decay edges") as conn:
                 decayed = graph_sql.decay(
-                    conn, collection, period=period, unused_before=cutoff, step=step, floor=floor
+                    conn,
+                    collection,
+                    period=period,
+                    unused_before=cutoff,
+                    step=step,
+                    floor=floor,
+                    types=types,
                 )
             if decayed is None:
                 return 0
-            graph.decay(cutoff, step, floor)
+            graph.decay(cutoff, step, floor, types=types)
             return decayed
 
     # -- events ---------------------------------------------------------------------

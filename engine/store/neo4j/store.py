@@ -885,6 +885,7 @@ class Neo4jStore:
         unused_before: datetime,
         step: float,
         floor: float,
+        types: Sequence[EdgeType] | None = None,
     ) -> int:
         """One decay pass: every edge last used (reinforced, else created) before
         ``unused_before`` and above ``floor`` loses ``step``, never below ``floor``.
@@ -912,6 +913,7 @@ class Neo4jStore:
             "step": step,
             "floor": floor,
             "limit": _WRITE_BATCH,
+            "types": None if types is None else sorted({EdgeType(t).value for t in types}),
         }
         decayed = 0
         after: str | None = ""

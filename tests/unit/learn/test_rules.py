@@ -53,7 +53,14 @@ def test_decay_removes_five_hundredths_after_six_months_unused() -> None:
 
 
 def test_decay_leaves_edges_used_within_six_months() -> None:
-    assert decayed_weight(0.5, NOW - timedelta(days=181), NOW, DecayPolicy()) == 0.5
+    assert decayed_weight(0.5, NOW - timedelta(days=179), NOW, DecayPolicy()) == 0.5
+
+
+def test_six_months_are_the_seeds_six_30_day_months_and_idle_must_exceed_them() -> None:
+    assert decayed_weight(0.5, NOW - timedelta(days=180), NOW, DecayPolicy()) == 0.5
+    idle = NOW - timedelta(days=180, seconds=1)
+    assert decayed_weight(0.5, idle, NOW, DecayPolicy()) == pytest.approx(0.45)
+    assert DecayPolicy().edge_types == (EdgeType.ASSOCIATED,)
 
 
 def test_decay_never_goes_below_the_floor() -> None:
