@@ -74,7 +74,7 @@ def test_remember_over_rest_links_a_synthesis_to_its_sources(client: TestClient)
     graph = client.get(
         f"{BASE}/graph", params={"center": made["id"], "depth": 1}, headers=ALPHA
     ).json()
-    assert {"type": "SYNTHESIZED_FROM", "target": a} in [
+    assert {"type": "SYNTHESIZED_FROM", "target": f"Memory:{a}"} in [
         {"type": e["type"], "target": e["target"]} for e in graph["edges"]
     ]
     r = client.post(
