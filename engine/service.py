@@ -1521,16 +1521,21 @@ class Hippocampus:
         min_score: float,
     ) -> list[Candidate]:
         """Candidates whose cosine similarity to the query reaches ``min_score``
-        (computed for those that dense search did not score)."""
+        (computed for those that dense search did not score: as dense search
+        does, a long memory by the best of its vector and its passages)."""
         if query_vector is None:
             return []
         unscored = [c.memory_id for c in candidates if c.similarity is None]
         vectors = self.store.get_vectors(collection, unscored) if unscored else {}
+        passage_vectors = self.store.get_passages(collection, unscored) if unscored else {}
         kept = []
         for c in candidates:
             sim = c.similarity
             if sim is None and c.memory_id in vectors:
                 sim = float(vectors[c.memory_id] @ query_vector)
+                rows = passage_vectors.get(c.memory_id)
+                if rows is not None:
+                    sim = max(sim, float((rows @ query_vector).max()))
             if sim is not None and sim >= min_score:
                 kept.append(c)
         return kept

@@ -146,3 +146,22 @@ def test_export_and_import_carry_the_passages(svc: Hippocampus) -> None:
     )
     hits = svc.recall("persona:bob", QUERY, recipe="DENSE", limit=1, learn=False).hits
     assert hits[0].memory.id == long_id
+
+
+def test_min_score_judges_a_long_memory_by_its_best_passage(
+    svc: Hippocampus, embedder: FlakyEmbedder
+) -> None:
+    long_id = _remember_all(svc)
+
+    # BM25 scores no similarity, so min_score computes it from the stored vectors.
+    hits = svc.recall(
+        C,
+        QUERY,
+        recipe="BM25",
+        limit=5,
+        min_score=0.4,
+        query_vector=embedder.encode([QUERY])[0],
+        learn=False,
+    ).hits
+
+    assert [h.memory.id for h in hits] == [long_id]
