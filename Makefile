@@ -13,7 +13,7 @@ COMPOSE_SCHEMA := tools/compose-schema
 EXPLORER := api/explore
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: install run test lint typecheck unit cypher-lint node-tools explorer bench-ingest bench-recall \
+.PHONY: install run test lint typecheck unit cypher-lint workflow-check node-tools explorer bench-ingest bench-recall \
 	bench-load bench-crashloop bench-soak clean
 
 $(BIN)/python:
@@ -64,7 +64,12 @@ unit: install node-tools
 cypher-lint: install node-tools
 	$(BIN)/python $(CYPHER_LINT)/lint.py
 
-test: install lint typecheck unit cypher-lint
+# The CI workflows against GitHub's workflow schema (vendored in check-jsonschema:
+# no network); tests/unit/test_workflows.py checks what the schema cannot.
+workflow-check: install
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+
+test: install lint typecheck unit cypher-lint workflow-check
 
 bench-ingest: install
 	$(BIN)/python bench/ingest.py --n 10000

@@ -2,9 +2,12 @@
 
 Every command builds :class:`~engine.config.HippoSettings` from the environment
 (``HIPPO_*``) with the command-line flags on top, opens the engine (``setup`` and
-``migrate``: the stores alone), does one thing and closes it again. Only
-``serve`` keeps the engine open; while it runs it owns the embedded data
-directory, so the other commands refuse to touch it (use the REST API instead).
+``migrate``: the stores alone), does one thing and closes it again; the
+embedding model loads only if the command embeds something. Only ``serve``
+keeps the engine open; while it runs it owns the embedded data directory and
+names itself there (``hippo.server.json``): ``remember`` and ``recall`` then
+talk to it over HTTP (as they do to any server given by ``--url``), and the
+other commands refuse to touch the directory.
 
 Exit codes: 0 done, 1 the engine refused or failed (``error: …`` on stderr; a
 memory the quality gate rejected included), 2 bad usage, 130 interrupted.
@@ -21,10 +24,13 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, NoReturn, TextIO
+from urllib.parse import quote
 
 from pydantic import ValidationError
 
@@ -68,7 +74,9 @@ def _settings(args: argparse.Namespace, **extra: Any) -> HippoSettings:
 
 @contextlib.contextmanager
 def _engine(settings: HippoSettings) -> Iterator[Hippocampus]:
-    service = Hippocampus.from_settings(settings)
+    # A command loads the model only if it embeds something: stats, export,
+    # decay or tiers never wait for it.
+    service = Hippocampus.from_settings(settings, lazy_model=True)
     try:
         yield service
     finally:
@@ -114,7 +122,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from api.app import create_app
 
-    with _engine(settings) as service:
+    service = Hippocampus.from_settings(settings)
+    with contextlib.closing(service):
         # The CLI opens the engine itself (not the app on start-up) so that a locked
         # data dir or a missing model is reported here, plainly, before uvicorn runs.
         app = create_app(settings, service=service)
@@ -150,8 +159,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 previous[sig] = signal.signal(sig, stop)
+        local = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else host
         try:
-            server.run()
+            with _announced(settings, f"http://{local}:{settings.port}", lambda: server.started):
+                server.run()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -170,6 +181,96 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         server = create_mcp_server(lambda: service, full_access, default_collection=args.collection)
         server.run("stdio")
     return 0
+
+
+# -- a running server ---------------------------------------------------------------
+
+SERVER_FILE = "hippo.server.json"
+"""Written into an embedded data directory by ``hippo serve`` while it runs: where
+it listens, so that other commands on that directory talk to it."""
+
+
+class _Server:
+    """A running Hippocampus API, over HTTP (the standard library's client)."""
+
+    def __init__(self, url: str, key: str | None) -> None:
+        self.url = url.rstrip("/")
+        self.key = key
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        if self.key:
+            headers["Authorization"] = f"Bearer {self.key}"
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        request = urllib.request.Request(self.url + path, data, headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            try:
+                error = json.loads(e.read())["error"]
+                message = error["message"]
+            except (ValueError, KeyError, TypeError):
+                message = f"HTTP {e.code}"
+            raise _RemoteError(f"the server at {self.url} answered {e.code}: {message}") from e
+        except (urllib.error.URLError, OSError) as e:
+            raise _RemoteError(f"cannot reach the server at {self.url}: {e}") from e
+
+
+class _RemoteError(Exception):
+    """A running server refused or could not be reached (exit 1)."""
+
+
+def _server(args: argparse.Namespace, settings: HippoSettings) -> _Server | None:
+    """The server to talk to: --url, else the one serving this data directory (its
+    file names it and its process is alive), else none (open the data directory)."""
+    if args.url:
+        return _Server(args.url, args.key)
+    if settings.store != "embedded":
+        return None
+    try:
+        info = json.loads((settings.data_dir / SERVER_FILE).read_text("utf-8"))
+        url, pid = str(info["url"]), int(info["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # left by a server that died
+    except PermissionError:
+        pass  # alive, another user's
+    return _Server(url, args.key)
+
+
+@contextlib.contextmanager
+def _announced(settings: HippoSettings, url: str, started: Callable[[], bool]) -> Iterator[None]:
+    """Name this server in its embedded data directory once it listens (``started``
+    says so), until it stops."""
+    if settings.store != "embedded":
+        yield
+        return
+    path = settings.data_dir / SERVER_FILE
+    done = threading.Event()
+
+    def announce() -> None:
+        # Only once it answers: a command that read the file earlier would be refused.
+        while not done.is_set():
+            if started():
+                path.write_text(json.dumps({"url": url, "pid": os.getpid()}), encoding="utf-8")
+                return
+            done.wait(0.05)
+
+    thread = threading.Thread(target=announce, name="hippo-announce", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 # -- memories ---------------------------------------------------------------------
@@ -207,89 +308,137 @@ def _cmd_remember(args: argparse.Namespace) -> int:
         )
     except ValidationError as e:
         raise InvalidInputError(_first_error(e)) from e
-    with _engine(_settings(args)) as service:
-        outcome = service.remember(args.collection, item)
-    memory = outcome.memory
-    if args.json:
-        _print_json(
+    settings = _settings(args)
+    server = _server(args, settings)
+    if server is not None:
+        body = server.call(
+            "POST",
+            f"/v1/collections/{quote(args.collection, safe='')}/memories",
             {
-                "id": memory.id if memory is not None else None,
-                "created": outcome.created,
-                "rejected": outcome.rejected,
-                "duplicate_of": outcome.duplicate_of,
-                "conflicts_with": outcome.conflicts_with,
-                "embedded": outcome.embedded,
-                "quality": outcome.quality,
-                "sanitized": outcome.sanitized,
-                "reasons": outcome.reasons,
-            }
+                k: v
+                for k, v in {
+                    "content": item.content,
+                    "id": item.id,
+                    "category": item.category,
+                    "tags": list(item.tags),
+                    "importance": item.importance,
+                    "source": item.source,
+                }.items()
+                if v is not None
+            },
         )
-        return 1 if outcome.rejected else 0
-    if memory is None:
-        print(f"error: not stored (quality {outcome.quality or 0.0:.2f})", file=sys.stderr)
-        for reason in outcome.reasons:
+    else:
+        from api.schemas import RememberOut
+
+        with _engine(settings) as service:
+            outcome = service.remember(args.collection, item)
+        body = RememberOut.from_engine(outcome).model_dump(mode="json")
+    if args.json:
+        _print_json(body)
+        return 1 if body["rejected"] else 0
+    if body["id"] is None:
+        print(f"error: not stored (quality {body['quality'] or 0.0:.2f})", file=sys.stderr)
+        for reason in body["reasons"]:
             print(f"reason: {reason}", file=sys.stderr)
         return 1
-    print(memory.id)
-    if outcome.duplicate_of is not None:
-        print(f"duplicate_of: {outcome.duplicate_of}")
-    for other in outcome.conflicts_with:
+    print(body["id"])
+    if body["duplicate_of"] is not None:
+        print(f"duplicate_of: {body['duplicate_of']}")
+    for other in body["conflicts_with"]:
         print(f"conflicts_with: {other}")
-    for reason in outcome.reasons:
+    for reason in body["reasons"]:
         print(f"reason: {reason}")
     return 0
 
 
 def _cmd_recall(args: argparse.Namespace) -> int:
-    with _engine(_settings(args)) as service:
-        result = service.recall(
-            args.collection,
-            args.query,
-            limit=args.limit,
-            recipe=args.recipe,
-            explain=args.explain,
-            filters=RecallFilters(
-                occurred_after=args.occurred_after,
-                occurred_before=args.occurred_before,
-                speakers=args.speaker or [],
-            ),
+    detail: Literal["compact", "full"] = "full" if args.full or not args.json else "compact"
+    settings = _settings(args)
+    server = _server(args, settings)
+    filters = RecallFilters(
+        occurred_after=args.occurred_after,
+        occurred_before=args.occurred_before,
+        speakers=args.speaker or [],
+    )
+    if server is not None:
+        body = server.call(
+            "POST",
+            f"/v1/collections/{quote(args.collection, safe='')}/recall",
+            {
+                "query": args.query,
+                "limit": args.limit,
+                "recipe": args.recipe,
+                "explain": args.explain,
+                "detail": detail,
+                "filters": {
+                    "occurred_after": _iso(filters.occurred_after),
+                    "occurred_before": _iso(filters.occurred_before),
+                    "speakers": filters.speakers,
+                },
+            },
         )
-    if args.json:
-        # The API's answer to the same request: `results`, compact unless --full.
+    else:
         from api.schemas import RecallOut
 
-        detail: Literal["compact", "full"] = "full" if args.full else "compact"
-        _print_json(RecallOut.from_engine(result, detail=detail).model_dump(mode="json"))
+        with _engine(settings) as service:
+            result = service.recall(
+                args.collection,
+                args.query,
+                limit=args.limit,
+                recipe=args.recipe,
+                explain=args.explain,
+                filters=filters,
+            )
+        body = RecallOut.from_engine(result, detail=detail).model_dump(mode="json")
+    if args.json:
+        # The API's answer to the same request: `results`, compact unless --full.
+        _print_json(body)
     else:
-        _print_hits(result)
+        _print_results(body["results"])
+        for warning in body["warnings"]:
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
 def _print_hits(result: RecallResult, out: TextIO | None = None) -> None:
+    from api.schemas import RecallOut
+
+    body = RecallOut.from_engine(result, detail="full").model_dump(mode="json")
+    _print_results(body["results"], out)
+
+
+def _print_results(results: list[dict[str, Any]], out: TextIO | None = None) -> None:
+    """A recall's results (as POST /recall answers them, full), one line each."""
     out = out or sys.stdout
-    if not result.hits:
+    if not results:
         print("(no memories found)", file=out)
         return
-    id_width = min(36, max(2, *(len(h.memory.id) for h in result.hits)))
-    cat_width = max(8, *(len(h.memory.category) for h in result.hits))
+    id_width = min(36, max(2, *(len(h["id"]) for h in results)))
+    cat_width = max(8, *(len(h["memory"]["category"]) for h in results))
     print(
         f"{'#':>2}  {'score':>6}  {'id':<{id_width}}  {'category':<{cat_width}}  content", file=out
     )
-    for rank, hit in enumerate(result.hits, start=1):
+    for rank, hit in enumerate(results, start=1):
+        memory = hit["memory"]
         print(
-            f"{rank:>2}  {hit.score:>6.3f}  {_cut(hit.memory.id, id_width):<{id_width}}  "
-            f"{hit.memory.category:<{cat_width}}  {_cut(hit.memory.content, _SNIPPET)}",
+            f"{rank:>2}  {hit['score']:>6.3f}  {_cut(hit['id'], id_width):<{id_width}}  "
+            f"{memory['category']:<{cat_width}}  {_cut(memory['content'], _SNIPPET)}",
             file=out,
         )
-        for path in hit.paths or []:
+        for path in hit.get("paths") or []:
+            anchor = path["anchor"]
             walk = " -> ".join(
-                [f"{path.anchor.kind}:{path.anchor.name}"]
+                [f"{anchor['kind']}:{anchor['name']}"]
                 + [
-                    f"[{s.type.value} {s.weight:.2f}] {s.kind}:{_cut(s.name, 30)}"
-                    for s in path.steps
+                    f"[{s['type']} {s['weight']:.2f}] {s['kind']}:{_cut(s['name'], 30)}"
+                    for s in path["steps"]
                 ]
             )
-            print(f"{'':>10}via {walk}  ({path.strength:.3f})", file=out)
+            print(f"{'':>10}via {walk}  ({path['strength']:.3f})", file=out)
 
 
 def _cut(text: str, width: int) -> str:
@@ -423,6 +572,16 @@ def _cmd_tiers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_use(args: argparse.Namespace) -> int:
+    if len(set(args.ids)) < 2:
+        raise _UsageError("name at least two different memories used together")
+    with _engine(_settings(args)) as service:
+        edges = service.record_use(args.collection, args.ids, context=args.context or [])
+    for edge in edges:
+        print(f"{edge.source} -- {edge.target}  weight {edge.weight:.2f}")
+    return 0
+
+
 def _cmd_decay(args: argparse.Namespace) -> int:
     with _engine(_settings(args)) as service:
         decayed = service.decay(args.collection)
@@ -501,7 +660,7 @@ def _neo4j_store(settings: HippoSettings, dimensions: int | None = None) -> Neo4
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from engine.service import PORTABLE_STATE
+    from engine.service import PORTABLE_STATE, PORTABLE_STATE_PREFIXES
     from engine.store.copy import copy_collection
 
     into = args.into or args.collection
@@ -526,13 +685,18 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
             into=into,
             progress=bar.update,
             states=PORTABLE_STATE,
+            state_prefixes=PORTABLE_STATE_PREFIXES,
         )
     renamed = f" as {into}" if into != args.collection else ""
     print(
         f"copied {args.collection} from {args.source} to {args.target}{renamed}: "
         f"{report.memories} memories ({report.vectors} with vectors), {report.edges} edges, "
         f"{report.hub_vectors} hub vectors, {report.events} events"
-        + (f", {report.states} learned model{'s' * (report.states != 1)}" if report.states else "")
+        + (
+            f", {report.states} learned state document{'s' * (report.states != 1)}"
+            if report.states
+            else ""
+        )
     )
     return 0
 
@@ -585,6 +749,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     collection = _Parser(add_help=False)
     collection.add_argument("--collection", "-c", default="default", help="default: %(default)s")
+    remote = _Parser(add_help=False)
+    remote.add_argument(
+        "--url",
+        help="talk to the server at this URL (default: the one serving --data-dir, if any; "
+        "else open the data directory)",
+    )
+    remote.add_argument("--key", help="the API key for --url, when the server has keys")
 
     parser = _Parser(
         prog="hippo", description="Hippocampus: a graph-based associative memory engine."
@@ -607,7 +778,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_mcp)
 
-    p = add("remember", "store one memory", collection)
+    p = add("remember", "store one memory", collection, remote)
     p.add_argument("text", metavar="TEXT", help="the memory's content; - reads stdin")
     p.add_argument("--category", default="insight", help="default: %(default)s")
     p.add_argument("--tag", action="append", help="a tag (repeatable)")
@@ -626,7 +797,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_cmd_remember)
 
-    p = add("recall", "find memories similar to a query", collection)
+    p = add("recall", "find memories similar to a query", collection, remote)
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--limit", "-n", type=int, default=10, help="default: %(default)s")
     p.add_argument(
@@ -669,6 +840,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("reindex", "embed memories that have no vector from the current model", collection)
     p.set_defaults(run=_cmd_reindex)
+
+    p = add("use", "record memories used together (strengthens their association)", collection)
+    p.add_argument("ids", metavar="ID", nargs="+", help="two or more memory ids")
+    p.add_argument("--context", action="append", help="a concept of the context (repeatable)")
+    p.set_defaults(run=_cmd_use)
 
     p = add("decay", "one temporal decay pass over the edges (once a day counts)", collection)
     p.set_defaults(run=_cmd_decay)
@@ -724,11 +900,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except _RemoteError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except DataDirLockedError as e:
         print(f"error: {e.message}", file=sys.stderr)
         print(
             "hint: the data dir is in use by a running server, which owns it; "
-            "use its REST API, or stop the server first",
+            "remember and recall talk to it (or give --url), other work goes "
+            "through its REST API, or stop the server first",
             file=sys.stderr,
         )
         return 1

@@ -80,8 +80,8 @@ def unwritten_collection_warnings(
     if collection in known:
         return []
     visible = sum(1 for name in known if access.allows(name))
+    noun, verb = ("collection", "holds") if visible == 1 else ("collections", "hold")
     return [
         f"collection {collection!r} holds no memories: nothing has been written to it "
-        f"(check the name; {visible} collection{'' if visible == 1 else 's'} this key "
-        "may read hold memories)"
+        f"(check the name: {visible} {noun} you may read {verb} memories)"
     ]

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -47,6 +47,7 @@ from api.schemas import (
     ResurfaceOut,
 )
 from engine.errors import ConflictError, HippoError, InvalidInputError, NotFoundError
+from engine.model import Tier
 from engine.retrieve import DEFAULT_RECIPE
 from engine.service import Hippocampus
 
@@ -446,6 +447,38 @@ def create_mcp_server(
             f"{s.pending_embeddings} waiting for a vector",
             body,
         )
+
+    @mcp.resource(
+        "hippo://collections/{collection}/summary",
+        name="collection_summary",
+        description="What a collection holds: memories by category and tier, the graph's "
+        "size, and the most valuable memories (confidence × importance).",
+        mime_type="text/plain",
+    )
+    def collection_summary(collection: str, ctx: Context) -> str:
+        access = access_of(ctx.headers)
+        service = service_of()
+        try:
+            service.check_collection(collection)
+            if not access.allows(collection):
+                raise NotFoundError(NOT_FOUND_MESSAGE)
+            s = service.stats(collection)
+            memories = list(service.store.iter_memories(collection))
+        except HippoError as e:
+            raise ResourceError(str(_fail(e))) from e
+        best = sorted(
+            (m for m in memories if m.tier == Tier.ACTIVE),
+            key=lambda m: -(m.retrieval.confidence * m.importance),
+        )[:5]
+        categories = ", ".join(f"{k} {v}" for k, v in sorted(dict(s.by_category).items()))
+        tiers = ", ".join(f"{k} {v}" for k, v in sorted(dict(s.by_tier).items()))
+        lines = [
+            f"{collection}: {s.memories} memories ({categories or 'none'}; {tiers or 'no tiers'}), "
+            f"{s.hubs} hubs, {s.edges} edges, {s.pending_embeddings} waiting for a vector.",
+            "Most valuable:" if best else "Nothing stored yet.",
+            *(_memory_line(i, MemoryOut.from_engine(m)) for i, m in enumerate(best, start=1)),
+        ]
+        return "\n".join(lines)
 
     @mcp.prompt(
         description="Start a task with what memory already knows about it.",

@@ -452,6 +452,13 @@ class RecallIn(_Request):
             "text block (category, title, score, the collection's size), ready for a prompt."
         ),
     )
+    summary_min_score: Annotated[float, Field(ge=-1.0, le=1.0)] | None = Field(
+        default=None,
+        description=(
+            "The least similarity a result needs to be in the summary block "
+            "(default HIPPO_SUMMARY_MIN_SCORE, 0.7); the results list is not filtered by it."
+        ),
+    )
     conversation_id: MemoryId | None = Field(
         default=None,
         description=(
@@ -743,10 +750,14 @@ class DecayOut(BaseModel):
     decayed: int = Field(description="Edges that lost weight in this pass.")
 
 
+Lifecycle = Literal["active", "promoted", "archived", "quarantined"]
+"""A memory's tier, or ``promoted`` within the active tier."""
+
+
 class TierChangeOut(BaseModel):
     id: str
-    before: Tier = Field(alias="from")
-    after: Tier = Field(alias="to")
+    before: Lifecycle = Field(alias="from")
+    after: Lifecycle = Field(alias="to")
     reason: str
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
@@ -779,6 +790,8 @@ class TiersOut(BaseModel):
     archived: int
     quarantined: int
     restored: int
+    promoted: int = Field(default=0, description="Active memories promoted (high, useful use).")
+    demoted: int = Field(default=0, description="Promoted memories that lost the mark.")
     changes: list[TierChangeOut] = Field(description="The memories that moved (first 100).")
     feedback: int = Field(description="Memories with feedback; every 500 more retrain quality.")
     retrained: TrainingRunOut | None
@@ -791,6 +804,8 @@ class TiersOut(BaseModel):
             archived=report.archived,
             quarantined=report.quarantined,
             restored=report.restored,
+            promoted=report.promoted,
+            demoted=report.demoted,
             changes=[TierChangeOut.model_validate(c) for c in report.changes],
             feedback=report.feedback,
             retrained=(
@@ -979,6 +994,17 @@ class SurfacingMetricsOut(BaseModel):
         description="Explicit recalls whose top results had been offered earlier / explicit recalls"
     )
     median_lead_time: float | None = Field(description="Messages from offer to explicit recall.")
+    mean_lead_time: float | None = Field(
+        default=None, description="The same, averaged (the seed's average lead time)."
+    )
+    calibration_error: float | None = Field(
+        default=None,
+        description="Expected calibration error of offer confidence against use (0: calibrated).",
+    )
+    decay_effectiveness: float | None = Field(
+        default=None,
+        description="Offers of memories due for spaced repetition that were used / engaged ones.",
+    )
 
 
 class LatencyOut(BaseModel):
@@ -1001,6 +1027,10 @@ class StatsOut(BaseModel):
     embedder: str
     extractor: str
     quality: QualityOut
+    average_quality: float | None = Field(
+        description="Mean quality score of the memories that have one."
+    )
+    retrieval_count: int = Field(description="Recalls made of the collection.")
     graph: GraphHealthOut | None = None
     surfacing: SurfacingMetricsOut | None = None
     latency: LatencyOut | None = None
@@ -1119,6 +1149,19 @@ class FeedbackIn(_Request):
     context: Names = Field(
         default_factory=list, description="Concepts of the context the memory was used in."
     )
+
+
+class UsedTogetherIn(_Request):
+    ids: Annotated[list[MemoryId], Field(min_length=2, max_length=_LIMITS.max_recall_limit)] = (
+        Field(description="Memories used together (two or more).")
+    )
+    context: Names = Field(
+        default_factory=list, description="Concepts of the context they were used in."
+    )
+
+
+class UsedTogetherOut(BaseModel):
+    edges: list[EdgeOut] = Field(description="The ASSOCIATED edges among them, as they now are.")
 
 
 class DueOut(BaseModel):

@@ -140,7 +140,13 @@ class Ledger:
     maybe_usage: Counter[str] = field(default_factory=Counter)
     about: Counter[tuple[str, str]] = field(default_factory=Counter)
     maybe_about: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # ASSOCIATED co-occurrences: exact counts (co-use acknowledged, recalls of pairs
+    # linked before they were sent), and what may have counted besides.
     pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    maybe_pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    linked: set[tuple[str, str]] = field(default_factory=set)  # an edge is acknowledged
+    unlinked_recalls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    uses: int = 0  # used or helpful engagements acknowledged (they may link insights)
     surfacings: list[tuple[str, str]] = field(default_factory=list)  # (surfacing, memory)
     created_ids: list[str] = field(default_factory=list)  # every id a 201 returned
     errors: list[str] = field(default_factory=list)
@@ -187,7 +193,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 # -- the client -----------------------------------------------------------------------
 
-ROUTES = ("remember", "recall", "message", "engage", "feedback", "forget", "decay")
+ROUTES = ("remember", "recall", "message", "engage", "feedback", "use", "forget", "decay")
 
 
 @dataclass(frozen=True)
@@ -200,11 +206,12 @@ class Mix:
     message: float = 20
     engage: float = 10
     feedback: float = 15
+    use: float = 5
     decay: float = 1
     scratch_cap: int = 0
 
     def pick(self, rng: random.Random) -> str:
-        routes = ("remember", "recall", "message", "engage", "feedback", "decay")
+        routes = ("remember", "recall", "message", "engage", "feedback", "use", "decay")
         weights = [getattr(self, r) for r in routes]
         return rng.choices(routes, weights)[0]
 
@@ -350,6 +357,8 @@ class Client:
 
     def recall(self) -> None:
         body = {"query": queries(self.rng), "limit": 5}
+        with self.ledger.lock:
+            linked_before = set(self.ledger.linked)
         try:
             r = self._send("recall", "POST", f"{self.base}/recall", json=body)
         except _NoAnswer:
@@ -358,9 +367,55 @@ class Client:
             self._unexpected("recall", r)
             return
         top = [hit["id"] for hit in r.json()["results"][:CO_RETRIEVED]]
+        # A bare recall counts only on an ASSOCIATED edge that exists when its
+        # learning is written (batched, later): exact for pairs linked before it
+        # was sent; a pair linked since may or may not have counted it.
         with self.ledger.lock:
             for a, b in itertools.combinations(dict.fromkeys(top), 2):
-                self.ledger.pairs[_pair(a, b)] += 1
+                pair = _pair(a, b)
+                if pair in linked_before:
+                    self.ledger.pairs[pair] += 1
+                elif pair in self.ledger.linked:
+                    self.ledger.maybe_pairs[pair] += 1
+                else:
+                    self.ledger.unlinked_recalls[pair] += 1
+
+    def use(self) -> None:
+        """Two memories used together: their ASSOCIATED edge is created or
+        strengthened, and counts one co-occurrence."""
+        with self.ledger.lock:
+            known = sorted(self.ledger.memories.keys() - self.ledger.forgetting)
+        if len(known) < 2:
+            return
+        a, b = self.rng.sample(known[:50] if self.rng.random() < 0.5 else known, 2)
+        pair = _pair(a, b)
+        context = self.rng.choice(CONTEXTS)
+        body = {"ids": [a, b], "context": [context]}
+        try:
+            r = self._send("use", "POST", f"{self.base}/memories/used-together", json=body)
+        except _NoAnswer:
+            with self.ledger.lock:
+                self.ledger.maybe_pairs[pair] += 1 + self.ledger.unlinked_recalls.pop(pair, 0)
+                self.ledger.maybe_about[(a, context)] += 1
+                self.ledger.maybe_about[(b, context)] += 1
+            return
+        if r.status_code == 404:
+            with self.ledger.lock:
+                if a in self.ledger.forgetting or b in self.ledger.forgetting:
+                    return
+        if r.status_code != 200:
+            self._unexpected("use", r)
+            return
+        with self.ledger.lock:
+            self.ledger.pairs[pair] += 1
+            # Their edges to the context's concept are strengthened too.
+            self.ledger.about[(a, context)] += 1
+            self.ledger.about[(b, context)] += 1
+            # Recalls of the pair before it was linked whose learning was not yet
+            # written may count on the new edge.
+            self.ledger.maybe_pairs[pair] += self.ledger.unlinked_recalls.pop(pair, 0)
+            self.ledger.linked.add(pair)
+            self.ledger.acknowledged += 1
 
     def _new_conversation(self) -> None:
         self.conversation = f"{self.name}-chat-{next(self.conversations)}"
@@ -424,6 +479,7 @@ class Client:
         with self.ledger.lock:
             if counts:
                 self.ledger.usage[memory_id] += 1
+                self.ledger.uses += 1
             self.ledger.acknowledged += 1
 
     def feedback(self) -> None:
@@ -570,12 +626,15 @@ def _edges(url: str, base: str, ids: Sequence[str]) -> dict[str, list[dict[str, 
 
 
 def _co(edges: list[dict[str, Any]], kind: str, source: str, target: str) -> int:
-    """co_occurrences of the edge (0 when absent); ASSOCIATED either way round."""
+    """co_occurrences of the edge (0 when absent); ASSOCIATED either way round.
+    ``/graph`` names edge ends by node id (``Memory:<id>``, ``Concept:<name>``)."""
+    hub = {"ABOUT": "Concept", "HAS_TRIGGER": "Trigger", "IN_DOMAIN": "Domain"}
+    want = (f"Memory:{source}", f"{hub.get(kind, 'Memory')}:{target}")
     for e in edges:
         if e["type"] != kind:
             continue
-        if (e["source"], e["target"]) == (source, target) or (
-            kind == "ASSOCIATED" and (e["target"], e["source"]) == (source, target)
+        if (e["source"], e["target"]) == want or (
+            kind == "ASSOCIATED" and (e["target"], e["source"]) == want
         ):
             return int(e["co_occurrences"])
     return 0
@@ -611,6 +670,10 @@ def verify(
         usage, maybe_usage = Counter(ledger.usage), Counter(ledger.maybe_usage)
         about, maybe_about = Counter(ledger.about), Counter(ledger.maybe_about)
         expected_pairs = Counter(ledger.pairs)
+        maybe_pairs = Counter(ledger.maybe_pairs)
+        # Insights used in one conversation are linked too: each used engagement
+        # may add one co-occurrence to a pair.
+        uses = ledger.uses
         created = list(ledger.created_ids)
 
     duplicated = [i for i, n in Counter(created).items() if n > 1]
@@ -683,7 +746,7 @@ def verify(
                     f"co_occurrences of {a} ASSOCIATED {b}",
                     _co(graphs[a], "ASSOCIATED", a, b),
                     count,
-                    0,
+                    maybe_pairs[(a, b)] + uses,
                 )
 
     if settle:

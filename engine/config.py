@@ -99,6 +99,8 @@ class HippoSettings(BaseSettings):
         tiers: when memories are archived or quarantined.
         records_min_score: the least similarity a record needs to be returned by
             ``/ai/rag-search``.
+        summary_min_score: the least similarity a result needs to appear in a
+            recall's ``format: "summary"`` block (the seed's 0.7).
     """
 
     model_config = SettingsConfigDict(
@@ -124,6 +126,7 @@ class HippoSettings(BaseSettings):
     dedup: DedupConfig = DedupConfig()
     tiers: TierPolicy = TierPolicy()
     records_min_score: float = Field(default=0.3, ge=-1.0, le=1.0)
+    summary_min_score: float = Field(default=0.7, ge=-1.0, le=1.0)
     neo4j: Neo4jSettings = Neo4jSettings()
 
     @field_validator("api_keys")

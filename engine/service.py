@@ -24,7 +24,8 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from engine.config import COLLECTION_PATTERN, HippoSettings, Limits
-from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder, make_embedder
+from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder, make_embedder, model_name
+from engine.embed.lazy import LazyEmbedder
 from engine.embed.passages import passages
 from engine.errors import (
     ConflictError,
@@ -97,13 +98,27 @@ from engine.retrieve.config import (
     SearchConfig,
     without_dense,
 )
+from engine.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
 from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
 from engine.retrieve.summary import context_summary
 from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from engine.store import GraphStore, MemoryRecord, Vector
 from engine.store.factory import open_store
 from engine.surface import SurfaceConfig, SurfaceMetrics
-from engine.surfacing import ConversationView, EngagementOutcome, MessageOutcome, Surfacer
+from engine.surface.conversation import ConversationState
+from engine.surface.metrics import SurfaceCounters
+from engine.surface.predict import SurfaceModel
+from engine.surfacing import (
+    CONVERSATION_PREFIX,
+    SURFACE_COUNTERS_KEY,
+    SURFACE_MODEL_KEY,
+    SURFACING_PREFIX,
+    ConversationView,
+    EngagementOutcome,
+    MessageOutcome,
+    Surfacer,
+    Surfacing,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -117,15 +132,30 @@ _ID_PATTERN = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}\Z")
 _CATEGORY_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,39}\Z")
 EXPORT_FORMAT = "hippocampus-jsonl/3"
 _READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", "hippocampus-jsonl/2", EXPORT_FORMAT})
+LEARNED_SECTION = "learned"
+LEARNED_VERSION = 1
+"""Version of the export's learned section (the state documents after the
+``{"type": "section", "name": "learned", "version": 1}`` record): bumped when
+the documents it holds change shape."""
 QUALITY_MODEL_KEY = "quality_model"
 TIER_PASS_KEY = "tier_pass"
 FEEDBACK_COUNT_KEY = "quality_feedback"
 """State document ``{"memories": n}``: how many memories of the collection have
 feedback, kept up as engagement gives memories their first feedback, and set
 exactly by the tier pass and by each retraining."""
-PORTABLE_STATE = (QUALITY_MODEL_KEY,)
+PORTABLE_STATE = (
+    QUALITY_MODEL_KEY,
+    FEEDBACK_COUNT_KEY,
+    SURFACE_MODEL_KEY,
+    SURFACE_COUNTERS_KEY,
+)
 """State documents that export and ``hippo migrate`` carry with a collection: what
-was learned from it and cannot be rebuilt from its memories."""
+was learned from it and cannot be rebuilt from its memories (the quality model;
+surfacing's topic, need, bandit, threshold and confidence models and its
+counters)."""
+PORTABLE_STATE_PREFIXES = (CONVERSATION_PREFIX, SURFACING_PREFIX)
+"""Families of state documents carried too: every conversation's state and every
+surfacing record, so engagement of an offer made before the move still teaches."""
 _LATENCIES_KEPT = 1000
 NOT_EMBEDDED_REASON = (
     "stored without a vector: the embedder is unavailable; flagged for re-embedding "
@@ -241,6 +271,8 @@ class TierReport(BaseModel):
     archived: int
     quarantined: int
     restored: int
+    promoted: int = 0
+    demoted: int = 0
     changes: list[dict[str, str]] = Field(
         description="id, from, to and reason of each memory that moved (first 100)."
     )
@@ -260,6 +292,10 @@ class CollectionStats(BaseModel):
     embedder: str
     extractor: str
     quality: QualityStats
+    average_quality: float | None = Field(
+        description="Mean quality score of the memories that have one (a running total)."
+    )
+    retrieval_count: int = Field(description="Recalls made of the collection (retrieval events).")
 
 
 class Association(BaseModel):
@@ -343,6 +379,8 @@ class Hippocampus:
         tiers: when memories are archived or quarantined.
         records_min_score: the least similarity a record needs to be found by
             :meth:`search_records`.
+        summary_min_score: the least similarity a result needs to be in a
+            :meth:`context_summary` (the seed's 0.7).
         surfacing: gates, thresholds and learning of proactive surfacing.
         scheduler: spaced repetition (FSRS-style by default).
         seed: makes surfacing's exploration reproducible.
@@ -361,6 +399,7 @@ class Hippocampus:
         dedup: DedupConfig | None = None,
         tiers: TierPolicy | None = None,
         records_min_score: float = 0.3,
+        summary_min_score: float = 0.7,
         surfacing: SurfaceConfig | None = None,
         scheduler: Scheduler | None = None,
         seed: int = 0,
@@ -375,6 +414,7 @@ class Hippocampus:
         self.dedup = dedup or DedupConfig()
         self.tiers = tiers or TierPolicy()
         self.records_min_score = records_min_score
+        self.summary_min_score = summary_min_score
         self._pending: dict[str, tuple[list[EdgeUpdate], list[Event]]] = {}
         self._pending_lock = threading.Lock()
         self._latencies: dict[str, deque[float]] = {}
@@ -420,8 +460,11 @@ class Hippocampus:
         return self._embedder.recover()
 
     @classmethod
-    def from_settings(cls, settings: HippoSettings) -> Hippocampus:
+    def from_settings(cls, settings: HippoSettings, *, lazy_model: bool = False) -> Hippocampus:
         """Build the engine the settings describe (store, embedder, extractor).
+
+        With ``lazy_model`` (the embedded store only) the embedding model loads
+        when first used, so work that never embeds never waits for it.
 
         The embedded store is opened first, so that a data directory in use is
         reported before a model loads; the Neo4j store is configured after the
@@ -441,7 +484,11 @@ class Hippocampus:
         try:
             if settings.store == "embedded":
                 store = open_store(settings)
-                embedder = build_embedder()
+                embedder = (
+                    LazyEmbedder(model_name(settings.embedder, settings.model_path), build_embedder)
+                    if lazy_model
+                    else build_embedder()
+                )
             else:
                 embedder = build_embedder()
                 store = open_store(settings, dimensions=embedder.dim)
@@ -460,6 +507,7 @@ class Hippocampus:
             dedup=settings.dedup,
             tiers=settings.tiers,
             records_min_score=settings.records_min_score,
+            summary_min_score=settings.summary_min_score,
             scheduler=FsrsScheduler() if settings.scheduler == "fsrs" else SeedScheduler(),
         )
 
@@ -1003,6 +1051,7 @@ class Hippocampus:
             speaker=item.speaker,
             content_hash=digest,
             embedding_model=self.embedder.name if embedded else None,
+            embedding_generated_at=at if embedded else None,
             retrieval=RetrievalMeta(
                 domains=list(extraction.domains),
                 triggers=list(extraction.triggers),
@@ -1111,6 +1160,7 @@ class Hippocampus:
                 vector = embedded.heads[0] if embedded is not None else None
                 passage_vectors = embedded.passages[0] if embedded is not None else None
                 update["embedding_model"] = self.embedder.name if vector is not None else None
+                update["embedding_generated_at"] = at if vector is not None else None
                 extraction = self.extractor.extract_many([text])[0]
                 retrieval.domains = list(extraction.domains)
                 retrieval.triggers = list(extraction.triggers)
@@ -1165,7 +1215,9 @@ class Hippocampus:
         # waits for re-embedding like one remembered while the embedder is down.
         drop_vector = content_changed and vector is None
         if drop_vector:
-            memory = memory.model_copy(update={"embedding_model": None})
+            memory = memory.model_copy(
+                update={"embedding_model": None, "embedding_generated_at": None}
+            )
         self.store.replace_memory(
             collection,
             MemoryRecord(
@@ -1368,10 +1420,17 @@ class Hippocampus:
         )
         return [h.memory.id for h in result.hits if h.memory.source == RESOURCE_SOURCE]
 
-    def context_summary(self, collection: str, result: RecallResult) -> str:
+    def context_summary(
+        self, collection: str, result: RecallResult, *, min_score: float | None = None
+    ) -> str:
         """The "Related knowledge already captured" block for a recall result, with
-        the number of memories in the collection."""
-        return context_summary(result.hits, self.store.stats(collection).memories)
+        the number of memories in the collection (the seed's domain). Results less
+        similar to the query than ``min_score`` (default: ``summary_min_score``,
+        the seed's 0.7) are left out; results with no similarity (the embedder
+        was down) are kept, as ``min_score`` is then not applied to recall."""
+        least = self.summary_min_score if min_score is None else min_score
+        hits = [h for h in result.hits if h.similarity is None or h.similarity >= least]
+        return context_summary(hits, self.store.stats(collection).memories)
 
     # -- recall -----------------------------------------------------------------
 
@@ -1566,16 +1625,25 @@ class Hippocampus:
             raise InvalidInputError("max_depth is 1-3", field="max_depth")
         if not 1 <= limit <= self.limits.max_recall_limit:
             raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
-        hubs = [h for h in self.store.match_hubs(collection, names) if h.kind != HubKind.DOMAIN]
-        if not hubs:
-            return []
-        params = self.recipe(DEFAULT_RECIPE).expand.model_copy(update={"max_depth": max_depth})
-        found = self.store.expand(
-            collection,
-            [Anchor(kind=h.kind, name=h.name) for h in hubs],
-            params=params,
-            filters=filters or RecallFilters(),
-        )
+        # The context is matched as memories are extracted: by name and by the
+        # extractor's lemmas, to hubs of every kind; and to memories' tags.
+        forms = context_forms(names, self.extractor.extract_many(list(names)))
+        hubs = self.store.match_hubs(collection, list(forms))
+        base = filters or RecallFilters()
+        reached: dict[str, Reach] = {}
+        if hubs:
+            params = self.recipe(DEFAULT_RECIPE).expand.model_copy(update={"max_depth": max_depth})
+            origin = {(h.kind, h.name): forms[h.name] for h in hubs}
+            for e in self.store.expand(
+                collection,
+                [Anchor(kind=h.kind, name=h.name) for h in hubs],
+                params=params,
+                filters=base,
+            ):
+                if (kept := through_context(e, origin)) is not None:
+                    reached[e.memory_id] = kept
+        self._add_tagged(collection, names, base, reached, limit)
+        found = sorted((r.expansion() for r in reached.values()), key=lambda e: -e.strength)
         passed = [e for e in found if e.anchors >= 2 or e.strength >= min_path_strength][:limit]
         memories = self.store.get_memories(collection, [e.memory_id for e in passed])
         return [
@@ -1588,6 +1656,26 @@ class Hippocampus:
             for e in passed
             if e.memory_id in memories
         ]
+
+    def _add_tagged(
+        self,
+        collection: str,
+        names: Sequence[str],
+        filters: RecallFilters,
+        reached: dict[str, Reach],
+        limit: int,
+    ) -> None:
+        """Credit each context name to the memories tagged with it, at
+        :data:`TAG_STRENGTH` (tags are not hubs: no path is drawn for them)."""
+        vector = self._embed_query(" ".join(names))
+        if vector is None:
+            return
+        for name in names:
+            tagged = filters.model_copy(update={"tags": [name]})
+            for memory_id, _ in self.store.search_vectors(
+                collection, vector, model=self.embedder.name, k=limit, filters=tagged
+            ):
+                reached.setdefault(memory_id, Reach(memory_id)).add(name, TAG_STRENGTH)
 
     def subgraph(
         self, collection: str, center: str, *, depth: int = 1, max_nodes: int = 200
@@ -1692,17 +1780,25 @@ class Hippocampus:
         *,
         context: Sequence[str] = (),
         now: datetime | None = None,
-    ) -> None:
+    ) -> list[Edge]:
         """Memories used together (real use, not a bare retrieval): their
         ASSOCIATED edges, and their edges to the ``context`` concepts, are
         reinforced by the seed's rule (+0.1 up to 1.0, new edges at 0.3). Written
         before returning.
 
+        Returns:
+            The ASSOCIATED edges among the memories, as they now are.
+
         Raises:
             NotFoundError: one of the memories does not exist.
+            InvalidInputError: more memories than a recall may return.
         """
         self.check_collection(collection)
-        ids = list(dict.fromkeys(memory_ids))
+        ids = list(dict.fromkeys(self.check_id(mid, "ids") for mid in memory_ids))
+        if len(ids) > self.limits.max_recall_limit:
+            raise InvalidInputError(
+                f"at most {self.limits.max_recall_limit} memories are used together", field="ids"
+            )
         found = self.store.get_memories(collection, ids)
         missing = [mid for mid in ids if mid not in found]
         if missing:
@@ -1715,6 +1811,14 @@ class Hippocampus:
         self.store.append_events(
             collection, [Event(type="use", at=at, memory_ids=ids, payload={"context": names})]
         )
+        among = set(ids)
+        edges: dict[tuple[str, str], Edge] = {}
+        for mid in ids:
+            for edge in self.store.edges_of(collection, mid):
+                if edge.type == EdgeType.ASSOCIATED and {edge.source, edge.target} <= among:
+                    pair = (min(edge.source, edge.target), max(edge.source, edge.target))
+                    edges.setdefault(pair, edge)
+        return sorted(edges.values(), key=lambda e: (e.source, e.target))
 
     # -- proactive surfacing and spaced repetition ------------------------------------
 
@@ -1863,6 +1967,12 @@ class Hippocampus:
         if size >= self.learning.flush_at:
             self.flush_learning()
 
+    def _queued(self, collection: str, event_type: str = "retrieval") -> int:
+        """Events of a type queued for the collection and not yet written."""
+        with self._pending_lock:
+            pending = self._pending.get(collection)
+            return sum(1 for e in pending[1] if e.type == event_type) if pending else 0
+
     def flush_learning(self) -> int:
         """Write queued retrieval reinforcements and events. Bare retrievals are
         batched so a recall never waits on a disk sync; a crash loses at most the
@@ -1936,6 +2046,7 @@ class Hippocampus:
             self.store.set_vectors(
                 collection,
                 [(m.id, embedded.heads[i], self.embedder.name) for i, m in enumerate(pending)],
+                at=utcnow(),
                 passages={
                     m.id: rows
                     for m, rows in zip(pending, embedded.passages, strict=True)
@@ -1987,12 +2098,20 @@ class Hippocampus:
                 current = found.get(change.memory_id)
                 if current is None or current.tier != change.before:
                     continue
+                promoted_at = current.retrieval.promoted_at
+                if change.promote is not None or change.after != Tier.ACTIVE:
+                    promoted_at = at if change.promote else None
+                moved = current.model_copy(
+                    update={
+                        "tier": change.after,
+                        "updated_at": at,
+                        "retrieval": current.retrieval.model_copy(
+                            update={"promoted_at": promoted_at}
+                        ),
+                    }
+                )
                 self.store.replace_memory(
-                    collection,
-                    MemoryRecord(
-                        memory=current.model_copy(update={"tier": change.after, "updated_at": at})
-                    ),
-                    replace_edges=False,
+                    collection, MemoryRecord(memory=moved), replace_edges=False
                 )
             applied.append(change)
             logger.info(
@@ -2011,7 +2130,7 @@ class Hippocampus:
                         type="tier_change",
                         at=at,
                         memory_ids=[c.memory_id],
-                        payload={"from": c.before.value, "to": c.after.value, "reason": c.reason},
+                        payload={"from": c.stages[0], "to": c.stages[1], "reason": c.reason},
                     )
                     for c in applied
                 ],
@@ -2026,12 +2145,14 @@ class Hippocampus:
             examined=examined,
             archived=sum(1 for c in applied if c.after == Tier.ARCHIVED),
             quarantined=sum(1 for c in applied if c.after == Tier.QUARANTINED),
-            restored=sum(1 for c in applied if c.after == Tier.ACTIVE),
+            restored=sum(1 for c in applied if c.after == Tier.ACTIVE and c.promote is None),
+            promoted=sum(1 for c in applied if c.promote is True),
+            demoted=sum(1 for c in applied if c.promote is False),
             changes=[
                 {
                     "id": c.memory_id,
-                    "from": c.before.value,
-                    "to": c.after.value,
+                    "from": c.stages[0],
+                    "to": c.stages[1],
                     "reason": c.reason,
                 }
                 for c in applied[:100]
@@ -2225,6 +2346,11 @@ class Hippocampus:
             hubs=s.hubs,
             edges=s.edges,
             events=s.events,
+            # Rounded: a running sum drifts in the last bits with the order of writes.
+            average_quality=round(s.quality_sum / s.quality_scored, 6)
+            if s.quality_scored
+            else None,
+            retrieval_count=s.events_by_type.get("retrieval", 0) + self._queued(collection),
             embedder=self.embedder.name,
             extractor=self.extractor.name,
             quality=QualityStats(
@@ -2281,10 +2407,28 @@ class Hippocampus:
                 if key not in seen:
                     seen.add(key)
                     yield {"type": "edge", "edge": edge.model_dump(mode="json")}
-        stored = self.store.get_states(collection, PORTABLE_STATE)
-        for state_key in PORTABLE_STATE:
-            if state_key in stored:
-                yield {"type": "state", "key": state_key, "value": stored[state_key]}
+        # The learned section: its header comes before its first document, and
+        # not at all for a collection that has learned nothing.
+        section = {"type": "section", "name": LEARNED_SECTION, "version": LEARNED_VERSION}
+        keys = self.portable_state_keys(collection)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            stored = self.store.get_states(collection, chunk)
+            for state_key in chunk:
+                if state_key in stored:
+                    if section:
+                        yield section
+                        section = {}
+                    yield {"type": "state", "key": state_key, "value": stored[state_key]}
+
+    def portable_state_keys(self, collection: str) -> list[str]:
+        """Keys of the state documents that travel with the collection (export,
+        ``hippo migrate``): :data:`PORTABLE_STATE` and every document of the
+        :data:`PORTABLE_STATE_PREFIXES` families it holds."""
+        keys = list(PORTABLE_STATE)
+        for prefix in PORTABLE_STATE_PREFIXES:
+            keys.extend(self.store.list_state_keys(collection, prefix))
+        return keys
 
     def import_records(
         self,
@@ -2335,7 +2479,9 @@ class Hippocampus:
                     vec = _decode_vector(item.vector) if item.vector is not None else None
                     rows = None
                     if vec is None:
-                        mem = mem.model_copy(update={"embedding_model": None})
+                        mem = mem.model_copy(
+                            update={"embedding_model": None, "embedding_generated_at": None}
+                        )
                     elif item.passages:
                         rows = np.vstack([_decode_vector(p) for p in item.passages])
                     pending.append(
@@ -2347,14 +2493,19 @@ class Hippocampus:
                         flush()
                 elif kind == "edge":
                     edges.append(_ExportedEdge.model_validate(record).edge)
+                elif kind == "section":
+                    if (
+                        record.get("name") != LEARNED_SECTION
+                        or record.get("version") != LEARNED_VERSION
+                    ):
+                        raise InvalidInputError(
+                            f"unknown section {record.get('name')!r} version "
+                            f"{record.get('version')!r}",
+                            field=f"line {line}",
+                        )
                 elif kind == "state":
                     state = _ExportedState.model_validate(record)
-                    if state.key not in PORTABLE_STATE:
-                        raise InvalidInputError(
-                            f"unknown state {state.key!r}", field=f"line {line}"
-                        )
-                    if state.key == QUALITY_MODEL_KEY:
-                        QualityModel.model_validate(state.value)
+                    _check_portable_state(state.key, state.value, f"line {line}")
                     states.append(state)
                 else:
                     raise InvalidInputError(f"unknown record type {kind!r}", field=f"line {line}")
@@ -2364,10 +2515,34 @@ class Hippocampus:
         for i in range(0, len(edges), 1000):
             self.store.upsert_edges(collection, edges[i : i + 1000])
         report.edges = len(edges)
-        if states:
-            held = self.store.get_states(collection, [s.key for s in states])
-            self.store.put_states(collection, {s.key: s.value for s in states if s.key not in held})
+        for i in range(0, len(states), 500):
+            chunk = states[i : i + 500]
+            held = self.store.get_states(collection, [s.key for s in chunk])
+            self.store.put_states(collection, {s.key: s.value for s in chunk if s.key not in held})
         return report
+
+
+_PORTABLE_SHAPES: dict[str, type[BaseModel]] = {
+    QUALITY_MODEL_KEY: QualityModel,
+    SURFACE_MODEL_KEY: SurfaceModel,
+    SURFACE_COUNTERS_KEY: SurfaceCounters,
+    CONVERSATION_PREFIX: ConversationState,
+    SURFACING_PREFIX: Surfacing,
+}
+
+
+def _check_portable_state(key: str, value: dict[str, Any], where: str) -> None:
+    """An imported state document: a portable key, and the shape its reader expects.
+
+    Raises:
+        InvalidInputError: another key. ValidationError: a document of the wrong shape.
+    """
+    family = next((p for p in PORTABLE_STATE_PREFIXES if key.startswith(p)), key)
+    if key not in PORTABLE_STATE and family == key:
+        raise InvalidInputError(f"unknown state {key!r}", field=where)
+    shape = _PORTABLE_SHAPES.get(family)
+    if shape is not None:
+        shape.model_validate(value)
 
 
 def _feedback_memories(held: dict[str, Any]) -> int:

@@ -63,16 +63,26 @@ logger = logging.getLogger(__name__)
 # \Z, not $: $ also matches before a final newline.
 _ID = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}\Z")
 _ROLE = re.compile(r"^[A-Za-z0-9_.:@\- ]{1,64}\Z")
-_MODEL_KEY = "surface:model"
-_COUNTERS_KEY = "surface:counters"
+SURFACE_MODEL_KEY = "surface:model"
+SURFACE_COUNTERS_KEY = "surface:counters"
+CONVERSATION_PREFIX = "conversation:"
+SURFACING_PREFIX = "surfacing:"
+_MODEL_KEY = SURFACE_MODEL_KEY
+_COUNTERS_KEY = SURFACE_COUNTERS_KEY
+
+
+_NO_USE = ENGAGEMENT_RULES["ignored"]
+_DUE = 6
+"""Where a candidate's features say whether its memory was due for spaced
+repetition (resurfaced): counted at engagement for decay effectiveness."""
 
 
 def _conversation_key(conversation_id: str) -> str:
-    return f"conversation:{conversation_id}"
+    return f"{CONVERSATION_PREFIX}{conversation_id}"
 
 
 def _surfacing_key(surfacing_id: str) -> str:
-    return f"surfacing:{surfacing_id}"
+    return f"{SURFACING_PREFIX}{surfacing_id}"
 
 
 def _foreseen(conversation_type: str) -> str:
@@ -297,6 +307,8 @@ class Surfacer:
             if state.momentum > cfg.max_momentum:
                 held_back = (
                     f"momentum {state.momentum:.1f} messages/minute is above {cfg.max_momentum}"
+                    " (a fast exchange is not interrupted; when replaying a conversation, "
+                    "give each message the time it was said as `at`)"
                 )
             else:
                 insights = self._offer(
@@ -362,7 +374,11 @@ class Surfacer:
         said = {t for topics in state.topics[-4:] for t in topics}
         next_up = [t for t in predicted if t not in said and t not in heading][:8]
         queries = [now_query] + [" ".join(q) for q in (next_up, heading) if q]
-        recipe = RECIPES[DEFAULT_RECIPE]
+        # The seed's predictive retrieval asks more of a graph-only candidate
+        # (path strength 0.6) than recall does (0.5).
+        recipe = RECIPES[DEFAULT_RECIPE].model_copy(
+            update={"min_path_strength": cfg.min_path_strength}
+        )
         best: dict[str, Candidate] = {}
         memories: dict[str, Memory] = {}
         for query in queries:
@@ -402,6 +418,7 @@ class Surfacer:
             matched = sorted(predicted_set.intersection([*meta.triggers, *meta.concepts]))
             taste = learned.kinds.sample(ctype, memory.category, rng) if cfg.learn else 0.5
             due = 1.0 if self.scheduler.urgency(memory, at) >= 1.0 else 0.0
+            # Keep in step with _DUE, the place of "due" read back at engagement.
             features = [
                 1.0,
                 max(0.0, c.similarity or 0.0),
@@ -542,6 +559,8 @@ class Surfacer:
                     collection, memory, engagement, record.context, record.concepts, at
                 )
             success = 1.0 if ENGAGEMENT_RULES[engagement].counts_as_use else 0.0
+            if cfg.learn and success:
+                self._link_used_together(collection, record, at)
             ctype = record.conversation_type
             bar_key = _foreseen(ctype) if record.foreseen else ctype
             if cfg.learn:
@@ -557,6 +576,8 @@ class Surfacer:
                 )
             counts = counters.of(ctype)
             setattr(counts, engagement, getattr(counts, engagement) + 1)
+            due = len(record.features) > _DUE and record.features[_DUE] >= 0.5
+            counters.add_engagement(record.confidence, bool(success), due=due)
             record.engagement = engagement
             record.engaged_at = at
             writes: dict[str, dict[str, Any]] = {
@@ -572,6 +593,38 @@ class Surfacer:
             memory=updated,
             threshold=learned.thresholds.value(bar_key, cfg.threshold(ctype)),
         )
+
+    def _link_used_together(self, collection: str, record: Surfacing, at: datetime) -> None:
+        """Insights used in the same conversation were used together: their
+        ASSOCIATED edges get the seed's co-use reinforcement (+0.1, new at 0.3),
+        as :meth:`Hippocampus.record_use` gives them. The caller holds the
+        collection's lock, so two engagements of one conversation see each other."""
+        key = _conversation_key(record.conversation_id)
+        held = self.store.get_states(collection, [key])
+        if key not in held:
+            return
+        state = ConversationState.model_validate(held[key])
+        others = [
+            _surfacing_key(item.surfacing_id)
+            for item in state.surfaced
+            if item.surfacing_id != record.id and item.memory_id != record.memory_id
+        ]
+        if not others:
+            return
+        used = {
+            doc["memory_id"]
+            for doc in self.store.get_states(collection, others).values()
+            if ENGAGEMENT_RULES.get(str(doc.get("engagement")), _NO_USE).counts_as_use
+        }
+        # Each pair once: the pairs among the earlier ones were linked when the
+        # later of them was engaged.
+        updates = [
+            update
+            for other in sorted(used)
+            for update in co_use_updates([record.memory_id, other], at, REAL_USE)
+        ]
+        if updates:
+            self.store.reinforce_edges(collection, updates)
 
     def apply(
         self,

@@ -23,6 +23,17 @@ _HELP = {
     ),
     "hippo_explicit_recalls_total": ("counter", "Recalls made inside a conversation."),
     "hippo_lead_time_messages": ("gauge", "Median messages from offer to explicit recall."),
+    "hippo_lead_time_mean_messages": ("gauge", "Mean messages from offer to explicit recall."),
+    "hippo_confidence_calibration_error": (
+        "gauge",
+        "Expected calibration error of offer confidence against use (0: calibrated).",
+    ),
+    "hippo_decay_effectiveness": (
+        "gauge",
+        "Engaged offers of memories due for spaced repetition that were used / engaged ones.",
+    ),
+    "hippo_average_quality": ("gauge", "Mean quality score of the memories that have one."),
+    "hippo_retrievals_total": ("counter", "Recalls made of the collection."),
     "hippo_recall_latency_ms": ("gauge", "Recall latency in this process, by quantile."),
 }
 
@@ -47,7 +58,10 @@ def metrics(access: AccessDep, service: ServiceDep) -> PlainTextResponse:
         if not access.allows(c):
             continue
         m = service.surfacing_metrics(c)
-        add("hippo_memories", service.stats(c).memories, collection=c)
+        stats = service.stats(c)
+        add("hippo_memories", stats.memories, collection=c)
+        add("hippo_average_quality", stats.average_quality, collection=c)
+        add("hippo_retrievals_total", stats.retrieval_count, collection=c)
         add("hippo_surfaced_total", m.surfaced, collection=c)
         for kind, n in m.engagements.items():
             add("hippo_engagements_total", n, collection=c, engagement=kind)
@@ -58,6 +72,9 @@ def metrics(access: AccessDep, service: ServiceDep) -> PlainTextResponse:
         add("hippo_explicit_recalls_total", m.explicit_recalls, collection=c)
         add("hippo_recall_before_search", m.recall_before_search, collection=c)
         add("hippo_lead_time_messages", m.median_lead_time, collection=c)
+        add("hippo_lead_time_mean_messages", m.mean_lead_time, collection=c)
+        add("hippo_confidence_calibration_error", m.calibration_error, collection=c)
+        add("hippo_decay_effectiveness", m.decay_effectiveness, collection=c)
         latency = service.latency(c)
         add("hippo_recall_latency_ms", latency.p50_ms, collection=c, quantile="0.5")
         add("hippo_recall_latency_ms", latency.p95_ms, collection=c, quantile="0.95")

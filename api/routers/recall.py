@@ -33,8 +33,10 @@ def recall(
     `surfaced_before` and counted for recall-before-search. With
     `format: "summary"`, `summary` holds the results as a "Related knowledge
     already captured" block (category, title, score, and the number of memories
-    in the collection). Results are compact unless `detail` is "full". A collection
-    that holds no memories answers no results and says so in `warnings`."""
+    in the collection), of the results at least `summary_min_score` similar to
+    the query (default 0.7, the seed's). Results are compact unless `detail` is
+    "full". A collection that holds no memories answers no results and says so in
+    `warnings`."""
     result = service.recall(
         collection,
         body.query,
@@ -45,7 +47,11 @@ def recall(
         recipe=body.recipe if body.recipe is not None else DEFAULT_RECIPE,
         conversation_id=body.conversation_id,
     )
-    summary = service.context_summary(collection, result) if body.format == "summary" else None
+    summary = (
+        service.context_summary(collection, result, min_score=body.summary_min_score)
+        if body.format == "summary"
+        else None
+    )
     out = RecallOut.from_engine(result, summary, body.detail)
     out.warnings += unwritten_collection_warnings(service, access, collection, len(out.results))
     return out

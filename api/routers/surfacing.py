@@ -12,6 +12,7 @@ from api.schemas import (
     ERROR_RESPONSES,
     ConversationOut,
     DueOut,
+    EdgeOut,
     EngagementIn,
     EngagementOut,
     ErrorOut,
@@ -20,6 +21,8 @@ from api.schemas import (
     MessageIn,
     MessageOut,
     ResurfaceOut,
+    UsedTogetherIn,
+    UsedTogetherOut,
 )
 
 router = APIRouter(
@@ -79,6 +82,17 @@ def feedback(
     to the context's concepts) or not (as "dismissed")."""
     memory = service.feedback(collection, memory_id, helpful=body.helpful, context=body.context)
     return MemoryOut.from_engine(memory)
+
+
+@router.post("/memories/used-together", response_model=UsedTogetherOut)
+def used_together(
+    body: UsedTogetherIn, collection: CollectionDep, service: ServiceDep
+) -> UsedTogetherOut:
+    """Memories used together (real use): each pair's ASSOCIATED edge gains 0.1 up
+    to 1.0 (created at 0.3), and each memory's edges to the context's concepts
+    too. A bare recall never takes an edge past 0.6; this does."""
+    edges = service.record_use(collection, body.ids, context=body.context)
+    return UsedTogetherOut(edges=[EdgeOut.from_engine(e) for e in edges])
 
 
 @router.get("/resurface", response_model=ResurfaceOut)

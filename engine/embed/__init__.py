@@ -23,6 +23,13 @@ _DEFAULT_DIM = 384
 """all-MiniLM-L6-v2's: what a model that cannot be loaded is taken to have."""
 
 
+def model_name(kind: Literal["minilm", "hashing"], model_path: Path | None = None) -> str:
+    """The name :func:`make_embedder` gives its embedder, known without loading a model."""
+    if kind == "hashing":
+        return HashingEmbedder().name
+    return DEFAULT_MODEL_NAME if model_path is None else model_path.name
+
+
 def make_embedder(
     kind: Literal["minilm", "hashing"],
     *,
@@ -70,5 +77,6 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "UnavailableEmbedder",
     "make_embedder",
+    "model_name",
     "normalize_rows",
 ]

@@ -20,7 +20,11 @@ class Embedder(Protocol):
     """
 
     name: str
-    dim: int
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension (read-only: an embedder may learn it when it loads)."""
+        ...
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed a batch.

@@ -101,6 +101,8 @@ class QualityConfig(BaseModel):
             note, a system of record.
         retrain_every: the model retrains each time this many more memories have
             feedback.
+        min_train_examples: fewer memories with feedback to train on than this, and
+            no model is trained (the run says so).
         holdout_fraction: the share of feedback kept out of training to compare
             the new model with the old.
         l2: how strongly a retrained model is held to the weights it starts from.
@@ -114,6 +116,7 @@ class QualityConfig(BaseModel):
     exempt_trust: float = Field(default=1.0, ge=0.0, le=1.0)
     retrain_every: int = Field(default=500, ge=1)
     holdout_fraction: float = Field(default=0.2, gt=0.0, lt=1.0)
+    min_train_examples: int = Field(default=10, ge=1)
     l2: float = Field(default=1.0, ge=0.0)
 
     def trust_of(self, source: str | None) -> float:
@@ -387,14 +390,18 @@ def retrain(
     def noted(run: TrainingRun) -> QualityModel:
         return base.model_copy(update={"last_training": run})
 
-    if not train or not held:
+    if len(train) < config.min_train_examples or not held:
         return noted(
             TrainingRun(
                 at=now,
                 feedback=feedback,
                 train_examples=len(train),
                 accepted=False,
-                reason="not enough feedback to train and hold out",
+                reason=(
+                    f"too little feedback: {len(train)} memories to train on and "
+                    f"{len(held)} held out; training needs at least "
+                    f"{config.min_train_examples} and 1 held out (nothing was trained)"
+                ),
             )
         )
     x_train = np.vstack([x for x, _ in train])

@@ -116,7 +116,7 @@ class SpacyConceptExtractor:
             else:
                 close_run()
                 if tok.pos_ == "VERB" and not tok.is_stop and len(tok.lemma_) > 2:
-                    triggers.append(tok.lemma_.casefold())
+                    triggers.append(_verb_trigger(tok))
         close_run()
         close_names()
         return Extraction(
@@ -124,3 +124,13 @@ class SpacyConceptExtractor:
             triggers=unique_names(triggers, self.max_triggers),
             concepts=unique_names(concepts, self.max_concepts),
         )
+
+
+def _verb_trigger(tok: Any) -> str:
+    """A verb's trigger: its lemma, with its particle when one follows (``logged
+    out`` is ``log out``, not the ``log`` that ``logging`` is)."""
+    lemma: str = tok.lemma_.casefold()
+    after = tok.nbor(1) if tok.i + 1 < len(tok.doc) else None
+    if after is not None and after.tag_ == "RP":
+        return f"{lemma} {after.text.casefold()}"
+    return lemma

@@ -7,6 +7,14 @@
 - **quarantined**: its quality collapsed, or people kept dismissing it; never
   returned. Only an explicit edit brings it back.
 
+Within the active tier a memory may be **promoted** (the seed's lifecycle: NEW →
+ACTIVE → IMPROVED by feedback → PROMOTED by high usage): used at least
+``promote_uses`` times, usefulness at least ``promote_usefulness`` and
+confidence at least ``promote_confidence``. It is retrieved like any active
+memory and never archived for idleness: what proved itself stays in rotation.
+It loses the mark when its usefulness or confidence falls below
+``demote_below``, or when it leaves the active tier.
+
 Pure: :func:`tier_change` takes the memory and ``now`` and says where it goes.
 """
 
@@ -32,6 +40,10 @@ class TierPolicy(BaseModel):
         quarantine_quality: a quality score below this is a collapse.
         exempt_sources: sources whose memories the policy never moves (records
             an application indexes follow its status, not their use).
+        promote_uses / promote_usefulness / promote_confidence: what promotes
+            an active memory.
+        demote_below: a promoted memory whose usefulness or confidence falls
+            below this loses the mark.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -42,6 +54,10 @@ class TierPolicy(BaseModel):
     dismissal_half_life_days: float = Field(default=7.0, gt=0.0)
     quarantine_quality: float = Field(default=0.15, ge=0.0, le=1.0)
     exempt_sources: tuple[str, ...] = ("resource",)
+    promote_uses: int = Field(default=5, ge=1)
+    promote_usefulness: float = Field(default=0.75, ge=0.0, le=1.0)
+    promote_confidence: float = Field(default=0.8, ge=0.0, le=1.0)
+    demote_below: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,16 @@ class TierChange:
     before: Tier
     after: Tier
     reason: str
+    promote: bool | None = None
+    """True: promoted; False: loses the mark; None: the mark is unchanged (it
+    goes, all the same, with a move out of the active tier)."""
+
+    @property
+    def stages(self) -> tuple[str, str]:
+        """The lifecycle stages it moves between (``promoted`` within active)."""
+        if self.promote is None:
+            return self.before.value, self.after.value
+        return ("active", "promoted") if self.promote else ("promoted", "active")
 
 
 def last_activity(memory: Memory) -> datetime:
@@ -93,9 +119,35 @@ def tier_change(
             Tier.QUARANTINED,
             f"quality collapsed to {q:.2f} (below {policy.quarantine_quality:g})",
         )
+    promoted = r.promoted_at is not None
+    if (
+        tier == Tier.ACTIVE
+        and not promoted
+        and (
+            r.usage_count >= policy.promote_uses
+            and r.usefulness >= policy.promote_usefulness
+            and r.confidence >= policy.promote_confidence
+        )
+    ):
+        return TierChange(
+            memory.id,
+            tier,
+            tier,
+            f"promoted: used {r.usage_count} times, usefulness {r.usefulness:.2f}, "
+            f"confidence {r.confidence:.2f}",
+            promote=True,
+        )
+    if promoted and min(r.usefulness, r.confidence) < policy.demote_below:
+        return TierChange(
+            memory.id,
+            tier,
+            tier,
+            f"no longer promoted: usefulness {r.usefulness:.2f}, confidence {r.confidence:.2f}",
+            promote=False,
+        )
     idle = now - last_activity(memory)
     stale = idle > timedelta(days=policy.archive_after_days)
-    if tier == Tier.ACTIVE and stale and r.usage_count <= policy.archive_max_uses:
+    if tier == Tier.ACTIVE and not promoted and stale and r.usage_count <= policy.archive_max_uses:
         return TierChange(
             memory.id,
             tier,
@@ -109,4 +161,11 @@ def tier_change(
     return None
 
 
-__all__ = ["TierChange", "TierPolicy", "last_activity", "tier_change"]
+def lifecycle(memory: Memory) -> str:
+    """The memory's lifecycle stage: its tier, or ``promoted`` within active."""
+    if memory.tier == Tier.ACTIVE and memory.retrieval.promoted_at is not None:
+        return "promoted"
+    return Tier(memory.tier).value
+
+
+__all__ = ["TierChange", "TierPolicy", "last_activity", "lifecycle", "tier_change"]

@@ -76,6 +76,16 @@ class RetrievalMeta(BaseModel):
     remembered again and merged into this memory; ``conversation_ids`` then
     gains the repeat's conversation (provenance).
 
+    ``usefulness`` is the helpful share of the memory's feedback with a prior
+    (see :func:`engine.surface.rules.usefulness`): ``helpful_votes`` counts
+    used / helpful engagements, ``unhelpful_votes`` dismissals (1 each) and
+    ignored offers (0.5 each).
+
+    ``promoted_at`` is set while the memory is PROMOTED (the seed's lifecycle
+    stage after ACTIVE for memories in high, useful use; see
+    :mod:`engine.learn.tiers`): still in the active tier, never archived for
+    idleness.
+
     ``recent_dismissals`` is the count as of ``dismissed_at``; it fades with a
     half-life (see :func:`faded_dismissals`), so a memory dismissed
     last quarter can be offered again.
@@ -95,6 +105,9 @@ class RetrievalMeta(BaseModel):
     irrelevant_contexts: list[str] = Field(default_factory=list)
     quality_score: float | None = Field(default=None, ge=0.0, le=1.0)
     usefulness: float = Field(default=0.5, ge=0.0, le=1.0)
+    helpful_votes: float = Field(default=0.0, ge=0.0)
+    unhelpful_votes: float = Field(default=0.0, ge=0.0)
+    promoted_at: datetime | None = None
     duplicates: int = Field(default=0, ge=0)
     conversation_ids: list[str] = Field(default_factory=list)
     synthesized_from: list[str] = Field(default_factory=list)
@@ -113,6 +126,9 @@ class Memory(BaseModel):
     said it, when that is known. A memory with conversation ids is a turn of its
     first conversation (:attr:`turn_of`): the stores link the turns of one
     conversation in ``occurred_at`` order by ``NEXT`` edges.
+
+    ``embedding_generated_at`` says when that vector was made (``None`` for a
+    memory stored before it was recorded, or without a vector).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -131,6 +147,7 @@ class Memory(BaseModel):
     speaker: str | None = None
     content_hash: str
     embedding_model: str | None = None
+    embedding_generated_at: datetime | None = None
     retrieval: RetrievalMeta = Field(default_factory=RetrievalMeta)
 
     @model_validator(mode="before")

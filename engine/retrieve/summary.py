@@ -6,11 +6,13 @@
     - [Bug Fix] Checkout page took 4 seconds (score: 0.87): The ORM issued one query per...
     - [Work Item] Customer says app is slow on mobile (score: 0.74): Customer reported...
 
-    Total entries in collection: 12
+    Total entries in domain: 12
 
 Each line: the category, a title (a record's title, else the memory's first
 sentence), the score (cosine similarity to the query where there is one, else
-the fused score) and the start of the rest of the text.
+the fused score) and the start of the rest of the text. The footer counts the
+collection's memories: a collection is the seed's domain (the scope a search
+never leaves), so the seed's wording stands.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def context_summary(hits: Sequence[RecallHit], total: int) -> str:
         line = f"- [{category_label(hit.memory.category)}] {title} (score: {score:.2f})"
         lines.append(f"{line}: {rest}" if rest else line)
     lines.append("")
-    lines.append(f"Total entries in collection: {total}")
+    lines.append(f"Total entries in domain: {total}")
     return "\n".join(lines)
 
 

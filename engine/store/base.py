@@ -57,6 +57,11 @@ class StoreStats(BaseModel):
     hubs: dict[str, int] = Field(default_factory=dict)
     edges: dict[str, int] = Field(default_factory=dict)
     events: int = 0
+    events_by_type: dict[str, int] = Field(default_factory=dict)
+    quality_scored: int = 0
+    quality_sum: float = 0.0
+    """Memories with a quality score, and the sum of their scores (kept as a
+    running total where the store can)."""
 
 
 @runtime_checkable
@@ -163,10 +168,12 @@ class GraphStore(Protocol):
         collection: str,
         items: Sequence[tuple[str, Vector, str]],
         *,
+        at: datetime | None = None,
         passages: Mapping[str, Vector] | None = None,
     ) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
-        Ids that no longer exist are skipped.
+        Ids that no longer exist are skipped. Each memory's ``embedding_generated_at``
+        becomes ``at`` (``None``: not known).
 
         Each item replaces the memory's whole embedding: its passages become
         ``passages[memory_id]`` (2-D, as :attr:`MemoryRecord.passages`), or none
@@ -311,6 +318,12 @@ class GraphStore(Protocol):
     def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
         """Write state documents (replacing those with the same keys) in one
         transaction."""
+        ...
+
+    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
+        """Keys of the collection's state documents that start with ``prefix``
+        (all of them with none), sorted. Lets a collection's learned state (its
+        conversations and surfacings, one document each) be listed and moved."""
         ...
 
     # -- collections ------------------------------------------------------------

@@ -5,11 +5,10 @@ to Neo4j and back, or a collection to a new name in the same store). Copied, in
 this order: memories with their vectors and passage vectors (each memory whole: tier, retrieval
 metadata such as merged duplicates, quality score and review state), then every
 edge (weights, counters and dates as they are; conflicts included), then hub
-name vectors, then the event log, then the state documents the caller names.
+name vectors, then the event log, then the state documents the caller names,
+by key or by a key prefix (``list_state_keys``: conversations, surfacings).
 The decay passes already applied are not: the first pass in the target runs
-even if the source ran one for the same period. Nor are other state documents
-(``get_states``): the contract reads them only by key, and has no call that
-lists a collection's keys.
+even if the source ran one for the same period.
 """
 
 from __future__ import annotations
@@ -50,6 +49,7 @@ def copy_collection(
     batch_size: int = BATCH,
     progress: Callable[[int], None] | None = None,
     states: Sequence[str] = (),
+    state_prefixes: Sequence[str] = (),
 ) -> CopyReport:
     """Copy ``collection`` of ``source`` into ``target`` (as ``into``, by default the
     same name): memories, vectors, edges, hub vectors and events, nothing lost,
@@ -68,6 +68,8 @@ def copy_collection(
         progress: called with the number of memories in each batch written.
         states: keys of state documents to copy (those the source has), such as
             a learned model.
+        state_prefixes: state documents whose keys start with one of these are
+            copied too (a conversation's state, a surfacing record).
 
     Raises:
         ConflictError: the target collection already holds memories.
@@ -106,10 +108,14 @@ def copy_collection(
     for events in _batches(source.iter_events(collection), batch_size):
         target.append_events(name, events)
         report.events += len(events)
-    documents = source.get_states(collection, list(states)) if states else {}
-    if documents:
-        target.put_states(name, documents)
-        report.states = len(documents)
+    keys = list(states)
+    for prefix in state_prefixes:
+        keys.extend(source.list_state_keys(collection, prefix))
+    for chunk in _batches(dict.fromkeys(keys), batch_size):
+        documents = source.get_states(collection, chunk)
+        if documents:
+            target.put_states(name, documents)
+            report.states += len(documents)
     return report
 
 

@@ -16,6 +16,11 @@ _CUES: dict[str, tuple[str, ...]] = {
         "error", "bug", "exception", "traceback", "stack trace", "crash", "fails",
         "failing", "failed", "broken", "debug", "timeout", "leak", "regression",
         "doesn't work", "not working", "500", "segfault", "panic",
+        "logged out", "401", "403", "404", "502", "503", "504", "stack", "throws",
+        "thrown", "broke", "breaks", "wrong", "unexpected", "repro", "reproduce",
+        "investigate", "logs", "outage", "oom", "out of memory", "deadlock", "hangs",
+        "root cause", "rollback", "rolled back", "rolling back", "didn't help",
+        "still happening", "keeps happening", "workaround", "expired", "invalid",
     ),
     "help-seeking": (
         "how do i", "how can i", "how should i", "can you", "could you", "help",
@@ -38,9 +43,14 @@ _MOMENTUM_WINDOW = 5
 
 
 def type_votes(text: str) -> dict[str, int]:
-    """How many cues of each conversation type the text carries."""
+    """How many cues of each conversation type the text carries. Casual cues count
+    only in a message with no other kind: a greeting that opens a bug report
+    does not make it small talk."""
     lowered = text.casefold()
-    return {t: n for t, rx in _WORD_CUES.items() if (n := len(rx.findall(lowered)))}
+    votes = {t: n for t, rx in _WORD_CUES.items() if (n := len(rx.findall(lowered)))}
+    if len(votes) > 1:
+        votes.pop("casual", None)
+    return votes
 
 
 class SurfacedItem(BaseModel):

@@ -9,6 +9,10 @@ Engagement (seed): used / helpful raise a memory's confidence by 0.1 (cap
 count is the value at ``dismissed_at``, and what the gate reads is that value
 halved for every half-life since. A memory dismissed twice today (4) is offered
 again after about a week (2, the gate's limit) if nothing else holds it back.
+
+Usefulness (seed 001: "computed from feedback") is the helpful share of a
+memory's votes with a prior of one helpful and one unhelpful pseudo-vote: used
+and helpful vote helpful, dismissed votes unhelpful, ignored half unhelpful.
 """
 
 from __future__ import annotations
@@ -33,16 +37,23 @@ class EngagementRule:
     marks_irrelevant: bool
     miss: float
     """How much it counts as a miss when thresholds are tuned."""
+    helpful_vote: float = 0.0
+    unhelpful_vote: float = 0.0
+    """What it adds to the memory's helpful / unhelpful feedback (usefulness)."""
 
 
 ENGAGEMENT_RULES: dict[str, EngagementRule] = {
-    "used": EngagementRule(0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False, miss=0.0),
-    "helpful": EngagementRule(0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False, miss=0.0),
+    "used": EngagementRule(
+        0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False, miss=0.0, helpful_vote=1.0
+    ),
+    "helpful": EngagementRule(
+        0.1, 1.0, 0.0, counts_as_use=True, marks_irrelevant=False, miss=0.0, helpful_vote=1.0
+    ),
     "ignored": EngagementRule(
-        -0.02, 0.3, 1.0, counts_as_use=False, marks_irrelevant=False, miss=0.5
+        -0.02, 0.3, 1.0, counts_as_use=False, marks_irrelevant=False, miss=0.5, unhelpful_vote=0.5
     ),
     "dismissed": EngagementRule(
-        -0.15, 0.2, 2.0, counts_as_use=False, marks_irrelevant=True, miss=1.0
+        -0.15, 0.2, 2.0, counts_as_use=False, marks_irrelevant=True, miss=1.0, unhelpful_vote=1.0
     ),
 }
 
@@ -76,6 +87,9 @@ class SurfaceConfig:
             asking message counts as one), so the need is foreseen that early.
         max_foreseen: most foreseen insights (matched mostly on topics not yet
             said) offered per message; they have their own threshold per type.
+        min_path_strength: the path strength a candidate reached only through
+            the graph needs (unless two anchors reach it): the seed's 0.6 for
+            predictive retrieval, above recall's 0.5.
         learn: learn from engagement and trajectories (off: the fixed baseline).
     """
 
@@ -103,10 +117,26 @@ class SurfaceConfig:
     ahead_topics: int = 4
     need_horizon: int = 3
     max_foreseen: int = 2
+    min_path_strength: float = 0.6
     learn: bool = True
 
     def threshold(self, conversation_type: str) -> float:
         return self.thresholds.get(conversation_type, self.default_threshold)
+
+
+USEFULNESS_PRIOR = (1.0, 1.0)
+"""Pseudo-votes (helpful, unhelpful) every memory starts with: no feedback reads
+0.5, and one vote moves usefulness to 0.67 or 0.33, not to 1 or 0."""
+
+
+def usefulness(
+    helpful: float, unhelpful: float, prior: tuple[float, float] = USEFULNESS_PRIOR
+) -> float:
+    """The seed's usefulness: the helpful share of a memory's feedback, with a
+    prior so that a few votes do not swing it to an extreme (the mean of a Beta
+    posterior: ``(helpful + a) / (helpful + unhelpful + a + b)``)."""
+    a, b = prior
+    return (helpful + a) / (helpful + unhelpful + a + b)
 
 
 def engaged(
@@ -125,6 +155,12 @@ def engaged(
     if rule.confidence_delta < 0 and meta.confidence < rule.confidence_bound:
         confidence = meta.confidence  # already below the floor: not raised by a penalty
     update: dict[str, object] = {"confidence": confidence}
+    if rule.helpful_vote or rule.unhelpful_vote:
+        helpful = meta.helpful_votes + rule.helpful_vote
+        unhelpful = meta.unhelpful_votes + rule.unhelpful_vote
+        update["helpful_votes"] = helpful
+        update["unhelpful_votes"] = unhelpful
+        update["usefulness"] = usefulness(helpful, unhelpful)
     if rule.counts_as_use:
         update["usage_count"] = meta.usage_count + 1
         update["last_used"] = now

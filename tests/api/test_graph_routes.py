@@ -3,6 +3,8 @@ graph health in /stats."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi.testclient import TestClient
 
 from engine.service import Hippocampus
@@ -131,3 +133,71 @@ def test_stats_include_graph_health(client: TestClient, service: Hippocampus) ->
     assert graph["edges_by_type"] == {"ABOUT": 2}
     assert graph["components"] == 1
     assert client.get(f"{BASE}/stats?graph=false", headers=ALPHA).json()["graph"] is None
+
+
+def _associate(client: TestClient, *context: str) -> list[dict[str, Any]]:
+    r = client.post(f"{BASE}/associate", json={"context": list(context)}, headers=ALPHA)
+    assert r.status_code == 200, r.text
+    results: list[dict[str, Any]] = r.json()["results"]
+    return results
+
+
+def test_associate_matches_context_as_memories_are_extracted(client: TestClient) -> None:
+    migrations = remember(
+        client,
+        "Postgres migrations lock the orders table; run them at night",
+        tags=["migrations"],
+        source=OPERATOR,
+    )
+    tokens = remember(
+        client, "Rotate the API tokens every ninety days", domains=["security"], source=OPERATOR
+    )
+    cache = remember(
+        client,
+        "Cache invalidation after deploys goes through the queue",
+        tags=["redis"],
+        source=OPERATOR,
+    )
+    # Case and inflection: the memory's trigger is the lemma "migration".
+    assert migrations["id"] in {x["id"] for x in _associate(client, "Migrations")}
+    assert migrations["id"] in {x["id"] for x in _associate(client, "postgres", "migrations")}
+    # A domain is a hub like the others.
+    assert tokens["id"] in {x["id"] for x in _associate(client, "security")}
+    # A caller's tag counts, though tags are not hubs.
+    tagged = {x["id"]: x for x in _associate(client, "redis")}
+    assert cache["id"] in tagged and tagged[cache["id"]]["anchors"] == 1
+
+
+def test_associate_does_not_hop_through_hubs_the_context_did_not_name(
+    client: TestClient,
+) -> None:
+    pooling = remember(
+        client,
+        "Use connection pooling for Postgres behind the API",
+        concepts=["postgres", "pooling"],
+        triggers=["postgres", "use"],
+        source=OPERATOR,
+    )
+    flags = remember(
+        client,
+        "Use feature flags for risky launches",
+        concepts=["feature flag"],
+        triggers=["use", "launch"],
+        source=OPERATOR,
+    )
+    remember(
+        client,
+        "Vacuum Postgres tables weekly",
+        concepts=["postgres", "pooling"],
+        triggers=["postgres"],
+        source=OPERATOR,
+    )
+    found = _associate(client, "postgres", "pooling")
+    ids = {x["id"] for x in found}
+    assert pooling["id"] in ids
+    assert flags["id"] not in ids  # shares only the word "use" with a result
+    named = {"postgres", "pooling"}
+    for result in found:
+        for path in result["paths"]:
+            for step in path["steps"][:-1]:
+                assert step["kind"] == "Memory" or step["name"] in named, path

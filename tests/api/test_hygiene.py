@@ -157,7 +157,12 @@ def test_recall_as_a_summary_block(client: TestClient) -> None:
     remember(client, "Team lunch moved to Friday")
     r = client.post(
         f"{BASE}/recall",
-        json={"query": "slow checkout page", "limit": 1, "format": "summary"},
+        json={
+            "query": "slow checkout page",
+            "limit": 1,
+            "format": "summary",
+            "summary_min_score": 0.0,
+        },
         headers=ALPHA,
     )
     assert r.status_code == 200
@@ -165,12 +170,32 @@ def test_recall_as_a_summary_block(client: TestClient) -> None:
     summary = body["summary"]
     assert summary.startswith("Related knowledge already captured:\n- [Bug Fix] Checkout page took")
     assert "(score: " in summary and "The ORM issued one query per item." in summary
-    assert summary.endswith("\n\nTotal entries in collection: 2")
+    assert summary.endswith("\n\nTotal entries in domain: 2")
     assert len(body["results"]) == 1
     plain = client.post(f"{BASE}/recall", json={"query": "slow checkout page"}, headers=ALPHA)
     assert plain.json()["summary"] is None
     bad = client.post(f"{BASE}/recall", json={"query": "x", "format": "prose"}, headers=ALPHA)
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "format"
+
+
+def test_the_summary_block_keeps_only_results_the_seeds_bar_passes(client: TestClient) -> None:
+    text = "Checkout page took 4 seconds. The ORM issued one query per item."
+    remember(client, text, category="bug_fix")
+    remember(client, "Team lunch moved to Friday")
+    r = client.post(
+        f"{BASE}/recall", json={"query": text, "limit": 2, "format": "summary"}, headers=ALPHA
+    )
+    body = r.json()
+    assert [x["similarity"] >= 0.7 for x in body["results"]] == [True, False]
+    assert "Checkout page took" in body["summary"] and "Team lunch" not in body["summary"]
+    lower = client.post(
+        f"{BASE}/recall",
+        json={"query": text, "limit": 2, "format": "summary", "summary_min_score": -1.0},
+        headers=ALPHA,
+    )
+    assert "Team lunch" in lower.json()["summary"]
+    bad = client.post(f"{BASE}/recall", json={"query": "x", "summary_min_score": 2}, headers=ALPHA)
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "summary_min_score"
 
 
 def test_the_maintenance_loop_runs_tiers_once_a_day_and_reindexes(
@@ -187,3 +212,19 @@ def test_the_maintenance_loop_runs_tiers_once_a_day_and_reindexes(
     assert service.pending_count("team:alpha") == 1
     loop.run_once()
     assert service.pending_count("team:alpha") == 0
+
+
+def test_training_the_quality_model_on_one_example_says_it_is_too_little(
+    client: TestClient,
+) -> None:
+    memory = remember(
+        client, "Redis pool exhausted at checkout: raise the pool size and add a timeout"
+    )
+    base = "/v1/collections/team:alpha"
+    r = client.post(
+        f"{base}/memories/{memory['id']}/feedback", json={"helpful": True}, headers=ALPHA
+    )
+    assert r.status_code == 200, r.text
+    run = client.post(f"{base}/maintenance/quality", headers=ALPHA).json()
+    assert run["feedback"] == 1 and not run["accepted"] and run["candidate"] is None
+    assert "too little feedback" in run["reason"] and "nothing was trained" in run["reason"]

@@ -8,6 +8,7 @@ one, and a route without authentication must be listed in ``PUBLIC``.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -78,9 +79,16 @@ BODIES: dict[tuple[str, str], Any] = {
         "helpful": True,
         "context": ["redis"],
     },
+    ("POST", "/v1/collections/{collection}/memories/used-together"): {
+        "ids": ["{memory_id}", "{memory_id}"],
+        "context": ["redis"],
+    },
 }
 """A valid body for each route that takes one, so that what answers is the access
-check, not validation."""
+check, not validation. ``{memory_id}`` in a body is filled like the path's."""
+
+BODY_NAMES_AN_OBJECT = {("POST", "/v1/collections/{collection}/memories/used-together")}
+"""Routes whose body, not their path, names the objects they touch."""
 
 UPSERTS = frozenset(
     {
@@ -282,6 +290,8 @@ def call(
         and _takes_body(client.app, method, path)
     ):
         pytest.fail(f"{method} {path}: no body in BODIES")
+    if body is not None and "{memory_id}" in json.dumps(body):
+        body = json.loads(json.dumps(body).replace("{memory_id}", ids["memory_id"]))
     query = REQUIRED_QUERY.get(path)
     if query is not None:
         url += f"?{query}={quote(ids['memory_id'], safe='')}"
@@ -350,7 +360,11 @@ def test_own_collection_with_another_tenants_ids_finds_nothing_of_theirs(
         url = fill(path, BETA_COLLECTION, alpha_ids)
         r = call(client, method, path, url, alpha_ids, bearer(BETA_KEY))
         no_secret(r)
-        names_an_object = path in REQUIRED_QUERY or any("{" + n + "}" in path for n in alpha_ids)
+        names_an_object = (
+            path in REQUIRED_QUERY
+            or (method, path) in BODY_NAMES_AN_OBJECT
+            or any("{" + n + "}" in path for n in alpha_ids)
+        )
         if names_an_object and (method, path) not in UPSERTS:
             assert r.status_code == 404, (method, path, r.text)
         else:

@@ -13,10 +13,12 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
+import pytest
 from fastapi import FastAPI
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
 from tests.api.helpers import ALPHA_KEY, BETA_KEY, find_leaks
@@ -110,6 +112,10 @@ async def round_trip(client: Client, collection: str | None) -> None:
     unknown = await client.call_tool("engage", {"surfacing_id": "nope", "engagement": "used"})
     assert unknown.is_error
     assert structured(await client.call_tool("stats", where))["memories"] == 2
+    own = collection or "team:alpha"
+    summary = await client.read_resource(f"hippo://collections/{own}/summary")
+    text = "\n".join(getattr(c, "text", "") for c in summary.contents)
+    assert f"{own}: 2 memories" in text and fix_id in text
 
 
 def run(main: Callable[[], Awaitable[None]]) -> None:
@@ -171,6 +177,8 @@ def test_round_trip_over_http_with_keys(app: FastAPI) -> None:
                 assert refused.is_error
                 own = structured(await beta.call_tool("stats", {}))
                 assert own["collection"] == "team:beta" and own["memories"] == 0
+                with pytest.raises(MCPError):
+                    await beta.read_resource("hippo://collections/team:alpha/summary")
 
         run(main)
         # Without a key the endpoint answers as REST does, before any MCP.

@@ -154,7 +154,9 @@ def test_reading_a_collection_never_written_says_so(client: TestClient) -> None:
     )
     assert r.status_code == 200 and r.json()["results"] == []
     (warning,) = r.json()["warnings"]
-    assert "'team:alpah' holds no memories" in warning and "1 collection " in warning
+    assert (
+        "'team:alpah' holds no memories" in warning and "1 collection you may read holds" in warning
+    )
     r = client.post(
         "/v1/collections/team:alpah/associate", json={"context": ["kubernetes"]}, headers=admin
     )
@@ -164,4 +166,4 @@ def test_reading_a_collection_never_written_says_so(client: TestClient) -> None:
     assert recall(client, "zzzz qqqq", min_score=0.99)["warnings"] == []
     # The count names only what the key may see: beta sees none with memories.
     r = client.post("/v1/collections/team:beta/recall", json={"query": "kubernetes"}, headers=BETA)
-    assert "0 collections this key may read" in r.json()["warnings"][0]
+    assert "0 collections you may read hold" in r.json()["warnings"][0]

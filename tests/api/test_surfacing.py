@@ -130,3 +130,38 @@ def test_feedback_and_resurfacing(client: TestClient) -> None:
     assert r.json()["retrieval"]["dismissed_at"] is not None
     assert r.json()["retrieval"]["duplicates"] == 0
     assert client.get(f"{BASE}/resurface?limit=0", headers=ALPHA).status_code == 422
+
+
+def test_debugging_is_recognised_and_logged_out_is_not_logging(client: TestClient) -> None:
+    logging_pattern = remember(
+        client,
+        "Structured JSON logging: log every request with its trace id and the user id",
+        category="pattern",
+    )
+    messages = [
+        "hey, users keep getting logged out after the deploy",
+        "the session cookie looks expired right after they sign in",
+        "the auth service logs show 401s for tokens that should be valid",
+        "rolling back the release didn't help",
+    ]
+    for i, text in enumerate(messages):
+        body = say(client, text, 2 * i)
+        assert body["conversation"]["type"] == "debugging", (text, body["conversation"])
+        offered = {x["memory"]["id"] for x in body["insights"]}
+        assert logging_pattern["id"] not in offered, text
+    r = client.post(
+        f"{BASE}/conversations/other/messages",
+        json={"text": "they get logged out again", "at": T0.isoformat()},
+        headers=ALPHA,
+    )
+    topics = r.json()["conversation"]["recent_topics"]
+    assert "log out" in topics and "log" not in topics
+
+
+def test_messages_without_at_at_curl_speed_are_held_back_saying_why(client: TestClient) -> None:
+    remember(client, FIX, category="bug_fix")
+    held = None
+    for text in ["checkout is failing", "the redis connection pool looks exhausted"] * 2:
+        r = client.post(f"{BASE}/conversations/fast/messages", json={"text": text}, headers=ALPHA)
+        held = r.json()["held_back"]
+    assert held is not None and "momentum" in held and "`at`" in held

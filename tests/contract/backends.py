@@ -5,6 +5,10 @@ from __future__ import annotations
 import functools
 import os
 
+NEO4J_IMAGE = "neo4j:5.26.6-community"
+"""The Neo4j the suite starts in a container: the one docker-compose.yml and the
+CI workflow run."""
+
 
 @functools.cache
 def neo4j_plan() -> tuple[str | None, str]:
@@ -28,7 +32,7 @@ def neo4j_plan() -> tuple[str | None, str]:
             None,
             f"Neo4j contract tests skipped: NEO4J_URI is not set and no Docker engine ({e})",
         )
-    return "container", "neo4j: in a neo4j:5 container (testcontainers)"
+    return "container", f"neo4j: in a {NEO4J_IMAGE} container (testcontainers)"
 
 
 STORES = ("embedded", "neo4j") if neo4j_plan()[0] is not None else ("embedded",)

@@ -4,7 +4,8 @@
 - ``neo4j``: when ``NEO4J_URI`` (with ``NEO4J_USER``, ``NEO4J_PASSWORD``, and
   optionally ``NEO4J_DATABASE``) reaches a server within 2 seconds; else, when
   the ``testcontainers`` package is installed and a Docker engine answers, in a
-  ``neo4j:5`` container started for the session.
+  ``neo4j:5.26`` container started for the session. With ``NEO4J_REQUIRED=1``
+  (CI), a Neo4j that cannot be reached fails the run instead of skipping.
 
 Without either, the Neo4j variants are not generated and one test,
 ``test_neo4j_is_reachable``, is skipped with the reason (also printed in the
@@ -26,7 +27,7 @@ import pytest
 from engine.store import GraphStore
 from engine.store.embedded import EmbeddedStore
 from engine.store.neo4j import Neo4jStore
-from tests.contract.backends import STORES, neo4j_plan
+from tests.contract.backends import NEO4J_IMAGE, STORES, neo4j_plan
 from tests.contract.helpers import DIM
 
 _PROBE_S = 2.0
@@ -55,7 +56,10 @@ def _connect(uri: str, user: str, password: str, database: str) -> Neo4jStore:
 def neo4j_store() -> Iterator[Neo4jStore]:
     """The Neo4j store for the session, schema set up; skips when none is reachable."""
     how, detail = neo4j_plan()
+    required = os.environ.get("NEO4J_REQUIRED") == "1"
     if how is None:
+        if required:
+            pytest.fail(f"NEO4J_REQUIRED=1 but {detail}")
         pytest.skip(detail)
     with contextlib.ExitStack() as stack:
         if how == "uri":
@@ -68,7 +72,7 @@ def neo4j_store() -> Iterator[Neo4jStore]:
         else:
             from testcontainers.neo4j import Neo4jContainer
 
-            container = stack.enter_context(Neo4jContainer("neo4j:5"))
+            container = stack.enter_context(Neo4jContainer(NEO4J_IMAGE))
             params = (
                 container.get_connection_url(),
                 container.username,
@@ -78,6 +82,8 @@ def neo4j_store() -> Iterator[Neo4jStore]:
         try:
             store = _connect(*params)
         except Exception as e:
+            if required:
+                pytest.fail(f"NEO4J_REQUIRED=1 but {params[0]} is not usable ({e})")
             pytest.skip(f"Neo4j contract tests skipped: {params[0]} is not reachable ({e})")
         stack.callback(store.close)
         yield store

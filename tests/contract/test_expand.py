@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -196,7 +197,7 @@ def test_a_hub_whose_factor_is_negligible_is_not_walked_through(
         + [edge(m, ABOUT, "common", 0.9) for m in small],
     )
     assert ExpandParams().hub_min_factor == 0.001
-    inverse = {"hub_degree_mode": "inverse", "hub_fanout": 4}
+    inverse: dict[str, Any] = {"hub_degree_mode": "inverse", "hub_fanout": 4}
     assert expand(store, collection, [concept("everything")], **inverse) == {}
     walked = expand(store, collection, [concept("common")], **inverse)
     assert sorted(walked) == small[:4]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 import pytest
 
@@ -349,3 +351,14 @@ def test_search_text_applies_filters(store: GraphStore, collection: str) -> None
     assert ids(store.search_text(collection, "connection pool", k=5, filters=RecallFilters())) == [
         "pool"
     ]
+
+
+def test_set_vectors_stamps_when_the_vector_was_made(store: GraphStore, collection: str) -> None:
+    store.add_memories(collection, [MemoryRecord(memory=memory("a", collection, model=None))])
+    at = datetime(2026, 5, 4, 3, 2, 1, tzinfo=UTC)
+    store.set_vectors(collection, [("a", vec(7), "new-model")], at=at)
+    stored = store.get_memories(collection, ["a"])["a"]
+    assert (stored.embedding_model, stored.embedding_generated_at) == ("new-model", at)
+    assert next(iter(store.iter_memories(collection))) == stored
+    store.set_vectors(collection, [("a", vec(8), "newer-model")])
+    assert store.get_memories(collection, ["a"])["a"].embedding_generated_at is None

@@ -84,3 +84,25 @@ def test_a_document_json_cannot_hold_is_refused_and_nothing_written(
     with pytest.raises(InvalidInputError):
         store.put_states(collection, {"good": {"x": 1}, "bad": {"x": float("nan")}})
     assert store.get_states(collection, ["good", "bad"]) == {}
+
+
+def test_keys_are_listed_by_prefix_within_the_collection(
+    store: GraphStore, collection: str, other: str
+) -> None:
+    assert store.list_state_keys(collection) == []
+    store.put_states(
+        collection,
+        {"conversation:b": {}, "conversation:a": {}, "surfacing:1": {}, "model": {}},
+    )
+    store.put_states(other, {"conversation:z": {}})
+    assert store.list_state_keys(collection, "conversation:") == [
+        "conversation:a",
+        "conversation:b",
+    ]
+    assert store.list_state_keys(collection) == [
+        "conversation:a",
+        "conversation:b",
+        "model",
+        "surfacing:1",
+    ]
+    assert store.list_state_keys(collection, "nothing:") == []

@@ -13,6 +13,8 @@ edges, equal to what the clients counted.
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,26 +43,46 @@ JOIN_TIMEOUT_S = 240.0
 
 pytestmark = pytest.mark.slow
 
+STORES = ("embedded", "neo4j") if os.environ.get("NEO4J_URI") else ("embedded",)
+"""The server runs on the embedded store, and on the Neo4j that ``NEO4J_URI``
+(``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``) names when set, whose
+schema must be set up (``hippo setup``)."""
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    with Server(tmp_path / "data", tmp_path / "server.log") as srv:
+
+def _store_settings(store: str) -> dict[str, str]:
+    if store == "embedded":
+        return {}
+    return {
+        "HIPPO_STORE": "neo4j",
+        "HIPPO_NEO4J__URI": os.environ["NEO4J_URI"],
+        "HIPPO_NEO4J__USER": os.environ.get("NEO4J_USER", "neo4j"),
+        "HIPPO_NEO4J__PASSWORD": os.environ.get("NEO4J_PASSWORD", ""),
+        "HIPPO_NEO4J__DATABASE": os.environ.get("NEO4J_DATABASE", "neo4j"),
+    }
+
+
+@pytest.fixture(params=STORES)
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    settings = _store_settings(request.param)
+    with Server(tmp_path / "data", tmp_path / "server.log", settings=settings) as srv:
         srv.start()
         yield srv
 
 
 def test_concurrent_clients_lose_and_double_nothing(server: Server) -> None:
+    # A collection of its own: a Neo4j may hold earlier runs' collections.
+    collection = f"{COLLECTION}-{uuid.uuid4().hex[:8]}"
     ledger = Ledger()
     latencies = Latencies()
     seeds = notes(SEEDED)
-    seed_memories(server.url, COLLECTION, seeds, ledger)
+    seed_memories(server.url, collection, seeds, ledger)
     next_note = counter(start=SEEDED)
     hot = [m.id for m in seeds[:HOT]]
     crew = start_crew(
         CLIENTS,
         lambda n: Client(
             server.url,
-            COLLECTION,
+            collection,
             ledger,
             latencies,
             name=f"client{n}",
@@ -84,6 +106,6 @@ def test_concurrent_clients_lose_and_double_nothing(server: Server) -> None:
 
     # The server still answers; its batched retrieval learning is written by a decay pass.
     assert httpx.get(f"{server.url}/healthz", timeout=10.0).status_code == 200
-    r = httpx.post(f"{server.url}/v1/collections/{COLLECTION}/maintenance/decay", timeout=60.0)
+    r = httpx.post(f"{server.url}/v1/collections/{collection}/maintenance/decay", timeout=60.0)
     assert r.status_code == 200, r.text
-    assert verify(server.url, COLLECTION, ledger, pairs=True).problems == []
+    assert verify(server.url, collection, ledger, pairs=True).problems == []

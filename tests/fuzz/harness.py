@@ -83,6 +83,8 @@ class Seeds:
     conversations: Mapping[str, str]
     surfacings: Mapping[str, str]
     resources: Mapping[str, str]
+    partners: Mapping[str, str] = field(default_factory=dict)
+    """A second memory per tenant, for routes that take several ids."""
 
     def ids(self) -> list[str]:
         """Every seeded id, of every kind and tenant."""
@@ -190,16 +192,18 @@ class FuzzTarget:
         conversations: dict[str, str] = {}
         surfacings: dict[str, str] = {}
         resources: dict[str, str] = {}
+        partners: dict[str, str] = {}
         for collection, headers in ((ALPHA_COLLECTION, ALPHA), (BETA_COLLECTION, BETA)):
             base = f"/v1/collections/{collection}"
             tenant = collection.split(":")[1]
             memories[collection] = self._remember_fix(collection)
-            self._ok(
+            notes = self._ok(
                 "POST",
                 f"{base}/memories",
                 headers,
                 {"memories": [{"content": n, "source": OPERATOR} for n in _NOTES]},
             )
+            partners[collection] = notes["results"][0]["id"]
             chat = f"{tenant}-chat"
             for minute, text in enumerate(_CHAT):
                 said = self._ok(
@@ -215,7 +219,7 @@ class FuzzTarget:
             self._put_resource(collection, resource)
             resources[collection] = resource
         assert set(surfacings) == {ALPHA_COLLECTION, BETA_COLLECTION}, surfacings
-        return Seeds(memories, conversations, surfacings, resources)
+        return Seeds(memories, conversations, surfacings, resources, partners)
 
     def _remember_fix(self, collection: str) -> str:
         tenant = collection.split(":")[1]
@@ -508,9 +512,13 @@ def requests(draw: st.DrawFn, operation: APIOperation, seeds: Seeds) -> Request:
         other = ALPHA if owner is BETA else BETA
         headers["Authorization"] = draw(st.sampled_from([other, owner]))["Authorization"].encode()
 
-    content = None if isinstance(case.body, NotSet) else _json_bytes(case.body)
+    body = case.body
+    if isinstance(body, dict) and isinstance(body.get("ids"), list) and draw(st.integers(0, 4)):
+        # Memories that exist, as a route taking several ids needs to do anything.
+        body = {**body, "ids": [seeds.memories[collection], seeds.partners[collection]]}
+    content = None if isinstance(body, NotSet) else _json_bytes(body)
     if variant == "body":
-        content = draw(_hostile_body(case.body))
+        content = draw(_hostile_body(body))
     if content is not None:
         headers.setdefault("Content-Type", b"application/json")
         if variant == "content_type":

@@ -105,3 +105,73 @@ CREATE TABLE IF NOT EXISTS states (
     value      TEXT NOT NULL,       -- JSON object
     PRIMARY KEY (collection, key)
 ) WITHOUT ROWID;
+
+-- Running totals per collection, kept by triggers in the transaction of every
+-- write, so stats() reads them without a scan: the quality scores of the
+-- memories that have one (their count and sum: /stats average_quality) and the
+-- events by type (retrievals among them). A database from before these tables
+-- is counted once, the first time it opens with them (the meta rows say so; a
+-- count cut short by a crash is simply made again).
+CREATE TABLE IF NOT EXISTS quality_totals (
+    collection TEXT    PRIMARY KEY,
+    scored     INTEGER NOT NULL,
+    total      REAL    NOT NULL
+) WITHOUT ROWID;
+INSERT OR REPLACE INTO quality_totals (collection, scored, total)
+    SELECT collection, count(q), coalesce(sum(q), 0.0)
+    FROM (SELECT collection, json_extract(doc, '$.retrieval.quality_score') AS q FROM memories)
+    WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'quality_totals')
+    GROUP BY collection;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('quality_totals', '1');
+
+CREATE TRIGGER IF NOT EXISTS quality_totals_insert AFTER INSERT ON memories
+WHEN json_extract(NEW.doc, '$.retrieval.quality_score') IS NOT NULL
+BEGIN
+    INSERT INTO quality_totals (collection, scored, total)
+        VALUES (NEW.collection, 1, json_extract(NEW.doc, '$.retrieval.quality_score'))
+        ON CONFLICT (collection) DO UPDATE
+        SET scored = scored + 1, total = total + excluded.total;
+END;
+CREATE TRIGGER IF NOT EXISTS quality_totals_delete AFTER DELETE ON memories
+WHEN json_extract(OLD.doc, '$.retrieval.quality_score') IS NOT NULL
+BEGIN
+    UPDATE quality_totals
+        SET scored = scored - 1, total = total - json_extract(OLD.doc, '$.retrieval.quality_score')
+        WHERE collection = OLD.collection;
+END;
+CREATE TRIGGER IF NOT EXISTS quality_totals_update AFTER UPDATE OF doc ON memories
+WHEN json_extract(OLD.doc, '$.retrieval.quality_score')
+     IS NOT json_extract(NEW.doc, '$.retrieval.quality_score')
+BEGIN
+    UPDATE quality_totals
+        SET scored = scored - 1, total = total - json_extract(OLD.doc, '$.retrieval.quality_score')
+        WHERE collection = OLD.collection
+          AND json_extract(OLD.doc, '$.retrieval.quality_score') IS NOT NULL;
+    INSERT INTO quality_totals (collection, scored, total)
+        SELECT NEW.collection, 1, json_extract(NEW.doc, '$.retrieval.quality_score')
+        WHERE json_extract(NEW.doc, '$.retrieval.quality_score') IS NOT NULL
+        ON CONFLICT (collection) DO UPDATE
+        SET scored = scored + 1, total = total + excluded.total;
+END;
+
+CREATE TABLE IF NOT EXISTS event_totals (
+    collection TEXT    NOT NULL,
+    type       TEXT    NOT NULL,
+    n          INTEGER NOT NULL,
+    PRIMARY KEY (collection, type)
+) WITHOUT ROWID;
+INSERT OR REPLACE INTO event_totals (collection, type, n)
+    SELECT collection, type, count(*) FROM events
+    WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'event_totals')
+    GROUP BY collection, type;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('event_totals', '1');
+
+CREATE TRIGGER IF NOT EXISTS event_totals_insert AFTER INSERT ON events
+BEGIN
+    INSERT INTO event_totals (collection, type, n) VALUES (NEW.collection, NEW.type, 1)
+        ON CONFLICT (collection, type) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS event_totals_delete AFTER DELETE ON events
+BEGIN
+    UPDATE event_totals SET n = n - 1 WHERE collection = OLD.collection AND type = OLD.type;
+END;

@@ -663,11 +663,13 @@ class EmbeddedStore:
         collection: str,
         items: Sequence[tuple[str, Vector, str]],
         *,
+        at: datetime | None = None,
         passages: Mapping[str, Vector] | None = None,
     ) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding),
-        each with its passages ``passages[memory_id]`` (none when absent: stored
-        passages go). Ids that no longer exist are skipped.
+        stamped ``embedding_generated_at = at``, each with its passages
+        ``passages[memory_id]`` (none when absent: stored passages go). Ids that no
+        longer exist are skipped.
 
         Raises:
             InvalidInputError: a vector that is not a finite one-dimensional array,
@@ -692,11 +694,12 @@ class EmbeddedStore:
             if not known:
                 return
             with self._transaction("store vectors") as conn:
+                stamp = at.isoformat() if at is not None else None
                 conn.executemany(
                     "UPDATE memories SET vector = ?, vector_model = ?,"
-                    " doc = json_set(doc, '$.embedding_model', ?)"
+                    " doc = json_set(doc, '$.embedding_model', ?, '$.embedding_generated_at', ?)"
                     " WHERE collection = ? AND id = ?",
-                    [(v.tobytes(), m, m, collection, i) for i, v, m in known],
+                    [(v.tobytes(), m, m, stamp, collection, i) for i, v, m in known],
                 )
                 _delete_passages(conn, collection, [i for i, _, _ in known])
                 _write_passages(
@@ -1073,6 +1076,16 @@ class EmbeddedStore:
                 rows,
             )
 
+    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
+        """Keys of state documents starting with ``prefix``, sorted."""
+        with self._reading("list state") as conn:
+            rows = conn.execute(
+                "SELECT key FROM states WHERE collection = ? AND substr(key, 1, ?) = ?"
+                " ORDER BY key",
+                (collection, len(prefix), prefix),
+            ).fetchall()
+        return [key for (key,) in rows]
+
     # -- collections ----------------------------------------------------------------
 
     def list_collections(self) -> list[str]:
@@ -1087,7 +1100,8 @@ class EmbeddedStore:
         """Counts for one collection. Memory counts come from the in-memory index (a
         scan of the memory rows, vectors and all, would take most of a second at
         100k); hubs, edges and events from SQLite. ``pending_embeddings`` counts
-        memories with no vector at all."""
+        memories with no vector at all. Events by type and the quality total are
+        running totals kept by triggers (schema.sql)."""
         memories, by_category, by_tier, vectorless = self._index(collection).counts()
         with self._reading("read stats") as conn:
 
@@ -1096,9 +1110,11 @@ class EmbeddedStore:
 
             hubs = counts("SELECT kind, count(*) FROM hubs WHERE collection = ? GROUP BY kind")
             edges = counts("SELECT type, count(*) FROM edges WHERE collection = ? GROUP BY type")
-            events = conn.execute(
-                "SELECT count(*) FROM events WHERE collection = ?", (collection,)
-            ).fetchone()[0]
+            by_type = counts("SELECT type, n FROM event_totals WHERE collection = ? AND n > 0")
+            quality = conn.execute(
+                "SELECT scored, total FROM quality_totals WHERE collection = ?", (collection,)
+            ).fetchone()
+        scored, total = quality if quality is not None else (0, 0.0)
         return StoreStats(
             memories=memories,
             by_category=by_category,
@@ -1106,7 +1122,10 @@ class EmbeddedStore:
             pending_embeddings=vectorless,
             hubs=hubs,
             edges=edges,
-            events=events,
+            events=sum(by_type.values()),
+            events_by_type=by_type,
+            quality_scored=scored,
+            quality_sum=total if scored else 0.0,
         )
 
     def check(self) -> None:

@@ -632,18 +632,21 @@ class Neo4jStore:
         collection: str,
         items: Sequence[tuple[str, Vector, str]],
         *,
+        at: datetime | None = None,
         passages: Mapping[str, Vector] | None = None,
     ) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding),
-        each with its passages ``passages[memory_id]`` (none when absent: stored
-        passages go). Ids that no longer exist are skipped.
+        stamped ``embedding_generated_at = at``: the documents are read and written
+        back in the same transaction. Each memory's passages become
+        ``passages[memory_id]`` (none when absent: stored passages go). Ids that no
+        longer exist are skipped.
 
         Raises:
             InvalidInputError: a vector that is not a finite one-dimensional array,
                 passages that are not a finite 2-D array of its dimension, or an
                 empty model name.
         """
-        rows = []
+        rows: list[dict[str, Any]] = []
         passage_items = []
         for memory_id, vector, model in items:
             if not model:
@@ -662,6 +665,17 @@ class Neo4jStore:
             return
 
         def work(tx: ManagedTransaction) -> None:
+            found = _run(tx, "memory/get_memories", collection, ids=[r["id"] for r in rows])
+            docs = {row["id"]: row["doc"] for row in found}
+            for row in rows:
+                doc = docs.get(row["id"])
+                row["doc"] = (
+                    convert.memory_of(doc, row["embedding_model"])
+                    .model_copy(update={"embedding_generated_at": at})
+                    .model_dump_json()
+                    if doc is not None
+                    else None
+                )
             _run(tx, "memory/set_vectors", collection, items=rows)
             _run(tx, "memory/set_passages", collection, items=passage_items)
 
@@ -1076,6 +1090,13 @@ class Neo4jStore:
         if rows:
             self._write("write state", _records("memory/put_states", {"items": rows}, collection))
 
+    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
+        """Keys of state documents starting with ``prefix``, sorted."""
+        rows = self._read(
+            "list state", _records("memory/list_state_keys", {"prefix": prefix}, collection)
+        )
+        return [row["key"] for row in rows]
+
     # -- collections ------------------------------------------------------------------
 
     def list_collections(self) -> list[str]:
@@ -1097,6 +1118,8 @@ class Neo4jStore:
                 stats.by_tier[tier] = stats.by_tier.get(tier, 0) + n
                 if row["pending"]:
                     stats.pending_embeddings += n
+                stats.quality_scored += int(row["scored"])
+                stats.quality_sum += float(row["quality_sum"] or 0.0)
             stats.hubs = {
                 row["kind"]: int(row["n"])
                 for row in _run(tx, "memory/stats_hubs", collection)
@@ -1105,8 +1128,10 @@ class Neo4jStore:
             stats.edges = {
                 row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_edges", collection)
             }
-            (events,) = _run(tx, "memory/stats_events", collection)
-            stats.events = int(events["n"])
+            stats.events_by_type = {
+                row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_events", collection)
+            }
+            stats.events = sum(stats.events_by_type.values())
             return stats
 
         return self._read("read stats", work)

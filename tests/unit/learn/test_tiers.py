@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engine.learn.tiers import TierPolicy, last_activity, tier_change
+from engine.learn.tiers import TierPolicy, last_activity, lifecycle, tier_change
 from engine.model import Memory, RetrievalMeta, Tier
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -96,3 +96,23 @@ def test_the_policy_is_configurable() -> None:
 def test_last_activity_is_the_latest_of_use_edit_and_creation() -> None:
     m = _memory(age_days=100, last_used=NOW - timedelta(days=5))
     assert last_activity(m) == NOW - timedelta(days=5)
+
+
+def test_high_useful_use_promotes_and_a_promoted_memory_is_never_archived() -> None:
+    earned = {"usage_count": 5, "usefulness": 0.8, "confidence": 0.9}
+    change = tier_change(_memory(**earned), NOW, POLICY)
+    assert change is not None and change.promote is True
+    assert change.after == Tier.ACTIVE and change.stages == ("active", "promoted")
+    assert tier_change(_memory(**{**earned, "usefulness": 0.7}), NOW, POLICY) is None
+    promoted = _memory(age_days=400, **earned, promoted_at=NOW - timedelta(days=300))
+    assert lifecycle(promoted) == "promoted"
+    assert tier_change(promoted, NOW, POLICY) is None  # idle a year, still in rotation
+
+
+def test_a_promoted_memory_that_stops_helping_loses_the_mark() -> None:
+    fallen = _memory(
+        usage_count=9, usefulness=0.4, confidence=0.9, promoted_at=NOW - timedelta(days=3)
+    )
+    change = tier_change(fallen, NOW, POLICY)
+    assert change is not None and change.promote is False
+    assert change.stages == ("promoted", "active")

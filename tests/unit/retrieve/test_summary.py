@@ -46,14 +46,13 @@ def test_the_block_lists_category_title_score_and_the_total() -> None:
         "- [Work Item] Local flora survey (score: 0.74): The village is surrounded by old oak "
         "trees.\n"
         "\n"
-        "Total entries in collection: 12"
+        "Total entries in domain: 12"
     )
 
 
 def test_an_empty_result_says_so() -> None:
     assert context_summary([], 3) == (
-        "Related knowledge already captured:\n(nothing related found)\n\n"
-        "Total entries in collection: 3"
+        "Related knowledge already captured:\n(nothing related found)\n\nTotal entries in domain: 3"
     )
 
 

@@ -42,9 +42,20 @@ def _parameters(text: str) -> set[str]:
     return set(_PARAMETER.findall(code))
 
 
+@dataclass
+class FakeSummary:
+    """What ``consume()`` gives: the plan (``EXPLAIN``) or profile (``PROFILE``)
+    scripted for the statement, if any."""
+
+    plan: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None
+
+
 class FakeResult(list[dict[str, Any]]):
-    def consume(self) -> None:
-        return None
+    summary = FakeSummary()
+
+    def consume(self) -> FakeSummary:
+        return self.summary
 
 
 @dataclass
@@ -57,6 +68,9 @@ class FakeDriver:
     failure: BaseException | None = None
     fail_on: str | None = None
     fail_times: int | None = None
+    plans: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Plans by statement name, answered to ``EXPLAIN``/``PROFILE`` runs (which
+    are not recorded as runs)."""
     committed: list[list[tuple[str, dict[str, Any]]]] = field(default_factory=list)
     closed: int = 0
 
@@ -113,6 +127,14 @@ class FakeTransaction:
         self.pending: list[tuple[str, dict[str, Any]]] = []
 
     def run(self, query: str, parameters: dict[str, Any] | None = None) -> FakeResult:
+        for mode in ("EXPLAIN ", "PROFILE "):
+            if query.startswith(mode):
+                plan = self._driver.plans.get(_NAMES[query[len(mode) :]], {})
+                planned = FakeResult()
+                planned.summary = (
+                    FakeSummary(plan=plan) if mode == "EXPLAIN " else FakeSummary(profile=plan)
+                )
+                return planned
         name = _NAMES[query]
         params = dict(parameters or {})
         missing = _parameters(query) - set(params)

@@ -92,9 +92,8 @@ def test_re_embedding_replaces_vectors_and_passages_together() -> None:
     make(driver).set_vectors(
         C, [("long", VECTOR, "m"), ("short", VECTOR, "m")], passages={"long": ROWS}
     )
-    assert [[name for name, _ in tx] for tx in driver.committed] == [
-        ["memory/set_vectors", "memory/set_passages"]
-    ]
+    ((*_, vectors, passages),) = [[name for name, _ in tx] for tx in driver.committed]
+    assert (vectors, passages) == ("memory/set_vectors", "memory/set_passages")
     items = driver.params_of("memory/set_passages")["items"]
     assert items == [
         {"id": "long", "model": "m", "passages": ROWS.tolist()},

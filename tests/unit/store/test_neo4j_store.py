@@ -787,3 +787,32 @@ def test_a_uniqueness_conflict_is_not_taken_for_a_race() -> None:
     )
     with pytest.raises(ConflictError):
         make(driver).add_memories(C, [MemoryRecord(memory=memory("a"))])
+
+
+def test_the_plan_checks_see_each_statement_a_store_runs_with_its_operators() -> None:
+    # tests/contract/test_plans.py runs only against a server; its machinery is
+    # checked here, on the stand-in driver.
+    from tests.contract.plans import SCANS, PlanningDriver, db_hits, operator_name, operators
+
+    scan = {
+        "operatorType": "ProduceResults@neo4j",
+        "dbHits": 1,
+        "children": [{"operatorType": "NodeByLabelScan@neo4j", "dbHits": 7, "children": []}],
+    }
+    fake = FakeDriver(plans={"memory/get_memories": scan})
+    planning = PlanningDriver(fake)
+    store = Neo4jStore(planning, dimensions=8)  # type: ignore[arg-type]
+    store.get_memories(C, ["a"])
+    (planned,) = planning.planned
+    assert planned.name == "memory/get_memories" and planned.params["ids"] == ["a"]
+    names = [operator_name(node) for node in operators(planned.plan)]
+    assert names == ["ProduceResults", "NodeByLabelScan"] and names[1] in SCANS
+    assert db_hits(planned.plan) == 8
+    assert fake.ran() == ["memory/get_memories"]  # the statement itself ran once
+
+    profiling = PlanningDriver(fake, mode="PROFILE", only=frozenset({"memory/stats_events"}))
+    fake.answers["memory/stats_events"] = [{"type": "retrieval", "n": 0}]
+    fake.plans["memory/stats_events"] = {"operatorType": "NodeIndexSeek@neo4j", "dbHits": 3}
+    Neo4jStore(profiling, dimensions=8).stats(C)  # type: ignore[arg-type]
+    assert [p.name for p in profiling.planned] == ["memory/stats_events"]
+    assert db_hits(profiling.plans_of("memory/stats_events")[0]) == 3

@@ -1,0 +1,203 @@
+"""Query plans of the Neo4j store, checked on a real server (skipped without one).
+
+- No statement that looks things up in a collection reads every node of a label
+  (``NodeByLabelScan``) or of the database (``AllNodesScan``): each seeks an
+  index by collection. The planner chooses by cost, so the database holds a
+  crowd of other collections' memories first, as a real one does.
+- At a hub of 10,000 memories, expansion and hub matching stay cheap
+  (``PROFILE``): the degree is read from the degree store, and in the inverse
+  mode the hub is below the negligible-factor cutoff, so none of its edges is
+  read. (In the log mode the hub's top ``hub_fanout`` edges are still found by
+  reading and sorting all of them: that cost grows with the hub.)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from engine.model import EdgeType, Event, RecallFilters
+from engine.model.association import Anchor, EdgeUpdate, ExpandParams
+from engine.store import MemoryRecord
+from engine.store.neo4j import Neo4jStore
+from tests.contract.backends import neo4j_plan
+from tests.contract.helpers import ALL_TIERS, MODEL, T0, edge, memory, record, vec
+from tests.contract.plans import SCANS, PlanningDriver, db_hits, operator_name, operators
+
+pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
+
+ABOUT, IN_DOMAIN, ASSOCIATED = EdgeType.ABOUT, EdgeType.IN_DOMAIN, EdgeType.ASSOCIATED
+CROWD = 3_000
+HUB = 10_000
+
+
+@pytest.fixture
+def dropped(neo4j_store: Neo4jStore) -> Iterator[list[str]]:
+    """Collections to drop when the test ends."""
+    made: list[str] = []
+    yield made
+    for name in made:
+        neo4j_store.drop_collection(name)
+
+
+def _name(dropped: list[str], prefix: str) -> str:
+    name = f"contract-{prefix}-{uuid.uuid4().hex[:8]}"
+    dropped.append(name)
+    return name
+
+
+def _planning(
+    store: Neo4jStore, mode: str = "EXPLAIN", only: frozenset[str] = frozenset()
+) -> tuple[PlanningDriver, Neo4jStore]:
+    # The session store's own driver, wrapped: the planning store never closes it.
+    driver = PlanningDriver(store._driver, mode=mode, only=only)
+    planned = Neo4jStore(
+        driver,  # type: ignore[arg-type]
+        database=store._database,
+        dimensions=store.dimensions,
+    )
+    return driver, planned
+
+
+def _crowd(store: Neo4jStore, collection: str, n: int, hub: str) -> None:
+    """``n`` memories without vectors, each in ``hub`` and a concept of its own."""
+    for start in range(0, n, 2_000):
+        store.add_memories(
+            collection,
+            [
+                MemoryRecord(
+                    memory=memory(f"c{i:05d}", collection, model=None),
+                    edges=(
+                        edge(f"c{i:05d}", ABOUT, hub, 0.5),
+                        edge(f"c{i:05d}", IN_DOMAIN, f"domain {i % 50}", 0.5),
+                    ),
+                )
+                for i in range(start, min(n, start + 2_000))
+            ],
+        )
+
+
+def test_collection_lookups_seek_an_index_never_scan_a_label(
+    neo4j_store: Neo4jStore, dropped: list[str]
+) -> None:
+    _crowd(neo4j_store, _name(dropped, "crowd"), CROWD, "crowded")
+    driver, store = _planning(neo4j_store)
+    c = _name(dropped, "plans")
+    ids = [f"m{i}" for i in range(6)]
+    store.add_memories(
+        c,
+        [
+            record(
+                memory(m, c, minutes=i, tags=["t"]),
+                [edge(m, ABOUT, "cache"), edge(m, IN_DOMAIN, "infra")]
+                + ([edge(m, ASSOCIATED, ids[i - 1], 0.6)] if i else []),
+            )
+            for i, m in enumerate(ids)
+        ],
+    )
+    store.add_memories(c, [record(memory("bare", c, model=None))])
+    at = T0 + timedelta(days=400)
+    store.append_events(c, [Event(type="retrieval", at=at, memory_ids=ids[:2])])
+    store.put_states(c, {"conversation:x": {"turn": 1}})
+    # Reads.
+    store.get_memories(c, ids)
+    list(store.iter_memories(c))
+    store.find_by_hash(c, memory("m0", c).content_hash)
+    list(store.iter_edges(c))
+    store.edges_of(c, "m1")
+    list(store.iter_events(c))
+    store.get_states(c, ["conversation:x"])
+    store.stats(c)
+    store.pending_embeddings(c, MODEL, 10)
+    store.count_pending_embeddings(c, MODEL)
+    store.get_vectors(c, ids)
+    store.search_vectors(c, vec("m0"), model=MODEL, k=3, filters=RecallFilters())
+    store.search_vectors(c, vec("m0")[:8], model=MODEL, k=3, filters=RecallFilters())
+    store.search_vectors_many(
+        c, np.stack([vec("m0"), vec("m1")]), model=MODEL, k=3, filters=ALL_TIERS
+    )
+    store.search_text(c, "memory", k=3, filters=RecallFilters())
+    store.hubs_without_vectors(c, MODEL, 10)
+    store.set_hub_vectors(c, [("Concept", "cache", vec("cache"), MODEL)])
+    list(store.iter_hub_vectors(c))
+    store.match_hubs(c, ["cache", "infra"])
+    store.search_hubs(c, vec("cache"), model=MODEL, k=3, min_similarity=0.0)
+    store.expand(
+        c, [Anchor(kind="Concept", name="cache")], params=ExpandParams(), filters=ALL_TIERS
+    )
+    store.expand(c, [Anchor(kind="Memory", name="m0")], params=ExpandParams(), filters=ALL_TIERS)
+    # Writes.
+    store.set_vectors(c, [("bare", vec("bare"), MODEL)])
+    store.upsert_edges(c, [edge("m0", ABOUT, "redis")])
+    store.reinforce_edges(
+        c,
+        [
+            EdgeUpdate(
+                source="m0", type=ABOUT, target="cache", delta=0.1, cap=1.0, initial=0.3, at=at
+            ),
+            EdgeUpdate(
+                source="m1",
+                type=ABOUT,
+                target="cache",
+                delta=0.1,
+                cap=1.0,
+                initial=0.3,
+                at=at,
+                create=False,
+            ),
+        ],
+    )
+    store.decay_edges(c, period="plans", unused_before=at, step=0.05, floor=0.1)
+    store.replace_memory(
+        c,
+        MemoryRecord(memory=memory("m2", c), edges=(edge("m2", ABOUT, "other"),)),
+        replace_edges=True,
+    )
+    store.delete_memory(c, "m3")
+    store.drop_collection(c)
+
+    ran = {p.name for p in driver.planned}
+    for name in (
+        "memory/iter_memories",
+        "memory/stats_memories",
+        "learn/decay_edges",
+        "memory/drop_collection",
+    ):
+        assert name in ran, name
+    scans = sorted(
+        {
+            f"{p.name}: {operator_name(node)}"
+            for p in driver.planned
+            for node in operators(p.plan)
+            if operator_name(node) in SCANS
+        }
+    )
+    assert not scans, "statements that scan a whole label:\n" + "\n".join(scans)
+
+
+def test_a_ten_thousand_member_hub_costs_the_expansion_almost_nothing(
+    neo4j_store: Neo4jStore, dropped: list[str]
+) -> None:
+    c = _name(dropped, "hub")
+    _crowd(neo4j_store, c, HUB, "everything")
+    driver, store = _planning(
+        neo4j_store, mode="PROFILE", only=frozenset({"recall/expand", "recall/match_hubs"})
+    )
+    fanout = 16
+    params = ExpandParams(hub_degree_mode="inverse", hub_fanout=fanout)
+    # 1 / 10,000 is below the cutoff: the hub is not walked through.
+    found = store.expand(
+        c, [Anchor(kind="Concept", name="everything")], params=params, filters=ALL_TIERS
+    )
+    assert found == []
+    (profile,) = driver.plans_of("recall/expand")
+    assert db_hits(profile) <= 40 * fanout, db_hits(profile)
+    # Its degree comes from the degree store, not from reading 10,000 edges.
+    (hub,) = store.match_hubs(c, ["everything"])
+    assert hub.degree == HUB
+    (profile,) = driver.plans_of("recall/match_hubs")
+    assert db_hits(profile) < 1_000, db_hits(profile)
