@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engine.errors import ConfigError
@@ -48,12 +48,17 @@ class Neo4jSettings(BaseModel):
 class Limits(BaseModel):
     """Size limits applied to every input, API and CLI alike.
 
-    ``max_embed_chars`` caps the text given to the embedder (longer content is
-    stored whole and embedded by its beginning).
+    Content longer than ``passage_chars`` is embedded passage by passage (cut at
+    paragraph, sentence or word breaks, each repeating ``passage_overlap``
+    characters of the one before), so every part of it can be found by dense
+    search; ``passage_chars`` is about what all-MiniLM-L6-v2's 256 word pieces
+    hold. ``max_content_chars`` bounds the embedding work of one memory (about
+    32 passages at the defaults).
     """
 
-    max_content_chars: int = 8_000
-    max_embed_chars: int = 4_000
+    max_content_chars: int = 32_000
+    passage_chars: int = Field(default=1_000, ge=100)
+    passage_overlap: int = Field(default=150, ge=0)
     max_source_chars: int = 200
     max_id_chars: int = 200
     max_title_chars: int = 500
@@ -65,6 +70,12 @@ class Limits(BaseModel):
     max_tag_chars: int = 100
     max_recall_limit: int = 100
     max_body_bytes: int = 16 * 1024 * 1024
+
+    @model_validator(mode="after")
+    def _overlap_below_half_a_passage(self) -> Limits:
+        if self.passage_overlap * 2 >= self.passage_chars:
+            raise ValueError("passage_overlap must be less than half of passage_chars")
+        return self
 
 
 class HippoSettings(BaseSettings):

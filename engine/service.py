@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 from engine.config import COLLECTION_PATTERN, HippoSettings, Limits
 from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder, make_embedder, model_name
 from engine.embed.lazy import LazyEmbedder
+from engine.embed.passages import passages
 from engine.errors import (
     ConflictError,
     EmbeddingError,
@@ -338,10 +339,21 @@ class ImportReport(BaseModel):
     skipped_existing: int = 0
 
 
+class Embedded(NamedTuple):
+    """Texts embedded by passages: ``heads`` holds each text's first passage (its
+    vector as a memory), one row per text; ``passages`` the rows of its further
+    passages, in order, or ``None`` for a text of one passage."""
+
+    heads: Vector
+    passages: list[Vector | None]
+
+
 class _ExportedMemory(BaseModel):
     type: str = Field(pattern="^memory$")
     memory: Memory
     vector: str | None = None
+    # The vectors of a long memory's passages after its first (older exports have none).
+    passages: list[str] = Field(default_factory=list)
 
 
 class _ExportedEdge(BaseModel):
@@ -730,13 +742,17 @@ class Hippocampus:
                 seen_ids.add(item_id)
 
         texts = [prepared[i].item.content for i, _ in fresh]
-        vectors = self._embed(texts)
+        embedded = self._embed(texts)
+        vectors = embedded.heads if embedded is not None else None
         extractions = self.extractor.extract_many(texts) if texts else []
 
         created: dict[int, Memory] = {}  # batch index -> memory to create
         created_vectors: dict[int, Vector | None] = {}
+        created_passages: dict[int, Vector | None] = {}
         created_edges: dict[int, list[Edge]] = {}
-        # The stored neighbors of every new memory, in one pass over the index.
+        # The stored neighbors of every new memory, in one pass over the index. By
+        # whole memories (their first passage): a note that repeats one passage of
+        # a long memory does not repeat the memory.
         neighbors: list[list[tuple[str, float]]] = [[] for _ in fresh]
         if vectors is not None and fresh:
             neighbors = self.store.search_vectors_many(
@@ -745,6 +761,7 @@ class Hippocampus:
                 model=self.embedder.name,
                 k=self.dedup.candidates,
                 filters=RecallFilters(tiers=list(Tier)),
+                passages=False,
             )
         for n, (i, score) in enumerate(fresh):
             p = prepared[i]
@@ -789,6 +806,7 @@ class Hippocampus:
             )
             created[i] = memory
             created_vectors[i] = vector
+            created_passages[i] = embedded.passages[n] if embedded is not None else None
             edges = _hub_edges(memory.id, extraction, at)
             edges.extend(
                 Edge(
@@ -862,7 +880,12 @@ class Hippocampus:
             )
 
         records = [
-            MemoryRecord(memory=created[i], vector=created_vectors[i], edges=created_edges[i])
+            MemoryRecord(
+                memory=created[i],
+                vector=created_vectors[i],
+                edges=created_edges[i],
+                passages=created_passages[i],
+            )
             for i in sorted(created)
         ]
         if records:
@@ -1080,10 +1103,8 @@ class Hippocampus:
             ),
         )
 
-    def _embed(self, texts: Sequence[str]) -> Vector | None:
+    def _embed(self, texts: Sequence[str]) -> Embedded | None:
         """Vectors for ``texts``, or ``None`` when the embedder fails."""
-        if not texts:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
         try:
             return self._encode(texts)
         except EmbeddingError as e:
@@ -1092,18 +1113,33 @@ class Hippocampus:
             )
             return None
 
-    def _encode(self, texts: Sequence[str]) -> Vector:
-        """Embed in batches, each text cut to ``limits.max_embed_chars``.
+    def _encode(self, texts: Sequence[str]) -> Embedded:
+        """Embed each text by its passages (``limits.passage_chars``, overlapping by
+        ``limits.passage_overlap``), the passages of all texts together in batches.
 
         Raises:
             EmbeddingError: the embedder failed.
         """
-        cut = [embedding_text(t, self.limits.max_embed_chars) for t in texts]
+        size, overlap = self.limits.passage_chars, self.limits.passage_overlap
+        pieces: list[str] = []
+        counts: list[int] = []
+        for text in texts:
+            cuts = passages(text, size, overlap)
+            pieces.extend(text[start:end] for start, end in cuts)
+            counts.append(len(cuts))
+        if not pieces:
+            return Embedded(np.zeros((0, self.embedder.dim), dtype=np.float32), [])
         parts = [
-            self.embedder.encode(cut[i : i + self.embed_batch_size])
-            for i in range(0, len(cut), self.embed_batch_size)
+            self.embedder.encode(pieces[i : i + self.embed_batch_size])
+            for i in range(0, len(pieces), self.embed_batch_size)
         ]
-        return np.vstack(parts).astype(np.float32, copy=False)
+        vectors = np.vstack(parts).astype(np.float32, copy=False)
+        firsts = np.cumsum([0, *counts[:-1]])
+        rest = [
+            vectors[first + 1 : first + count].copy() if count > 1 else None
+            for first, count in zip(firsts.tolist(), counts, strict=True)
+        ]
+        return Embedded(vectors[firsts], rest)
 
     # -- reading and editing ----------------------------------------------------
 
@@ -1141,6 +1177,7 @@ class Hippocampus:
         update: dict[str, Any] = {"updated_at": at}
         retrieval = current.retrieval.model_copy()
         vector: Vector | None = None
+        passage_vectors: Vector | None = None
         content_changed = False
         for name in ("tags", "domains", "triggers", "concepts"):
             given_names = getattr(patch, name)
@@ -1161,8 +1198,9 @@ class Hippocampus:
                 content_changed = True
                 update["content"] = text
                 update["content_hash"] = checked.digest
-                vectors = self._embed([text])
-                vector = vectors[0] if vectors is not None else None
+                embedded = self._embed([text])
+                vector = embedded.heads[0] if embedded is not None else None
+                passage_vectors = embedded.passages[0] if embedded is not None else None
                 update["embedding_model"] = self.embedder.name if vector is not None else None
                 update["embedding_generated_at"] = at if vector is not None else None
                 extraction = self.extractor.extract_many([text])[0]
@@ -1229,6 +1267,7 @@ class Hippocampus:
                 vector=vector,
                 edges=_hub_edges(memory.id, given, at) if hubs_changed else (),
                 drop_vector=drop_vector,
+                passages=passage_vectors,
             ),
             replace_edges=hubs_changed,
         )
@@ -1352,7 +1391,7 @@ class Hippocampus:
             category=RESOURCE_CATEGORY,
             source=RESOURCE_SOURCE,
         )
-        vectors = self._embed([item.content])
+        embedded = self._embed([item.content])
         extraction = self.extractor.extract_many([item.content])[0]
         score = assess(
             item.content, item.source, self.quality_model(collection), self.quality_config
@@ -1364,19 +1403,20 @@ class Hippocampus:
             extraction,
             score,
             at,
-            embedded=vectors is not None,
+            embedded=embedded is not None,
         )
         self.store.add_memories(
             collection,
             [
                 MemoryRecord(
                     memory=memory,
-                    vector=vectors[0] if vectors is not None else None,
+                    vector=embedded.heads[0] if embedded is not None else None,
                     edges=_hub_edges(memory.id, extraction, at),
+                    passages=embedded.passages[0] if embedded is not None else None,
                 )
             ],
         )
-        if vectors is not None:
+        if embedded is not None:
             self.embed_hubs(collection)
         else:
             reasons.append(NOT_EMBEDDED_REASON)
@@ -1582,16 +1622,21 @@ class Hippocampus:
         min_score: float,
     ) -> list[Candidate]:
         """Candidates whose cosine similarity to the query reaches ``min_score``
-        (computed for those that dense search did not score)."""
+        (computed for those that dense search did not score: as dense search
+        does, a long memory by the best of its vector and its passages)."""
         if query_vector is None:
             return []
         unscored = [c.memory_id for c in candidates if c.similarity is None]
         vectors = self.store.get_vectors(collection, unscored) if unscored else {}
+        passage_vectors = self.store.get_passages(collection, unscored) if unscored else {}
         kept = []
         for c in candidates:
             sim = c.similarity
             if sim is None and c.memory_id in vectors:
                 sim = float(vectors[c.memory_id] @ query_vector)
+                rows = passage_vectors.get(c.memory_id)
+                if rows is not None:
+                    sim = max(sim, float((rows @ query_vector).max()))
             if sim is not None and sim >= min_score:
                 kept.append(c)
         return kept
@@ -2060,11 +2105,16 @@ class Hippocampus:
             pending = self.store.pending_embeddings(collection, self.embedder.name, size)
             if not pending:
                 break
-            vectors = self._encode([m.content for m in pending])
+            embedded = self._encode([m.content for m in pending])
             self.store.set_vectors(
                 collection,
-                [(m.id, vectors[i], self.embedder.name) for i, m in enumerate(pending)],
+                [(m.id, embedded.heads[i], self.embedder.name) for i, m in enumerate(pending)],
                 at=utcnow(),
+                passages={
+                    m.id: rows
+                    for m, rows in zip(pending, embedded.passages, strict=True)
+                    if rows is not None
+                },
             )
             done += len(pending)
             if progress is not None:
@@ -2391,14 +2441,20 @@ class Hippocampus:
         batch: list[Memory] = []
 
         def flush() -> Iterator[dict[str, Any]]:
-            vectors = self.store.get_vectors(collection, [m.id for m in batch])
+            ids = [m.id for m in batch]
+            vectors = self.store.get_vectors(collection, ids)
+            passage_vectors = self.store.get_passages(collection, ids)
             for m in batch:
                 vec = vectors.get(m.id)
-                yield {
+                record: dict[str, Any] = {
                     "type": "memory",
                     "memory": m.model_dump(mode="json"),
                     "vector": _encode_vector(vec) if vec is not None else None,
                 }
+                rows = passage_vectors.get(m.id)
+                if rows is not None and vec is not None:
+                    record["passages"] = [_encode_vector(row) for row in rows]
+                yield record
             edge_ids.extend(m.id for m in batch)
             batch.clear()
 
@@ -2484,11 +2540,18 @@ class Hippocampus:
                     item = _ExportedMemory.model_validate(record)
                     mem = item.memory.model_copy(update={"collection": collection})
                     vec = _decode_vector(item.vector) if item.vector is not None else None
+                    rows = None
                     if vec is None:
                         mem = mem.model_copy(
                             update={"embedding_model": None, "embedding_generated_at": None}
                         )
-                    pending.append(MemoryRecord(memory=mem, vector=vec, edges=_hub_edges_of(mem)))
+                    elif item.passages:
+                        rows = np.vstack([_decode_vector(p) for p in item.passages])
+                    pending.append(
+                        MemoryRecord(
+                            memory=mem, vector=vec, edges=_hub_edges_of(mem), passages=rows
+                        )
+                    )
                     if len(pending) >= 500:
                         flush()
                 elif kind == "edge":
@@ -2591,16 +2654,6 @@ def _decode_vector(text: str) -> Vector:
     return np.frombuffer(raw, dtype="<f4").astype(np.float32)
 
 
-def embedding_text(text: str, limit: int) -> str:
-    """What the embedder sees of ``text``: at most ``limit`` characters, cut at a
-    word boundary near the limit when there is one."""
-    if len(text) <= limit:
-        return text
-    head = text[:limit]
-    cut = head.rfind(" ", max(0, limit - 200))
-    return head[:cut] if cut > 0 else head
-
-
 __all__ = [
     "EXPORT_FORMAT",
     "MEMBERSHIP_WEIGHT",
@@ -2614,5 +2667,4 @@ __all__ = [
     "ResourceOutcome",
     "Subgraph",
     "TierReport",
-    "embedding_text",
 ]

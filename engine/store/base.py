@@ -31,12 +31,20 @@ class MemoryRecord:
     ``drop_vector`` is for :meth:`GraphStore.replace_memory` only: the stored
     vector goes too (it described content that changed and no new vector could be
     made), so the memory is pending re-embedding. It cannot come with a vector.
+
+    ``passages`` are the vectors of a long memory's passages after its first (the
+    first passage's vector is ``vector``): 2-D, one row per passage in order, of
+    the same model and dimension as ``vector``, which they need. Dense search
+    scores a memory by the best of ``vector`` and its passages. They are written
+    with ``vector`` and replaced with it: a record with a vector and no passages
+    leaves the memory none.
     """
 
     memory: Memory
     vector: Vector | None = None
     edges: Sequence[Edge] = field(default_factory=tuple)
     drop_vector: bool = False
+    passages: Vector | None = None
 
 
 class StoreStats(BaseModel):
@@ -132,9 +140,12 @@ class GraphStore(Protocol):
         model: str,
         k: int,
         filters: RecallFilters,
+        passages: bool = True,
     ) -> list[tuple[str, float]]:
         """Top ``k`` memories by cosine similarity among those whose vector was made
-        by ``model`` and that pass ``filters``; best first."""
+        by ``model`` and that pass ``filters``; best first. With ``passages`` a
+        memory that has passages (:attr:`MemoryRecord.passages`) scores the best
+        similarity of its vector and its passages; without, its vector's."""
         ...
 
     def search_vectors_many(
@@ -145,6 +156,7 @@ class GraphStore(Protocol):
         model: str,
         k: int,
         filters: RecallFilters,
+        passages: bool = True,
     ) -> list[list[tuple[str, float]]]:
         """:meth:`search_vectors` for each row of a 2-D ``vectors``: one list per row,
         in order. A store may answer them in one pass (remembering a batch checks
@@ -157,14 +169,25 @@ class GraphStore(Protocol):
         items: Sequence[tuple[str, Vector, str]],
         *,
         at: datetime | None = None,
+        passages: Mapping[str, Vector] | None = None,
     ) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding).
         Ids that no longer exist are skipped. Each memory's ``embedding_generated_at``
-        becomes ``at`` (``None``: not known)."""
+        becomes ``at`` (``None``: not known).
+
+        Each item replaces the memory's whole embedding: its passages become
+        ``passages[memory_id]`` (2-D, as :attr:`MemoryRecord.passages`), or none
+        when it is not there.
+        """
         ...
 
     def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of the given memories (those that have one)."""
+        ...
+
+    def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored passage vectors (:attr:`MemoryRecord.passages`, 2-D, in order) of
+        the given memories that have any."""
         ...
 
     def pending_embeddings(self, collection: str, model: str, limit: int) -> list[Memory]:

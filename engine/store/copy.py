@@ -2,7 +2,7 @@
 
 Any two :class:`~engine.store.base.GraphStore` implementations will do (embedded
 to Neo4j and back, or a collection to a new name in the same store). Copied, in
-this order: memories with their vectors (each memory whole: tier, retrieval
+this order: memories with their vectors and passage vectors (each memory whole: tier, retrieval
 metadata such as merged duplicates, quality score and review state), then every
 edge (weights, counters and dates as they are; conflicts included), then hub
 name vectors, then the event log, then the state documents the caller names,
@@ -33,6 +33,7 @@ class CopyReport(BaseModel):
 
     memories: int = 0
     vectors: int = 0
+    passages: int = 0
     edges: int = 0
     hub_vectors: int = 0
     events: int = 0
@@ -81,14 +82,21 @@ def copy_collection(
         )
     report = CopyReport()
     for memories in _batches(source.iter_memories(collection), batch_size):
-        vectors = source.get_vectors(collection, [m.id for m in memories])
+        ids = [m.id for m in memories]
+        vectors = source.get_vectors(collection, ids)
+        passages = source.get_passages(collection, ids)
         records = [
-            MemoryRecord(memory=_moved(memory, name), vector=vectors.get(memory.id))
+            MemoryRecord(
+                memory=_moved(memory, name),
+                vector=vectors.get(memory.id),
+                passages=passages.get(memory.id) if memory.id in vectors else None,
+            )
             for memory in memories
         ]
         target.add_memories(name, records)
         report.memories += len(records)
         report.vectors += sum(1 for r in records if r.vector is not None)
+        report.passages += sum(r.passages.shape[0] for r in records if r.passages is not None)
         if progress is not None:
             progress(len(records))
     for edges in _batches(source.iter_edges(collection), batch_size):

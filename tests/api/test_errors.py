@@ -47,7 +47,7 @@ def stored(client: TestClient) -> int:
         ({}, "content"),
         ({"category": "insight"}, "content"),
         ({"content": ""}, "content"),
-        ({"content": "x" * 8001}, "content"),
+        ({"content": "x" * 32_001}, "content"),
         ({"content": 42}, "content"),
         ({"content": "ok", "importance": "high"}, "importance"),
         ({"content": "ok", "importance": 1.5}, "importance"),
@@ -71,9 +71,9 @@ def test_bad_memory_body_is_422_naming_the_field_and_stores_nothing(
 
 
 def test_oversized_content_message_names_the_field_and_the_limit(client: TestClient) -> None:
-    r = client.post(URL, json={"content": "x" * 8001}, headers=ALPHA)
+    r = client.post(URL, json={"content": "x" * 32_001}, headers=ALPHA)
     assert r.json()["error"]["message"] == (
-        "body.content: String should have at most 8000 characters"
+        "body.content: String should have at most 32000 characters"
     )
 
 

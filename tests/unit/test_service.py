@@ -126,7 +126,7 @@ def test_existing_id_in_a_batch_writes_nothing(svc: Hippocampus) -> None:
 @pytest.mark.parametrize(
     ("item", "field"),
     [
-        (NewMemory(content="x" * 8001), "content"),
+        (NewMemory(content="x" * 32_001), "content"),
         (NewMemory(content="ok", id="bad\nid"), "id"),
         (NewMemory(content="ok", category="Not A Category!"), "category"),
         (NewMemory(content="ok", tags=["t"] * 51), "tags"),

@@ -13,6 +13,7 @@ import numpy.typing as npt
 import pytest
 
 from engine.embed import HashingEmbedder
+from engine.embed.passages import passages
 from engine.errors import (
     EmbeddingError,
     InvalidInputError,
@@ -284,19 +285,22 @@ def test_a_bad_item_in_a_batch_writes_nothing_not_even_merges(svc: Hippocampus) 
     assert svc.get(C, first.memory.id).retrieval.duplicates == 0
 
 
-def test_the_embedder_sees_at_most_the_embedding_limit(
+def test_the_embedder_sees_every_part_of_long_content_passage_by_passage(
     svc: Hippocampus, embedder: CountingEmbedder
 ) -> None:
     long_text = ("The reconciliation job compares ledger rows because totals drifted. " * 110)[
         :7500
-    ]
+    ].strip()
     out = svc.remember(C, NewMemory(content=long_text))
     assert out.created and out.memory is not None
-    assert svc.get(C, out.memory.id).content == long_text.strip()
-    embedded = [t for t in embedder.seen if t.startswith("The reconciliation")]
-    assert len(embedded) == 1 and 3800 <= len(embedded[0]) <= 4000
-    with pytest.raises(LimitExceededError):
-        svc.remember(C, NewMemory(content="word " * 1700))
+    assert svc.get(C, out.memory.id).content == long_text
+    cuts = passages(long_text, 1000, 150)
+    assert len(cuts) >= 8 and cuts[-1][1] == len(long_text)
+    assert [long_text[a:b] for a, b in cuts] == [t for t in embedder.seen if len(t) >= 500]
+    assert max(len(t) for t in embedder.seen) <= 1000
+    with pytest.raises(LimitExceededError) as refused:
+        svc.remember(C, NewMemory(content="word " * 6500))
+    assert refused.value.field == "content"
 
 
 # -- tiers -----------------------------------------------------------------------

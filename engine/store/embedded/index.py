@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -229,6 +229,73 @@ class _Partition:
         return row.copy()
 
 
+class _Passages:
+    """The passage vectors of one model (those of long memories after their first
+    passage): capacity-doubling buffers of normalized rows, each owned by a memory
+    slot. Removal swaps the last row into each hole, so rows stay dense."""
+
+    __slots__ = ("dim", "id_of", "n", "owners", "rows_of", "vectors")
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.vectors: npt.NDArray[np.float32] = np.empty((_MIN_CAPACITY, dim), dtype=np.float32)
+        self.owners: Rows = np.empty(_MIN_CAPACITY, dtype=np.intp)
+        self.rows_of: dict[int, list[int]] = {}
+        self.id_of: dict[int, str] = {}
+        self.n = 0
+
+    def add(self, slot: int, memory_id: str, units: npt.NDArray[np.float32]) -> None:
+        count = units.shape[0]
+        needed = self.n + count
+        if needed > self.vectors.shape[0]:
+            capacity = max(needed, self.vectors.shape[0] * 2)
+            vectors = np.empty((capacity, self.dim), dtype=np.float32)
+            vectors[: self.n] = self.vectors[: self.n]
+            owners = np.empty(capacity, dtype=np.intp)
+            owners[: self.n] = self.owners[: self.n]
+            self.vectors, self.owners = vectors, owners
+        self.vectors[self.n : needed] = units
+        self.owners[self.n : needed] = slot
+        self.rows_of[slot] = list(range(self.n, needed))
+        self.id_of[slot] = memory_id
+        self.n = needed
+
+    def remove(self, slot: int) -> None:
+        rows = self.rows_of.pop(slot, None)
+        if rows is None:
+            return
+        del self.id_of[slot]
+        # Highest first: the last row is then never one of the rows removed.
+        for row in sorted(rows, reverse=True):
+            last = self.n - 1
+            if row != last:
+                moved = int(self.owners[last])
+                self.vectors[row] = self.vectors[last]
+                self.owners[row] = moved
+                held = self.rows_of[moved]
+                held[held.index(last)] = row
+            self.n = last
+
+    def count(self, slot: int) -> int:
+        return len(self.rows_of.get(slot, ()))
+
+    def best(self, q: Vector, mask: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.float32]:
+        """Per slot, the best similarity of its passages to the unit query ``q``
+        (-inf for slots without passages, or failing ``mask``)."""
+        n = self.n
+        owners = self.owners[:n]
+        scores: npt.NDArray[np.float32] = self.vectors[:n] @ q
+        size = int(owners.max()) + 1 if n else 0
+        if mask is not None:
+            ok = np.zeros(n, dtype=bool)
+            inside = owners < mask.shape[0]
+            ok[inside] = mask[owners[inside]]
+            scores[~ok] = -np.inf
+        best = np.full(size, -np.inf, dtype=np.float32)
+        np.maximum.at(best, owners, scores)
+        return best
+
+
 class CollectionIndex:
     """Vectors and filter metadata of one collection.
 
@@ -252,6 +319,10 @@ class CollectionIndex:
         self._model_of: dict[str, str] = {}
         self._partitions: dict[str, _Partition] = {}
         self._dims: dict[str, int] = {}
+        # Passage vectors of long memories, per model; a memory's passages are
+        # indexed only beside its own vector, of the same model and dimension.
+        self._passages: dict[str, _Passages] = {}
+        self._passage_model_of: dict[str, str] = {}
         self._by_category: dict[str, set[int]] = {}
         self._tier_counts = dict.fromkeys(_TIERS, 0)
         # Slots per tier: lets a filter mask be built from the few memories of the
@@ -271,9 +342,15 @@ class CollectionIndex:
 
     @classmethod
     def build(
-        cls, collection: str, rows: Iterable[StoredRow], dims: dict[str, int] | None = None
+        cls,
+        collection: str,
+        rows: Iterable[StoredRow],
+        dims: dict[str, int] | None = None,
+        passages: Iterable[tuple[str, str, bytes]] = (),
     ) -> CollectionIndex:
-        """An index over stored rows, oldest first.
+        """An index over stored rows, oldest first, and the passage vectors
+        ``(memory id, model, float32 bytes)`` of long memories, each memory's in
+        order.
 
         ``dims`` gives each model's dimension; a model missing there takes the
         dimension most of its vectors have. Vectors of another dimension are left
@@ -352,6 +429,7 @@ class CollectionIndex:
                 continue
             index._partitions[model] = _Partition.from_rows(dim, ids, model_slots, blobs, tiers)
             index._model_of.update(dict.fromkeys(ids, model))
+        index._build_passages(passages)
         if left_out:
             logger.warning(
                 "collection %s: %d vectors have another dimension than the latest of "
@@ -360,6 +438,23 @@ class CollectionIndex:
                 left_out,
             )
         return index
+
+    def _build_passages(self, rows: Iterable[tuple[str, str, bytes]]) -> None:
+        """Index stored passage vectors: those beside an indexed vector of their
+        model and of its dimension."""
+        gathered: dict[str, dict[str, list[bytes]]] = {}
+        for memory_id, model, blob in rows:
+            gathered.setdefault(memory_id, {}).setdefault(model, []).append(blob)
+        for memory_id, by_model in gathered.items():
+            held = self._model_of.get(memory_id)
+            blobs = by_model.get(held) if held is not None else None
+            if held is None or blobs is None:
+                continue
+            dim = self._dims[held]
+            if any(len(blob) != dim * 4 for blob in blobs):
+                continue
+            stored = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
+            self._put_passages(memory_id, stored, held)
 
     # -- reading ------------------------------------------------------------------
 
@@ -401,11 +496,27 @@ class CollectionIndex:
             }
             return dict(self._entries), vectors
 
+    def passage_counts(self) -> dict[str, tuple[str, int]]:
+        """``(model, passages)`` of every memory with indexed passages, by id (for
+        checks and tests)."""
+        with self._lock.read():
+            return {
+                memory_id: (model, self._passages[model].count(self._slot_of[memory_id]))
+                for memory_id, model in self._passage_model_of.items()
+            }
+
     def search(
-        self, query: Vector, *, model: str, k: int, filters: RecallFilters
+        self,
+        query: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+        passages: bool = True,
     ) -> list[tuple[str, float]]:
         """Top ``k`` memories by cosine similarity to ``query`` among ``model``'s
-        vectors that pass ``filters``; best first."""
+        vectors that pass ``filters``; best first. With ``passages`` a memory scores
+        the best similarity of its vector and its passages."""
         with self._lock.read():
             part = self._partitions.get(model)
             if part is None or k <= 0:
@@ -424,14 +535,22 @@ class CollectionIndex:
             if norm == 0.0 or not np.isfinite(norm):
                 return []
             q = q / np.float32(norm)
-            return self._search(part, q, k, filters)
+            hits = self._search(part, q, k, filters)
+            return self._with_passages(model, part, q, k, filters, hits) if passages else hits
 
     def search_many(
-        self, queries: npt.NDArray[np.float32], *, model: str, k: int, filters: RecallFilters
+        self,
+        queries: npt.NDArray[np.float32],
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+        passages: bool = True,
     ) -> list[list[tuple[str, float]]]:
         """:meth:`search` for each row of ``queries``. With no filter but tiers, all
         rows are scored by one matrix product (a pass over the vectors serves every
-        query); otherwise one search per row."""
+        query); otherwise one search per row. Passages (with ``passages``) are
+        searched per row."""
         with self._lock.read():
             rows = np.asarray(queries, dtype=np.float32)
             if rows.ndim != 2:
@@ -454,10 +573,11 @@ class CollectionIndex:
             unit: npt.NDArray[np.float32] = (rows / norms[:, None]).astype(np.float32)
             plain = self._allowed(filters) is None and filters.exclude_conversation_id is None
             if not plain:
-                return [
+                each = [
                     self._search(part, unit[i], k, filters) if usable[i] else []
                     for i in range(unit.shape[0])
                 ]
+                return self._many_with_passages(model, part, unit, k, filters, each, passages)
             n = part.n
             scores: npt.NDArray[np.float32] = part.vectors[:n] @ unit.T  # n x queries
             tier_ok = np.ones(len(_TIERS), dtype=bool)
@@ -478,7 +598,57 @@ class CollectionIndex:
                 out.append(
                     [(ids[r], float(s)) for r, s in zip(top.tolist(), found.tolist(), strict=True)]
                 )
-            return out
+            return self._many_with_passages(model, part, unit, k, filters, out, passages)
+
+    def _many_with_passages(
+        self,
+        model: str,
+        part: _Partition,
+        unit: npt.NDArray[np.float32],
+        k: int,
+        filters: RecallFilters,
+        found: list[list[tuple[str, float]]],
+        passages: bool,
+    ) -> list[list[tuple[str, float]]]:
+        if not passages or model not in self._passages:
+            return found
+        return [
+            self._with_passages(model, part, unit[i], k, filters, hits) if hits else hits
+            for i, hits in enumerate(found)
+        ]
+
+    def _with_passages(
+        self,
+        model: str,
+        part: _Partition,
+        q: Vector,
+        k: int,
+        filters: RecallFilters,
+        hits: list[tuple[str, float]],
+    ) -> list[tuple[str, float]]:
+        """``hits`` (the top ``k`` by vector) rescored with the memories' passages:
+        each memory scores max(its vector's similarity, its best passage's). The
+        top ``k`` by that maximum lie among the top ``k`` by vector and the top
+        ``k`` by best passage, so those two lists are merged. Caller holds the read
+        lock."""
+        store = self._passages.get(model)
+        if store is None or store.n == 0:
+            return hits
+        best = store.best(q, self._slot_mask(filters))
+        scores = dict(hits)
+        for memory_id, similarity in hits:
+            slot = self._slot_of[memory_id]
+            if slot < best.shape[0] and best[slot] > similarity:
+                scores[memory_id] = float(best[slot])
+        for slot in top_k(best, k).tolist():
+            memory_id = store.id_of[slot]
+            if memory_id in scores:
+                continue
+            row = part.row(slot)
+            head = float(part.vectors[row] @ q) if row >= 0 else -np.inf
+            scores[memory_id] = max(head, float(best[slot]))
+        ranked = sorted(scores.items(), key=lambda item: -item[1])[:k]
+        return [(memory_id, min(1.0, max(-1.0, s))) for memory_id, s in ranked]
 
     def _search(
         self, part: _Partition, q: Vector, k: int, filters: RecallFilters
@@ -613,34 +783,42 @@ class CollectionIndex:
         so the cost follows the memories a filter names, not the collection size.
         """
         with self._lock.read():
-            # Slots run from 0 to the live count plus the free ones, minus one.
-            size = len(self._slot_of) + len(self._free_slots)
-            mask: npt.NDArray[np.bool_] | None = None
+            return self._slot_mask(filters)
 
-            def clear(slots: set[int]) -> None:
-                nonlocal mask
-                if slots:
-                    if mask is None:
-                        mask = np.ones(size, dtype=bool)
-                    mask[np.fromiter(slots, dtype=np.intp, count=len(slots))] = False
+    def _slot_mask(self, filters: RecallFilters) -> npt.NDArray[np.bool_] | None:
+        # Slots run from 0 to the live count plus the free ones, minus one.
+        size = len(self._slot_of) + len(self._free_slots)
+        mask: npt.NDArray[np.bool_] | None = None
 
-            for tier in _TIERS:
-                if tier not in filters.tiers:
-                    clear(self._by_tier[tier])
-            allowed = self._allowed(filters)
-            if allowed is not None:
-                passing = np.zeros(size, dtype=bool)
-                passing[np.fromiter(allowed, dtype=np.intp, count=len(allowed))] = True
-                mask = passing if mask is None else mask & passing
-            if filters.exclude_conversation_id is not None:
-                clear(self._by_conversation.get(filters.exclude_conversation_id, set()))
-            return mask
+        def clear(slots: set[int]) -> None:
+            nonlocal mask
+            if slots:
+                if mask is None:
+                    mask = np.ones(size, dtype=bool)
+                mask[np.fromiter(slots, dtype=np.intp, count=len(slots))] = False
+
+        for tier in _TIERS:
+            if tier not in filters.tiers:
+                clear(self._by_tier[tier])
+        allowed = self._allowed(filters)
+        if allowed is not None:
+            passing = np.zeros(size, dtype=bool)
+            passing[np.fromiter(allowed, dtype=np.intp, count=len(allowed))] = True
+            mask = passing if mask is None else mask & passing
+        if filters.exclude_conversation_id is not None:
+            clear(self._by_conversation.get(filters.exclude_conversation_id, set()))
+        return mask
 
     # -- writing (the store serializes callers) -------------------------------------
 
-    def put(self, items: Sequence[tuple[IndexEntry, Vector | None, str | None]]) -> None:
+    def put(
+        self,
+        items: Sequence[tuple[IndexEntry, Vector | None, str | None]],
+        passages: Mapping[str, Vector] | None = None,
+    ) -> None:
         """Add or update memories. With a vector (and its model) the memory's indexed
-        vector is replaced; with ``None`` it is kept and only its metadata changes."""
+        vector is replaced, and its passages become ``passages[id]`` (none when
+        absent); with ``None`` both are kept and only its metadata changes."""
         with self._lock.write():
             for entry, vector, model in items:
                 slot = self._slot_of.get(entry.id)
@@ -655,18 +833,27 @@ class CollectionIndex:
                 if vector is not None and model is not None:
                     self._vectorless.discard(entry.id)
                     self._put_vector(entry.id, vector, model)
+                    if passages is not None and entry.id in passages:
+                        self._put_passages(entry.id, passages[entry.id], model)
                 else:
                     current = self._model_of.get(entry.id)
                     if current is not None:
                         self._partitions[current].set_tier(slot, _TIER_CODE[entry.tier])
 
-    def set_vectors(self, items: Sequence[tuple[str, Vector, str]]) -> None:
-        """Replace the vectors of known memories; unknown ids are skipped."""
+    def set_vectors(
+        self,
+        items: Sequence[tuple[str, Vector, str]],
+        passages: Mapping[str, Vector] | None = None,
+    ) -> None:
+        """Replace the vectors of known memories, and their passages by
+        ``passages[id]`` (none when absent); unknown ids are skipped."""
         with self._lock.write():
             for memory_id, vector, model in items:
                 if memory_id in self._entries:
                     self._vectorless.discard(memory_id)
                     self._put_vector(memory_id, vector, model)
+                    if passages is not None and memory_id in passages:
+                        self._put_passages(memory_id, passages[memory_id], model)
 
     def drop_vectors(self, ids: Sequence[str]) -> None:
         """Take the vectors of known memories out of the index; the memories stay
@@ -716,7 +903,33 @@ class CollectionIndex:
         part.put(self._slot_of[memory_id], memory_id, unit, tier)
         self._model_of[memory_id] = model
 
+    def _put_passages(self, memory_id: str, rows: Vector, model: str) -> None:
+        """Index a memory's passages beside its vector (which must be indexed, of
+        ``model`` and of the same dimension; otherwise they stay out)."""
+        self._drop_passages(memory_id)
+        units = np.array(rows, dtype=np.float32, ndmin=2)
+        if units.shape[0] == 0 or self._model_of.get(memory_id) != model:
+            return
+        if units.shape[1] != self._dims[model]:
+            return
+        store = self._passages.get(model)
+        if store is None:
+            store = self._passages[model] = _Passages(units.shape[1])
+        store.add(self._slot_of[memory_id], memory_id, normalize_rows(units))
+        self._passage_model_of[memory_id] = model
+
+    def _drop_passages(self, memory_id: str) -> None:
+        model = self._passage_model_of.pop(memory_id, None)
+        if model is None:
+            return
+        store = self._passages[model]
+        store.remove(self._slot_of[memory_id])
+        if store.n == 0:
+            del self._passages[model]
+
     def _drop_vector(self, memory_id: str) -> None:
+        """Take the memory's vector, and its passages with it, out of the index."""
+        self._drop_passages(memory_id)
         model = self._model_of.pop(memory_id, None)
         if model is None:
             return

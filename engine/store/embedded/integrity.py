@@ -102,6 +102,7 @@ def collection_problems(
     wrong_model = sorted(m for m, v in indexed.items() if m in vectors and v.model != vectors[m])
     if wrong_model:
         problems.append(f"{collection}: vectors of the wrong model, e.g. {wrong_model[:_SHOWN]}")
+    problems += _passage_problems(conn, collection, index, vectors, dims)
     differ("the text index", ids, text.ids())
     differ("the graph's memories", ids, {m for m in ids if graph.has_memory(m)})
 
@@ -156,5 +157,55 @@ def collection_problems(
         problems.append(
             f"{collection}: ASSOCIATED edges not stored from the smaller id, "
             f"e.g. {backwards[:_SHOWN]}"
+        )
+    return problems
+
+
+def _passage_problems(
+    conn: sqlite3.Connection,
+    collection: str,
+    index: CollectionIndex,
+    vectors: dict[str, str],
+    dims: dict[str, int],
+) -> list[str]:
+    """The passage table against the memories and the index: every memory's
+    passages are numbered 1..n, of its vector's model and dimension, and the index
+    holds exactly those of the memories whose vector it holds."""
+    problems: list[str] = []
+    rows = conn.execute(
+        "SELECT p.memory_id, p.model, count(*), min(p.n), max(p.n),"
+        " min(length(p.vector)), max(length(p.vector)), m.vector_model, length(m.vector)"
+        " FROM passages p LEFT JOIN memories m"
+        " ON m.collection = p.collection AND m.id = p.memory_id"
+        " WHERE p.collection = ? GROUP BY p.memory_id, p.model",
+        (collection,),
+    ).fetchall()
+    expected: dict[str, tuple[str, int]] = {}
+    wrong: list[str] = []
+    for memory_id, model, count, first, last, low, high, vector_model, size in rows:
+        if (
+            vector_model != model
+            or size is None
+            or (first, last) != (1, count)
+            or low != high
+            or high != size
+        ):
+            wrong.append(memory_id)
+            continue
+        if vectors.get(memory_id) == model and size == 4 * dims.get(model, -1):
+            expected[memory_id] = (model, count)
+    if wrong:
+        problems.append(
+            f"{collection}: {len(wrong)} memories with passages that do not match their "
+            f"vector (missing memory, model, numbering or size), e.g. {sorted(wrong)[:_SHOWN]}"
+        )
+    held = index.passage_counts()
+    unequal = sorted(
+        set(expected) ^ set(held) | {m for m in expected if m in held and expected[m] != held[m]}
+    )
+    if unequal:
+        problems.append(
+            f"{collection}: the index's passages differ from the table for "
+            f"{len(unequal)} memories, e.g. {unequal[:_SHOWN]}"
         )
     return problems

@@ -26,6 +26,19 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS memories_by_hash ON memories (collection, content_hash);
 CREATE INDEX IF NOT EXISTS memories_by_created ON memories (collection, created_at);
 
+-- The vectors of a long memory's passages after its first (n = 1, 2, ...; the
+-- first passage's is memories.vector), of the memory's vector_model and
+-- dimension. Written and deleted with the memory's vector. A table of its own
+-- (no column of memories), so a database of any schema version gets it here.
+CREATE TABLE IF NOT EXISTS passages (
+    collection TEXT    NOT NULL,
+    memory_id  TEXT    NOT NULL,
+    n          INTEGER NOT NULL,
+    model      TEXT    NOT NULL,
+    vector     BLOB    NOT NULL,   -- float32, native byte order, as given
+    PRIMARY KEY (collection, memory_id, n)
+);
+
 -- Per collection and model, the dimension of its most recently written vector.
 -- Only vectors of that dimension are indexed; the others wait to be re-embedded.
 CREATE TABLE IF NOT EXISTS vector_dims (

@@ -175,6 +175,9 @@ SELECT id, tier, category,
 FROM memories WHERE collection = ?
 ORDER BY created_at, rowid
 """
+_SELECT_PASSAGES = """
+SELECT memory_id, model, vector FROM passages WHERE collection = ? ORDER BY memory_id, n
+"""
 _SELECT_PENDING = """
 SELECT doc FROM memories
 WHERE collection = ?
@@ -311,6 +314,7 @@ class EmbeddedStore:
         rows: list[tuple[Any, ...]] = []
         edges: list[_EdgeRow] = []
         entries: list[tuple[IndexEntry, Vector | None, str | None]] = []
+        passages: dict[str, Vector] = {}
         seen: set[str] = set()
         repeated: list[str] = []
         for record in records:
@@ -330,6 +334,9 @@ class EmbeddedStore:
             elif memory.embedding_model is not None:
                 # No vector stored means no model: keep the doc equal to the columns.
                 memory = memory.model_copy(update={"embedding_model": None})
+            checked = _as_passages(record.passages, vector, memory.id)
+            if checked is not None:
+                passages[memory.id] = checked
             rows.append(_memory_row(collection, memory, vector))
             edges.extend(
                 _edges_of_record(collection, memory.id, record.edges, _micros(memory.created_at))
@@ -353,10 +360,11 @@ class EmbeddedStore:
                     raise ConflictError(f"memories already exist in {collection!r}") from e
                 _write_edges(conn, edges, sources_exist=True)
                 turns.relink(conn, collection, _turn_keys(records), _micros(_now()))
+                _write_passages(conn, collection, _passage_rows(records, passages))
                 rebuild = _record_dims(
                     conn, index, [(m, v.shape[0]) for _, v, m in entries if v is not None and m]
                 )
-            self._refresh_index(index, entries, rebuild)
+            self._refresh_index(index, entries, rebuild, passages)
             # Text after filters, and the reverse on delete: an unfiltered text search
             # (which skips the filter index) never returns a memory the filter index
             # does not hold; between the two updates it only misses the new ones.
@@ -413,6 +421,7 @@ class EmbeddedStore:
                     field="embedding_model",
                 )
             vector = _as_vector(record.vector, memory.id)
+        passages = _as_passages(record.passages, vector, memory.id)
         edges = (
             _edges_of_record(collection, memory.id, record.edges, _micros(memory.created_at))
             if replace_edges
@@ -466,6 +475,14 @@ class EmbeddedStore:
                     )
                 if cursor.rowcount == 0:
                     raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
+                if vector is not None or record.drop_vector:
+                    _delete_passages(conn, collection, [memory.id])
+                    if passages is not None:
+                        _write_passages(
+                            conn,
+                            collection,
+                            _passage_rows([record], {memory.id: passages}),
+                        )
                 placed = _turn_keys([record])
                 if placed != ([was] if was is not None else []):
                     moved = [*placed, *([was] if was is not None else [])]
@@ -489,7 +506,9 @@ class EmbeddedStore:
                 # between never finds the memory by its old vector.
                 index.drop_vectors([memory.id])
             entries = [(IndexEntry.of(memory), vector, memory.embedding_model)]
-            self._refresh_index(index, entries, rebuild)
+            self._refresh_index(
+                index, entries, rebuild, {memory.id: passages} if passages is not None else None
+            )
             self._texts[collection].replace(memory.id, memory.content)
             if replace_edges:
                 graph = self._graphs[collection]
@@ -508,6 +527,7 @@ class EmbeddedStore:
                 ).rowcount
                 if deleted == 0:
                     return False
+                _delete_passages(conn, collection, [memory_id])
                 old_hubs = conn.execute(_SELECT_HUB_EDGES_OF, (collection, memory_id)).fetchall()
                 conn.execute(
                     "DELETE FROM edges WHERE collection = ? AND source = ?", (collection, memory_id)
@@ -604,9 +624,12 @@ class EmbeddedStore:
         model: str,
         k: int,
         filters: RecallFilters,
+        passages: bool = True,
     ) -> list[tuple[str, float]]:
         """Top ``k`` memories by cosine similarity among those whose vector was made
-        by ``model`` and that pass ``filters``; best first.
+        by ``model`` and that pass ``filters``; best first. With ``passages`` a long
+        memory scores the best similarity of its vector and its passages' (the
+        filters apply to the memory).
 
         Filters: any-of within ``domains``, ``categories`` and ``tags``, the lists
         AND-ed; ``tiers`` (empty: every tier); ``exclude_conversation_id`` drops
@@ -614,7 +637,9 @@ class EmbeddedStore:
         dimension differs from the model's vectors finds nothing.
         """
         self._check_open()
-        return self._index(collection).search(vector, model=model, k=k, filters=filters)
+        return self._index(collection).search(
+            vector, model=model, k=k, filters=filters, passages=passages
+        )
 
     def search_vectors_many(
         self,
@@ -624,11 +649,14 @@ class EmbeddedStore:
         model: str,
         k: int,
         filters: RecallFilters,
+        passages: bool = True,
     ) -> list[list[tuple[str, float]]]:
         """:meth:`search_vectors` for each row of ``vectors`` (one result list per
         row, in order), sharing one pass over the index where the filters allow."""
         self._check_open()
-        return self._index(collection).search_many(vectors, model=model, k=k, filters=filters)
+        return self._index(collection).search_many(
+            vectors, model=model, k=k, filters=filters, passages=passages
+        )
 
     def set_vectors(
         self,
@@ -636,21 +664,29 @@ class EmbeddedStore:
         items: Sequence[tuple[str, Vector, str]],
         *,
         at: datetime | None = None,
+        passages: Mapping[str, Vector] | None = None,
     ) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding),
-        stamped ``embedding_generated_at = at``. Ids that no longer exist are skipped.
+        stamped ``embedding_generated_at = at``, each with its passages
+        ``passages[memory_id]`` (none when absent: stored passages go). Ids that no
+        longer exist are skipped.
 
         Raises:
-            InvalidInputError: a vector that is not a finite one-dimensional array, or
-                an empty model name.
+            InvalidInputError: a vector that is not a finite one-dimensional array,
+                passages that are not a finite 2-D array of the vector's dimension,
+                or an empty model name.
         """
         if not items:
             return
         checked: list[tuple[str, Vector, str]] = []
+        rows_of: dict[str, Vector] = {}
         for memory_id, vector, model in items:
             if not model:
                 raise InvalidInputError("a vector needs the name of its model", field="model")
             checked.append((memory_id, _as_vector(vector, memory_id), model))
+            rows = _as_passages((passages or {}).get(memory_id), checked[-1][1], memory_id)
+            if rows is not None:
+                rows_of[memory_id] = rows
         with self._write_lock:
             index = self._index(collection)
             # The index mirrors the table under the write lock: it knows which ids exist.
@@ -665,11 +701,22 @@ class EmbeddedStore:
                     " WHERE collection = ? AND id = ?",
                     [(v.tobytes(), m, m, stamp, collection, i) for i, v, m in known],
                 )
+                _delete_passages(conn, collection, [i for i, _, _ in known])
+                _write_passages(
+                    conn,
+                    collection,
+                    [
+                        (collection, i, n, m, row.tobytes())
+                        for i, _, m in known
+                        if i in rows_of
+                        for n, row in enumerate(rows_of[i], start=1)
+                    ],
+                )
                 rebuild = _record_dims(conn, index, [(m, v.shape[0]) for i, v, m in known])
             if rebuild:
                 self._indexes[collection] = self._build_index(collection)
             else:
-                index.set_vectors(known)
+                index.set_vectors(known, rows_of)
 
     def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of the given memories (those that have one), as given to
@@ -685,6 +732,24 @@ class EmbeddedStore:
                 ):
                     found[memory_id] = np.frombuffer(blob, dtype=np.float32).copy()
         return found
+
+    def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored passage vectors (2-D, in order, as given) of the given memories
+        that have any."""
+        found: dict[str, list[bytes]] = {}
+        with self._reading("read passage vectors") as conn:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                marks = ", ".join("?" * len(chunk))
+                for memory_id, blob in conn.execute(
+                    f"SELECT memory_id, vector FROM passages WHERE collection = ?"
+                    f" AND memory_id IN ({marks}) ORDER BY memory_id, n",
+                    (collection, *chunk),
+                ):
+                    found.setdefault(memory_id, []).append(blob)
+        return {
+            memory_id: np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+            for memory_id, blobs in found.items()
+        }
 
     def pending_embeddings(self, collection: str, model: str, limit: int) -> list[Memory]:
         """Memories with no vector, a vector from another model, or one of ``model``
@@ -1122,7 +1187,7 @@ class EmbeddedStore:
                 row[0]
                 for row in conn.execute(
                     "SELECT collection FROM memories UNION SELECT collection FROM edges "
-                    "UNION SELECT collection FROM hubs"
+                    "UNION SELECT collection FROM hubs UNION SELECT collection FROM passages"
                 ).fetchall()
             ]
             for collection in collections:
@@ -1299,12 +1364,13 @@ class EmbeddedStore:
         index: CollectionIndex,
         entries: list[tuple[IndexEntry, Vector | None, str | None]],
         rebuild: bool,
+        passages: Mapping[str, Vector] | None = None,
     ) -> None:
         """Bring the index in step with a committed write. Caller holds the write lock."""
         if rebuild:
             self._indexes[index.collection] = self._build_index(index.collection)
         else:
-            index.put(entries)
+            index.put(entries, passages)
 
     def _build_text_index(self, collection: str) -> TextIndex:
         started = time.perf_counter()
@@ -1355,7 +1421,8 @@ class EmbeddedStore:
                 ).fetchall()
             )
             cursor = conn.execute(_SELECT_INDEX_ROWS, (collection,))
-            index = CollectionIndex.build(collection, cursor, dims)
+            passages = conn.execute(_SELECT_PASSAGES, (collection,)).fetchall()
+            index = CollectionIndex.build(collection, cursor, dims, passages)
         if len(index):
             logger.info(
                 "collection %s: index of %d memories built in %.2f s",
@@ -1462,6 +1529,57 @@ def _as_vector(value: Vector, memory_id: str) -> Vector:
     if not np.isfinite(vector).all():
         raise InvalidInputError(f"the vector of {memory_id!r} is not finite", field="vector")
     return vector
+
+
+def _as_passages(value: Vector | None, vector: Vector | None, memory_id: str) -> Vector | None:
+    """Passage vectors as stored: a finite 2-D float32 array of ``vector``'s
+    dimension, which they need; ``None`` when there are none."""
+    if value is None:
+        return None
+    if vector is None:
+        raise InvalidInputError(
+            f"memory {memory_id!r} has passage vectors but no vector", field="passages"
+        )
+    rows = np.ascontiguousarray(value, dtype=np.float32)
+    if rows.ndim != 2 or rows.shape[1] != vector.shape[0]:
+        raise InvalidInputError(
+            f"the passage vectors of {memory_id!r} must be rows of the vector's dimension",
+            field="passages",
+        )
+    if not np.isfinite(rows).all():
+        raise InvalidInputError(
+            f"the passage vectors of {memory_id!r} are not finite", field="passages"
+        )
+    return rows if rows.shape[0] else None
+
+
+def _passage_rows(
+    records: Sequence[MemoryRecord], passages: Mapping[str, Vector]
+) -> list[tuple[str, str, int, str, bytes]]:
+    """``passages`` rows for the records that have passages (checked ones)."""
+    return [
+        (r.memory.collection, r.memory.id, n, str(r.memory.embedding_model), row.tobytes())
+        for r in records
+        if r.memory.id in passages
+        for n, row in enumerate(passages[r.memory.id], start=1)
+    ]
+
+
+def _write_passages(
+    conn: sqlite3.Connection, collection: str, rows: list[tuple[str, str, int, str, bytes]]
+) -> None:
+    if rows:
+        conn.executemany(
+            "INSERT INTO passages (collection, memory_id, n, model, vector) VALUES (?, ?, ?, ?, ?)",
+            rows,
+        )
+
+
+def _delete_passages(conn: sqlite3.Connection, collection: str, ids: list[str]) -> None:
+    conn.executemany(
+        "DELETE FROM passages WHERE collection = ? AND memory_id = ?",
+        [(collection, memory_id) for memory_id in ids],
+    )
 
 
 def _micros(moment: datetime) -> int:

@@ -27,6 +27,10 @@ STATE_LABEL = "State"
 """One node per state document of a collection (``GraphStore.get_states``), by key."""
 EVENT_LOG_LABEL = "EventLog"
 """One node per collection holding the number its next event gets."""
+PASSAGE_LABEL = "Passage"
+"""One node per passage of a long memory after its first, with its vector."""
+PART_OF = "PART_OF"
+"""From a passage to its memory."""
 
 LABELS: tuple[str, ...] = (
     MEMORY_LABEL,
@@ -36,8 +40,11 @@ LABELS: tuple[str, ...] = (
     SCHEMA_VERSION_LABEL,
     STATE_LABEL,
     EVENT_LOG_LABEL,
+    PASSAGE_LABEL,
 )
 RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
+STORE_RELATIONSHIP_TYPES: tuple[str, ...] = (PART_OF,)
+"""Relationship types only the store keeps (no engine edge type)."""
 NODE_KINDS: frozenset[str] = frozenset({MEMORY_LABEL, *HUB_LABELS})
 """Node kinds an anchor or a path step may name."""
 
@@ -61,6 +68,9 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "version": "SchemaVersion: the schema version",
     "key": "State: the document's key, unique within its collection",
     "value": "State: the document as JSON text (Neo4j has no map properties)",
+    "memory_id": "Passage: the id of the memory it is part of",
+    "n": "Passage: its place in the memory (1: the second passage; the first is the memory's)",
+    "model": "Passage: the model of its embedding (the memory's embedding_model)",
 }
 
 
@@ -101,6 +111,7 @@ def graph_schema() -> list[dict[str, str]]:
         {"from": MEMORY_LABEL, "to": MEMORY_LABEL, "relType": edge_type.value}
         for edge_type in sorted(MEMORY_EDGES)
     ]
+    pairs.append({"from": PASSAGE_LABEL, "to": MEMORY_LABEL, "relType": PART_OF})
     return pairs
 
 
@@ -110,7 +121,7 @@ def lint_schema() -> dict[str, Any]:
     and function catalog, which the lint adds)."""
     return {
         "labels": list(LABELS),
-        "relationshipTypes": list(RELATIONSHIP_TYPES),
+        "relationshipTypes": [*RELATIONSHIP_TYPES, *STORE_RELATIONSHIP_TYPES],
         "propertyKeys": property_keys(),
         "graphSchema": graph_schema(),
         "defaultLanguage": "CYPHER 5",

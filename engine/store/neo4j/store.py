@@ -16,6 +16,8 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
     (:EventLog {collection, next})           numbers events in commit order
     (:DecayPass {collection, period, ...})   (:SchemaVersion {name, version})
     (:State {collection, key, value})        value: the document as JSON text
+    (:Passage {collection, memory_id, n, model, embedding})-[:PART_OF]->(:Memory)
+                                             a long memory's passages after its first
 
 Every node carries its ``collection`` and every statement matches on it. Hub
 nodes also hold their name vector (``embedding``, ``embedding_model``).
@@ -81,11 +83,13 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
-``_MIGRATIONS`` and bumps this."""
+``_MIGRATIONS`` and bumps this. Version 3 adds passages: their key and vector
+index, which the schema statements create (no data changes)."""
 SCHEMA_OWNER = "hippocampus"
 VECTOR_INDEX = "memory_embedding"
+PASSAGE_INDEX = "passage_embedding"
 TEXT_INDEX = "memory_content"
 DEFAULT_DIMENSIONS = 384
 
@@ -105,6 +109,8 @@ _SCHEMA: tuple[str, ...] = (
     "schema/event_log_key",
     "schema/memory_embedding",
     "schema/memory_content",
+    "schema/passage_key",
+    "schema/passage_embedding",
 )
 """Schema statements, in order; each creates the index (or the constraint and its
 index) named after its file."""
@@ -243,8 +249,9 @@ class Neo4jStore:
                 online after ``timeout_s``.
         """
         self._check_open()
+        vector_indexes = ("schema/memory_embedding", "schema/passage_embedding")
         for name in _SCHEMA:
-            params = {"dimensions": self._dimensions} if name == "schema/memory_embedding" else {}
+            params = {"dimensions": self._dimensions} if name in vector_indexes else {}
             self._write(f"apply {name}", _runner(name, params))
         self._await_indexes(timeout_s)
         version = self._read("read the schema version", _version_reader)
@@ -274,15 +281,17 @@ class Neo4jStore:
             failed = [name for name, row in states.items() if row["state"] == "FAILED"]
             if failed:
                 raise StoreError(f"Neo4j could not build the indexes {', '.join(sorted(failed))}")
-            vector = states.get(VECTOR_INDEX)
-            if vector is not None:
+            for index in (VECTOR_INDEX, PASSAGE_INDEX):
+                vector = states.get(index)
+                if vector is None:
+                    continue
                 config = (vector["options"] or {}).get("indexConfig") or {}
                 dims = config.get("vector.dimensions")
                 if dims is not None and int(dims) != self._dimensions:
                     raise ConfigError(
-                        f"the vector index {VECTOR_INDEX} holds {dims}-d vectors but the "
+                        f"the vector index {index} holds {dims}-d vectors but the "
                         f"embedding model makes {self._dimensions}-d ones: drop it "
-                        f"(DROP INDEX {VECTOR_INDEX}) and run `hippo setup` again"
+                        f"(DROP INDEX {index}) and run `hippo setup` again"
                     )
             waiting = [n for n in _INDEXES if n not in states or states[n]["state"] != "ONLINE"]
             if not waiting:
@@ -312,6 +321,7 @@ class Neo4jStore:
             return
         rows: list[dict[str, Any]] = []
         edges: list[dict[str, Any]] = []
+        passages: list[dict[str, Any]] = []
         seen: set[str] = set()
         repeated: list[str] = []
         for record in records:
@@ -321,6 +331,9 @@ class Neo4jStore:
                 repeated.append(memory.id)
             seen.add(memory.id)
             vector = self._record_vector(record)
+            item = _passage_item(record, vector)
+            if item["passages"]:
+                passages.append(item)
             rows.append(convert.memory_properties(memory, vector))
             edges.extend(convert.record_edge_rows(memory, record.edges))
         if repeated:
@@ -334,6 +347,8 @@ class Neo4jStore:
                     f"memories already exist in {collection!r}: {_some(existing)}", field="id"
                 )
             _run(tx, "memory/add_memories", collection, memories=rows)
+            if passages:
+                _run(tx, "memory/set_passages", collection, items=passages)
             if edges:
                 _run(tx, "memory/upsert_edges", collection, edges=edges)
             _link_turns(tx, collection, [r.memory for r in records])
@@ -375,6 +390,7 @@ class Neo4jStore:
                 )
             memory = memory.model_copy(update={"embedding_model": None})
         vector = self._record_vector(record)
+        passages = _passage_item(record, vector)
         properties = convert.memory_properties(memory, vector, with_vector=False)
         edges = convert.record_edge_rows(memory, record.edges) if replace_edges else []
         params = {
@@ -389,6 +405,8 @@ class Neo4jStore:
             was = _stored(tx, collection, memory.id)
             if not _run(tx, "memory/replace_memory", collection, **params):
                 raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
+            if vector is not None or record.drop_vector:
+                _run(tx, "memory/set_passages", collection, items=[passages])
             if was is not None and _turn_place(was) != _turn_place(memory):
                 _link_turns(tx, collection, [memory, was])
             if not replace_edges:
@@ -407,6 +425,7 @@ class Neo4jStore:
 
         def work(tx: ManagedTransaction) -> bool:
             was = _stored(tx, collection, memory_id)
+            _run(tx, "memory/delete_passages", collection, ids=[memory_id])
             if not _run(tx, "memory/delete_memory", collection, id=memory_id):
                 return False
             if was is not None:
@@ -477,9 +496,35 @@ class Neo4jStore:
         model: str,
         k: int,
         filters: RecallFilters,
+        passages: bool = True,
     ) -> list[tuple[str, float]]:
         """Top ``k`` memories by cosine similarity among those whose vector was made
-        by ``model`` and that pass ``filters``; best first.
+        by ``model`` and that pass ``filters``; best first. With ``passages`` a long
+        memory scores the best of its vector's similarity and its passages' (found
+        through their own vector index, merged here by memory).
+        """
+        hits = self._search_memory_vectors(collection, vector, model=model, k=k, filters=filters)
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if not passages or k <= 0 or not _usable(query):
+            return hits
+        params = {"model": model, "k": k, **convert.filter_params(filters)}
+        found = self._read(
+            "search passages",
+            lambda tx: _passage_hits(tx, collection, query, params, self._dimensions),
+        )
+        return _best_of(hits, found, k)
+
+    def _search_memory_vectors(
+        self,
+        collection: str,
+        vector: Vector,
+        *,
+        model: str,
+        k: int,
+        filters: RecallFilters,
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` memories by the cosine similarity of their own vector (made by
+        ``model``) among those that pass ``filters``; best first.
 
         Filters: any-of within ``domains``, ``categories`` and ``tags``, the lists
         AND-ed; ``tiers``; ``exclude_conversation_id`` drops memories whose
@@ -522,9 +567,11 @@ class Neo4jStore:
         model: str,
         k: int,
         filters: RecallFilters,
+        passages: bool = True,
     ) -> list[list[tuple[str, float]]]:
         """:meth:`search_vectors` for each row of a 2-D ``vectors`` (a 1-D one is one
-        row): one list per row, in order, all read in one transaction.
+        row): one list per row, in order, all read in one transaction. Passages
+        (with ``passages``) are searched row by row.
 
         The vector index answers every row in one statement; a row it answers
         short (too few of its nearest candidates belong to the collection and pass
@@ -572,6 +619,10 @@ class Neo4jStore:
                     **params,
                 )
                 found[i] = [(row["id"], float(row["similarity"])) for row in exact]
+            if passages:
+                for i in usable:
+                    hits = _passage_hits(tx, collection, rows[i], params, self._dimensions)
+                    found[i] = _best_of(found[i], hits, k)
             return found
 
         return self._read("search vectors", work)
@@ -582,16 +633,21 @@ class Neo4jStore:
         items: Sequence[tuple[str, Vector, str]],
         *,
         at: datetime | None = None,
+        passages: Mapping[str, Vector] | None = None,
     ) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding),
         stamped ``embedding_generated_at = at``: the documents are read and written
-        back in the same transaction. Ids that no longer exist are skipped.
+        back in the same transaction. Each memory's passages become
+        ``passages[memory_id]`` (none when absent: stored passages go). Ids that no
+        longer exist are skipped.
 
         Raises:
-            InvalidInputError: a vector that is not a finite one-dimensional array, or
-                an empty model name.
+            InvalidInputError: a vector that is not a finite one-dimensional array,
+                passages that are not a finite 2-D array of its dimension, or an
+                empty model name.
         """
         rows: list[dict[str, Any]] = []
+        passage_items = []
         for memory_id, vector, model in items:
             if not model:
                 raise InvalidInputError("a vector needs the name of its model", field="model")
@@ -603,6 +659,8 @@ class Neo4jStore:
                     "embedding_model": model,
                 }
             )
+            rest = _check_passages((passages or {}).get(memory_id), checked, memory_id)
+            passage_items.append({"id": memory_id, "model": model, "passages": rest})
         if not rows:
             return
 
@@ -619,6 +677,7 @@ class Neo4jStore:
                     else None
                 )
             _run(tx, "memory/set_vectors", collection, items=rows)
+            _run(tx, "memory/set_passages", collection, items=passage_items)
 
         self._write("store vectors", work)
 
@@ -631,6 +690,21 @@ class Neo4jStore:
             "read vectors", _records("memory/get_vectors", {"ids": wanted}, collection)
         )
         return {row["id"]: convert.vector_of(row["embedding"]) for row in rows}
+
+    def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored passage vectors (2-D, in order, as given) of the given memories
+        that have any."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        rows = self._read(
+            "read passage vectors", _records("memory/get_passages", {"ids": wanted}, collection)
+        )
+        return {
+            row["id"]: np.asarray(row["passages"], dtype=np.float32)
+            for row in rows
+            if row["passages"]
+        }
 
     def pending_embeddings(self, collection: str, model: str, limit: int) -> list[Memory]:
         """Memories with no vector, or a vector from another model, oldest first."""
@@ -1072,6 +1146,13 @@ class Neo4jStore:
         it. Not part of the store contract: for tests and operators."""
         while True:
             (row,) = self._write(
+                "drop a collection's passages",
+                _records("memory/drop_passages", {"limit": _WRITE_BATCH}, collection),
+            )
+            if int(row["deleted"]) < _WRITE_BATCH:
+                break
+        while True:
+            (row,) = self._write(
                 "drop a collection",
                 _records("memory/drop_collection", {"limit": _WRITE_BATCH}, collection),
             )
@@ -1159,6 +1240,89 @@ class Neo4jStore:
                             f"cannot {action}: it kept colliding with concurrent writes ({e})"
                         ) from e
                     logger.info("%s collided with a concurrent write; running it again", action)
+
+
+def _usable(query: Vector) -> bool:
+    """Whether a query vector can be searched with: finite, not empty, not zero."""
+    return bool(query.shape[0] and np.isfinite(query).all() and query.any())
+
+
+def _check_passages(value: Vector | None, vector: Vector, memory_id: str) -> list[list[float]]:
+    """Passage vectors as written: rows of ``vector``'s dimension, finite."""
+    if value is None:
+        return []
+    rows = np.asarray(value, dtype=np.float32)
+    if rows.ndim != 2 or rows.shape[1] != vector.shape[0]:
+        raise InvalidInputError(
+            f"the passage vectors of {memory_id!r} must be rows of the vector's dimension",
+            field="passages",
+        )
+    if not np.isfinite(rows).all():
+        raise InvalidInputError(
+            f"the passage vectors of {memory_id!r} are not finite", field="passages"
+        )
+    return [convert.vector_value(row) for row in rows]
+
+
+def _passage_item(record: MemoryRecord, vector: Vector | None) -> dict[str, Any]:
+    """The ``memory/set_passages`` row of a record: its passages, which need its
+    vector (none without one)."""
+    if record.passages is not None and vector is None:
+        raise InvalidInputError(
+            f"memory {record.memory.id!r} has passage vectors but no vector", field="passages"
+        )
+    return {
+        "id": record.memory.id,
+        "model": record.memory.embedding_model,
+        "passages": _check_passages(record.passages, vector, record.memory.id)
+        if vector is not None
+        else [],
+    }
+
+
+def _passage_hits(
+    tx: ManagedTransaction,
+    collection: str,
+    query: Vector,
+    params: dict[str, Any],
+    dimensions: int,
+) -> list[tuple[str, float]]:
+    """The top ``params["k"]`` memories by their best passage: through the passage
+    vector index, or exhaustively when it cannot answer (as for memory vectors)."""
+    k = int(params["k"])
+    value = convert.vector_value(query)
+    if query.shape[0] == dimensions:
+        candidates = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
+        answered = _run(
+            tx,
+            "recall/search_passages",
+            collection,
+            vector=value,
+            index=PASSAGE_INDEX,
+            candidates=candidates,
+            **params,
+        )
+        if not answered:
+            return []
+        hits = [(hit["id"], float(hit["similarity"])) for hit in answered[0]["hits"]]
+        if len(hits) >= k or answered[0]["seen"] < candidates:
+            return hits
+    rows = _run(tx, "recall/search_passages_exact", collection, vector=value, **params)
+    return [(row["id"], float(row["similarity"])) for row in rows]
+
+
+def _best_of(
+    hits: list[tuple[str, float]], passage_hits: list[tuple[str, float]], k: int
+) -> list[tuple[str, float]]:
+    """Each memory's best score of its vector's and its passages', the top ``k``
+    (ties by id). Exact: the top ``k`` by the best of two scores lie among the top
+    ``k`` by each."""
+    best = dict(hits)
+    for memory_id, similarity in passage_hits:
+        if similarity > best.get(memory_id, -2.0):
+            best[memory_id] = similarity
+    ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:k]
+    return [(memory_id, min(1.0, max(-1.0, s))) for memory_id, s in ranked]
 
 
 def _stored(tx: ManagedTransaction, collection: str, memory_id: str) -> Memory | None:

@@ -352,6 +352,7 @@ def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
         model="m",
         k=2,
         filters=RecallFilters(),
+        passages=False,
     )
     assert found == [[("a", 0.9)], [], [("c", 0.7), ("d", 0.2)]]
     assert len(driver.committed) == 1
@@ -371,6 +372,7 @@ def test_many_dense_searches_of_another_dimension_scan_the_collection() -> None:
         model="small",
         k=1,
         filters=RecallFilters(),
+        passages=False,
     )
     assert found == [[("s", 1.0)], [("s", 1.0)]]
     assert driver.ran() == ["recall/search_vectors_exact", "recall/search_vectors_exact"]
@@ -476,7 +478,12 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
         }
     )
     assert make(gone).delete_memory(C, "b") is True
-    assert gone.ran() == ["memory/get_memories", "memory/delete_memory", "memory/link_turns"]
+    assert gone.ran() == [
+        "memory/get_memories",
+        "memory/delete_passages",
+        "memory/delete_memory",
+        "memory/link_turns",
+    ]
     assert gone.params_of("memory/link_turns")["places"][0]["id"] == "b"
 
     absent = FakeDriver()
@@ -532,7 +539,7 @@ def test_a_schema_of_version_one_gets_its_events_numbered_on_setup() -> None:
     ran = driver.ran()
     assert "schema/event_seq" in ran and "schema/event_log_key" in ran
     assert ran.index("schema/number_events") < ran.index("schema/write_schema_version")
-    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 2
+    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 3
 
     fresh = FakeDriver(
         answers={
@@ -618,11 +625,18 @@ def test_dropping_a_collection_deletes_in_bounded_transactions_until_done() -> N
     from engine.store.neo4j.store import _WRITE_BATCH
 
     counts = iter([_WRITE_BATCH, _WRITE_BATCH, 17])
+    passages = iter([_WRITE_BATCH, 3])
     driver = FakeDriver(
-        answers={"memory/drop_collection": lambda params: [{"deleted": next(counts)}]}
+        answers={
+            "memory/drop_collection": lambda params: [{"deleted": next(counts)}],
+            "memory/drop_passages": lambda params: [{"deleted": next(passages)}],
+        }
     )
     make(driver).drop_collection(C)
-    assert [[name for name, _ in tx] for tx in driver.committed] == [["memory/drop_collection"]] * 3
+    assert [[name for name, _ in tx] for tx in driver.committed] == [
+        *[["memory/drop_passages"]] * 2,
+        *[["memory/drop_collection"]] * 3,
+    ]
     assert driver.params_of("memory/drop_collection")["limit"] == _WRITE_BATCH
 
 
@@ -740,7 +754,7 @@ def test_a_write_that_lost_a_race_for_a_hub_runs_again() -> None:
     )
     assert make(pruner).delete_memory(C, "a") is True
     # The memory is read first (a conversation turn's neighbours are relinked).
-    assert pruner.ran() == ["memory/get_memories", "memory/delete_memory"]
+    assert pruner.ran() == ["memory/get_memories", "memory/delete_passages", "memory/delete_memory"]
 
 
 @pytest.mark.parametrize(

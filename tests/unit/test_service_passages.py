@@ -1,0 +1,167 @@
+"""Long memories through the facade: embedded passage by passage, so a fact at
+the end of a 20,000-character memory is found by dense search; the passages
+follow edits, re-embedding and export/import."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from engine.embed import HashingEmbedder
+from engine.errors import EmbeddingError
+from engine.extract import SpacyConceptExtractor
+from engine.extract.quality import QualityConfig
+from engine.model import MemoryPatch, NewMemory
+from engine.service import Hippocampus
+from engine.store.embedded import EmbeddedStore
+
+C = "persona:ada"
+OPERATOR = "operator"
+QUERY = "walrus calves counted near the basalt quarry lighthouse"
+TAIL = (
+    "At the end of the survey the lighthouse keeper counted seventeen walrus calves "
+    "resting near the basalt quarry, the first walrus calves seen there in a decade."
+)
+_SUBJECTS = ("The build agent", "The release train", "Our staging cluster", "The nightly job")
+_VERBS = ("retries", "compresses", "uploads", "verifies", "schedules", "archives")
+_OBJECTS = ("the schema diff", "every artifact", "the audit trail", "the cache warmup")
+_REASONS = ("because timeouts grew", "since disks filled", "so that rollbacks stay cheap")
+
+
+def _long_text(chars: int = 20_000) -> str:
+    sentences = (
+        f"{s} {v} {o} {r}."
+        for s, v, o, r in itertools.cycle(itertools.product(_SUBJECTS, _VERBS, _OBJECTS, _REASONS))
+    )
+    paragraphs: list[str] = []
+    size = 0
+    while size < chars - len(TAIL) - 400:
+        paragraph = " ".join(itertools.islice(sentences, 6))
+        paragraphs.append(paragraph)
+        size += len(paragraph) + 2
+    return "\n\n".join([*paragraphs, TAIL])
+
+
+class FlakyEmbedder(HashingEmbedder):
+    """The hashing embedder, failing while ``down``."""
+
+    down = False
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if self.down:
+            raise EmbeddingError("model crashed")
+        return super().encode(texts)
+
+
+@pytest.fixture
+def embedder() -> FlakyEmbedder:
+    return FlakyEmbedder()
+
+
+@pytest.fixture
+def svc(
+    tmp_path: Path, embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
+) -> Iterator[Hippocampus]:
+    service = Hippocampus(
+        EmbeddedStore(tmp_path / "data"),
+        embedder,
+        spacy_extractor,
+        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
+    )
+    yield service
+    service.close()
+
+
+def _remember_all(svc: Hippocampus) -> str:
+    out = svc.remember(C, NewMemory(content=_long_text(), source=OPERATOR))
+    assert out.created and out.memory is not None
+    for text in (
+        "The lighthouse on the cape is painted red and white for ships.",
+        "A basalt quarry supplies stone for the new harbour wall project.",
+        "Walrus herds rest on sea ice rather than on rocky shores.",
+    ):
+        assert svc.remember(C, NewMemory(content=text, source=OPERATOR)).created
+    return out.memory.id
+
+
+def _dense_top(svc: Hippocampus) -> tuple[str, float]:
+    result = svc.recall(C, QUERY, recipe="DENSE", limit=3, learn=False)
+    top = result.hits[0]
+    assert top.similarity is not None
+    return top.memory.id, top.similarity
+
+
+def test_a_20000_character_memory_is_found_by_its_tail(
+    svc: Hippocampus, embedder: FlakyEmbedder
+) -> None:
+    assert len(_long_text()) >= 19_500
+    long_id = _remember_all(svc)
+
+    top, similarity = _dense_top(svc)
+
+    assert top == long_id
+    assert similarity > 0.5
+    assert svc.recall(C, QUERY, limit=3, learn=False).hits[0].memory.id == long_id
+
+
+def test_an_edit_replaces_the_passages(svc: Hippocampus) -> None:
+    long_id = _remember_all(svc)
+
+    svc.update(C, long_id, MemoryPatch(content=_long_text().replace(TAIL, "The survey ended.")))
+
+    assert _dense_top(svc)[0] != long_id
+    assert svc.store.get_passages(C, [long_id])[long_id].shape[0] >= 20
+
+
+def test_re_embedding_gives_a_long_memory_its_passages(
+    svc: Hippocampus, embedder: FlakyEmbedder
+) -> None:
+    embedder.down = True
+    long_id = _remember_all(svc)
+    assert svc.store.get_passages(C, [long_id]) == {}
+    embedder.down = False
+
+    assert svc.reindex(C) == 4
+
+    assert _dense_top(svc)[0] == long_id
+    assert svc.store.get_passages(C, [long_id])[long_id].shape[0] >= 20
+
+
+def test_export_and_import_carry_the_passages(svc: Hippocampus) -> None:
+    long_id = _remember_all(svc)
+    records = list(svc.export(C))
+    exported = next(r for r in records if r["type"] == "memory" and r["memory"]["id"] == long_id)
+    assert len(exported["passages"]) >= 20
+
+    svc.import_records("persona:bob", records)
+
+    np.testing.assert_array_equal(
+        svc.store.get_passages("persona:bob", [long_id])[long_id],
+        svc.store.get_passages(C, [long_id])[long_id],
+    )
+    hits = svc.recall("persona:bob", QUERY, recipe="DENSE", limit=1, learn=False).hits
+    assert hits[0].memory.id == long_id
+
+
+def test_min_score_judges_a_long_memory_by_its_best_passage(
+    svc: Hippocampus, embedder: FlakyEmbedder
+) -> None:
+    long_id = _remember_all(svc)
+
+    # BM25 scores no similarity, so min_score computes it from the stored vectors.
+    hits = svc.recall(
+        C,
+        QUERY,
+        recipe="BM25",
+        limit=5,
+        min_score=0.4,
+        query_vector=embedder.encode([QUERY])[0],
+        learn=False,
+    ).hits
+
+    assert [h.memory.id for h in hits] == [long_id]
