@@ -103,6 +103,7 @@ from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
 from engine.retrieve.summary import context_summary
 from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from engine.store import GraphStore, MemoryRecord, Vector
+from engine.store.base import passage_score
 from engine.store.factory import open_store
 from engine.surface import SurfaceConfig, SurfaceMetrics
 from engine.surface.conversation import ConversationState
@@ -1636,7 +1637,7 @@ class Hippocampus:
                 sim = float(vectors[c.memory_id] @ query_vector)
                 rows = passage_vectors.get(c.memory_id)
                 if rows is not None:
-                    sim = max(sim, float((rows @ query_vector).max()))
+                    sim = passage_score(sim, float((rows @ query_vector).max()))
             if sim is not None and sim >= min_score:
                 kept.append(c)
         return kept

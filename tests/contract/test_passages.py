@@ -18,6 +18,7 @@ from engine.embed import HashingEmbedder
 from engine.embed.passages import passages
 from engine.model import RecallFilters, Tier
 from engine.store import GraphStore, MemoryRecord, Vector
+from engine.store.base import PASSAGE_MARGIN, passage_score
 from engine.store.copy import copy_collection
 from engine.store.embedded import EmbeddedStore
 from tests.contract.helpers import ALL_TIERS, memory
@@ -82,6 +83,11 @@ def _tail_similarity() -> float:
     return float(_unit(rest[-1]) @ _unit(_query()))
 
 
+def _long_score() -> float:
+    """What dense search scores the long memory: its last passage, less the margin."""
+    return passage_score(_head_similarity(), _tail_similarity())
+
+
 def _head_similarity() -> float:
     head, _ = _embed(LONG_TEXT)
     return float(_unit(head) @ _unit(_query()))
@@ -92,6 +98,8 @@ def test_the_fixture_is_long_and_its_tail_is_only_in_its_last_passage() -> None:
     assert len(cuts) >= 3
     assert all("walrus" not in LONG_TEXT[a:b] for a, b in cuts[:-1])
     assert _tail_similarity() > 0.5 > 0.1 > _head_similarity()
+    # The tail clears the margin a later passage needs to count.
+    assert _tail_similarity() - PASSAGE_MARGIN > _head_similarity() + 0.2
 
 
 def test_a_long_memory_is_found_by_its_last_passage(store: GraphStore, collection: str) -> None:
@@ -100,13 +108,13 @@ def test_a_long_memory_is_found_by_its_last_passage(store: GraphStore, collectio
     hits = store.search_vectors(collection, _query(), model=MODEL, k=3, filters=RecallFilters())
 
     assert hits[0][0] == "long"
-    assert hits[0][1] == pytest.approx(_tail_similarity(), abs=1e-4)
+    assert hits[0][1] == pytest.approx(_long_score(), abs=1e-4)
     assert store.get_passages(collection, ["long", "quarry"]).keys() == {"long"}
     (many,) = store.search_vectors_many(
         collection, _query()[None, :], model=MODEL, k=3, filters=RecallFilters()
     )
     assert many[0][0] == "long"
-    assert many[0][1] == pytest.approx(_tail_similarity(), abs=1e-4)
+    assert many[0][1] == pytest.approx(_long_score(), abs=1e-4)
 
 
 def test_without_passages_a_long_memory_scores_by_its_vector(
@@ -197,7 +205,7 @@ def test_re_embedding_carries_the_passages(store: GraphStore, collection: str) -
     np.testing.assert_allclose(stored, rest, rtol=1e-6)
     hits = store.search_vectors(collection, _query(), model=MODEL, k=3, filters=RecallFilters())
     assert hits[0][0] == "long"
-    assert hits[0][1] == pytest.approx(_tail_similarity(), abs=1e-4)
+    assert hits[0][1] == pytest.approx(_long_score(), abs=1e-4)
 
     store.set_vectors(collection, [("long", head, MODEL)])  # a whole embedding, no passages
     assert store.get_passages(collection, ["long"]) == {}

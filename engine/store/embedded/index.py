@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.model import Memory, RecallFilters, Tier
-from engine.store.base import Vector
+from engine.store.base import PASSAGE_MARGIN, Vector
 from engine.store.embedded.rwlock import RWLock
 
 logger = logging.getLogger(__name__)
@@ -627,14 +627,16 @@ class CollectionIndex:
         hits: list[tuple[str, float]],
     ) -> list[tuple[str, float]]:
         """``hits`` (the top ``k`` by vector) rescored with the memories' passages:
-        each memory scores max(its vector's similarity, its best passage's). The
+        each memory scores max(its vector's similarity, its best passage's less
+        :data:`PASSAGE_MARGIN`). The
         top ``k`` by that maximum lie among the top ``k`` by vector and the top
         ``k`` by best passage, so those two lists are merged. Caller holds the read
         lock."""
         store = self._passages.get(model)
         if store is None or store.n == 0:
             return hits
-        best = store.best(q, self._slot_mask(filters))
+        # A later passage counts for its memory less the margin (see PASSAGE_MARGIN).
+        best = store.best(q, self._slot_mask(filters)) - PASSAGE_MARGIN
         scores = dict(hits)
         for memory_id, similarity in hits:
             slot = self._slot_of[memory_id]

@@ -73,7 +73,13 @@ from engine.model.association import (
     HubMatch,
     PathStep,
 )
-from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
+from engine.store.base import (
+    PASSAGE_MARGIN,
+    MemoryRecord,
+    StoreStats,
+    Vector,
+    check_decay_pass,
+)
 from engine.store.neo4j import convert
 from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
 from engine.store.neo4j.statements import statement
@@ -1314,13 +1320,15 @@ def _passage_hits(
 def _best_of(
     hits: list[tuple[str, float]], passage_hits: list[tuple[str, float]], k: int
 ) -> list[tuple[str, float]]:
-    """Each memory's best score of its vector's and its passages', the top ``k``
+    """Each memory's best score of its vector's and its passages' (less
+    :data:`PASSAGE_MARGIN`), the top ``k``
     (ties by id). Exact: the top ``k`` by the best of two scores lie among the top
     ``k`` by each."""
     best = dict(hits)
     for memory_id, similarity in passage_hits:
-        if similarity > best.get(memory_id, -2.0):
-            best[memory_id] = similarity
+        counted = similarity - PASSAGE_MARGIN  # see PASSAGE_MARGIN
+        if counted > best.get(memory_id, -2.0):
+            best[memory_id] = counted
     ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:k]
     return [(memory_id, min(1.0, max(-1.0, s))) for memory_id, s in ranked]
 

@@ -12,6 +12,7 @@ from engine.errors import ConfigError, InvalidInputError
 from engine.model import Memory, RecallFilters
 from engine.model import content_hash as hash_of
 from engine.store import MemoryRecord
+from engine.store.base import PASSAGE_MARGIN
 from engine.store.neo4j import Neo4jStore
 from engine.store.neo4j.store import _INDEXES, _MIN_CANDIDATES, PASSAGE_INDEX, VECTOR_INDEX
 from tests.unit.store.neo4j_fake import FakeDriver
@@ -130,7 +131,11 @@ def test_a_memory_scores_its_best_passage_when_that_beats_its_vector() -> None:
     )
     store = make(driver)
     hits = store.search_vectors(C, VECTOR, model="m", k=2, filters=RecallFilters())
-    assert hits == [("b", 0.9), ("a", 0.6)]
+    # A passage counts less the margin (see PASSAGE_MARGIN).
+    assert [(i, round(x, 6)) for i, x in hits] == [
+        ("b", round(0.9 - PASSAGE_MARGIN, 6)),
+        ("a", 0.6),
+    ]
     params = driver.params_of("recall/search_passages")
     assert params["index"] == PASSAGE_INDEX and params["model"] == "m" and params["k"] == 2
     assert params["tiers"] == ["active"]
@@ -156,7 +161,10 @@ def test_passages_the_index_answers_short_are_searched_exhaustively() -> None:
     (hits,) = make(driver).search_vectors_many(
         C, VECTOR[None, :], model="m", k=2, filters=RecallFilters()
     )
-    assert hits == [("c", 0.4), ("d", 0.3)]
+    assert [(i, round(x, 6)) for i, x in hits] == [
+        ("c", round(0.4 - PASSAGE_MARGIN, 6)),
+        ("d", round(0.3 - PASSAGE_MARGIN, 6)),
+    ]
     assert "recall/search_passages_exact" in driver.ran()
     assert len(driver.committed) == 1
 
