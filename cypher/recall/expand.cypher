@@ -10,6 +10,9 @@
 //   1 / (1 + ln(1 + degree / $pivot)) (degree: the memories the hub links, at
 //   least 1). A hub whose factor is below $min_factor is not left at all: every
 //   path through it would be negligible, and reading its edges is the cost.
+//   Nor is a hub of more than $max_hub_degree memories (when not null), with
+//   or without the penalty: it says nothing about any one of them, and this
+//   bounds the edges one hub visit reads.
 //   The degree is counted per relationship type with nothing asked of the far
 //   end (only memories link hubs), which Neo4j answers from the node's degree
 //   store without reading the edges.
@@ -30,9 +33,10 @@
 //
 // Parameters: $collection; $anchors [{kind, name, strength}], merged by (kind,
 // name) and sorted; $max_depth, $damping, $fanout, $frontier, $penalty,
-// $degree_mode ('log' or 'inverse'), $pivot, $min_factor, $max_results; $paths (false: no
-// steps are built); filters $tiers, $categories, $domains, $tags,
-// $exclude_conversation_id, $occurred_after, $occurred_before, $speakers.
+// $degree_mode ('log' or 'inverse'), $pivot, $min_factor, $max_hub_degree,
+// $max_results; $paths (false: no steps are built); filters $tiers,
+// $categories, $domains, $tags, $exclude_conversation_id, $occurred_after,
+// $occurred_before, $speakers.
 // Each memory comes back with `reached`: per anchor (its index in $anchors),
 // the strength and the steps of its best path, in anchor order.
 
@@ -80,14 +84,13 @@ CALL (start, barrier) {
       UNION ALL
       WITH f.n AS u, f.v AS s
       WHERE NOT u:Memory
-      WITH u, s, CASE WHEN $penalty
-        THEN COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } END AS degree
-      WITH u, s, CASE
-        WHEN degree IS NULL THEN 1.0
+      WITH u, s, COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } AS degree
+      WITH u, s, degree, CASE
+        WHEN NOT $penalty THEN 1.0
         WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
         ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
       END AS factor
-      WHERE factor >= $min_factor
+      WHERE ($max_hub_degree IS NULL OR degree <= $max_hub_degree) AND factor >= $min_factor
       MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
       WITH s, factor, r, v
       ORDER BY r.weight DESC, v.id
@@ -154,14 +157,13 @@ CALL (start, barrier) {
       UNION ALL
       WITH f.n AS u, f.v AS s
       WHERE NOT u:Memory
-      WITH u, s, CASE WHEN $penalty
-        THEN COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } END AS degree
-      WITH u, s, CASE
-        WHEN degree IS NULL THEN 1.0
+      WITH u, s, COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } AS degree
+      WITH u, s, degree, CASE
+        WHEN NOT $penalty THEN 1.0
         WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
         ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
       END AS factor
-      WHERE factor >= $min_factor
+      WHERE ($max_hub_degree IS NULL OR degree <= $max_hub_degree) AND factor >= $min_factor
       MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
       WITH s, factor, r, v
       ORDER BY r.weight DESC, v.id
@@ -222,14 +224,13 @@ CALL (start, barrier) {
       UNION ALL
       WITH f.n AS u, f.v AS s
       WHERE NOT u:Memory
-      WITH u, s, CASE WHEN $penalty
-        THEN COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } END AS degree
-      WITH u, s, CASE
-        WHEN degree IS NULL THEN 1.0
+      WITH u, s, COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } AS degree
+      WITH u, s, degree, CASE
+        WHEN NOT $penalty THEN 1.0
         WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
         ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
       END AS factor
-      WHERE factor >= $min_factor
+      WHERE ($max_hub_degree IS NULL OR degree <= $max_hub_degree) AND factor >= $min_factor
       MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
       WITH s, factor, r, v
       ORDER BY r.weight DESC, v.id

@@ -155,3 +155,4 @@ def test_hub_degrees_are_counted_from_the_degree_store() -> None:
         for found in re.finditer(r"COUNT \{ \((\w+)\)<-\[(:[\w|]+)\]-\((.*?)\) \}", code):
             assert "|" not in found.group(2) and found.group(3) == "", (name, found.group(0))
     assert "$min_factor" in _code("recall/expand")
+    assert "degree <= $max_hub_degree" in _code("recall/expand")
