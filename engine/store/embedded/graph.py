@@ -1084,9 +1084,7 @@ class CollectionGraph:
         :func:`reinforced`); other than walked edge types are ignored."""
         with self._lock.write():
             for update in updates:
-                ends = self._ends(
-                    update.source, update.type, update.target, create=update.create
-                )
+                ends = self._ends(update.source, update.type, update.target, create=update.create)
                 if ends is None:
                     continue
                 a, b = ends
