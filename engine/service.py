@@ -1759,11 +1759,15 @@ class Hippocampus:
         nodes: dict[tuple[str, str], None] = {start: None}
         edges: dict[tuple[str, str, str], Edge] = {}
         frontier = [start]
+        # A drawing shows a hub's strongest members however common the hub is:
+        # no degree ceiling (each call walks one hub and keeps at most
+        # max_nodes of its members).
         fanout = ExpandParams(
             max_depth=1,
             hub_fanout=max_nodes,
             frontier=max_nodes,
             hub_degree_penalty=False,
+            max_hub_degree=None,
             damping=1.0,
             max_results=max_nodes,
         )

@@ -10,6 +10,8 @@
 //   1 / (1 + ln(1 + degree / $pivot)) (degree: the memories the hub links, at
 //   least 1). A hub whose factor is below $min_factor is not left at all: every
 //   path through it would be negligible, and reading its edges is the cost.
+//   Nor is a hub of more than $max_hub_degree memories (when not null), with
+//   or without the penalty: it says nothing about any one of them.
 //   The degree is counted per relationship type with nothing asked of the far
 //   end (only memories link hubs), which Neo4j answers from the node's degree
 //   store without reading the edges.
@@ -28,11 +30,21 @@
 //   are walked through but not returned; at most $max_results memories, by
 //   strength descending, then id.
 //
+// What it reads. The anchors walk together, hop by hop; the walk's state is
+// one entry per (anchor, node) reached, `a` being the anchor's place in
+// `starts`. Each hop groups its frontier by node and reads a node's edges once
+// however many anchors it is on, so a hub's are read at most once a hop (twice
+// a query, at hops 2 and 3; once when $max_depth is 2). Finding a hub's
+// $fanout strongest edges reads and sorts all of them (a relationship index
+// covers every edge of a type, not one node's, so none hands out a node's
+// strongest first): $max_hub_degree bounds what one visit reads.
+//
 // Parameters: $collection; $anchors [{kind, name, strength}], merged by (kind,
 // name) and sorted; $max_depth, $damping, $fanout, $frontier, $penalty,
-// $degree_mode ('log' or 'inverse'), $pivot, $min_factor, $max_results; $paths (false: no
-// steps are built); filters $tiers, $categories, $domains, $tags,
-// $exclude_conversation_id, $occurred_after, $occurred_before, $speakers.
+// $degree_mode ('log' or 'inverse'), $pivot, $min_factor, $max_hub_degree,
+// $max_results; $paths (false: no steps are built); filters $tiers,
+// $categories, $domains, $tags, $exclude_conversation_id, $occurred_after,
+// $occurred_before, $speakers.
 // Each memory comes back with `reached`: per anchor (its index in $anchors),
 // the strength and the steps of its best path, in anchor order.
 
@@ -55,224 +67,229 @@ CALL (anchor) {
   WHERE anchor.kind = 'Concept'
   RETURN n
 }
-WITH collect({ai: ai, node: n, strength: anchor.strength}) AS starts
-WITH starts, [s IN starts | s.node] AS barrier
-UNWIND starts AS start
-CALL (start, barrier) {
-  WITH start, barrier, [{n: start.node, v: start.strength, p: [], pos: 0}] AS best
-  WITH start, barrier, best, best AS frontier
+WITH collect({ai: ai, n: n, v: anchor.strength}) AS starts
+WITH [s IN starts | s.ai] AS ais,
+     [s IN starts | s.n] AS barrier,
+     [a IN range(0, size(starts) - 1) | {a: a, n: starts[a].n, v: starts[a].v, p: []}] AS best
+WITH ais, barrier, best, best AS frontier
 
-  // -- hop 1 ----------------------------------------------------------------
-  CALL (frontier) {
-    UNWIND range(0, size(frontier) - 1) AS fi
-    WITH fi, frontier[fi] AS f
-    CALL (f) {
-      WITH f.n AS u, f.v AS s
-      WHERE u:Memory
-      MATCH (u)-[r:ASSOCIATED]-(v:Memory)
-      RETURN v, r, s * $damping * r.weight AS value, 0 AS k1, v.id AS k2
-      UNION ALL
-      WITH f.n AS u, f.v AS s
-      WHERE u:Memory AND $max_depth > 1
-      MATCH (u)-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]->(v)
-      RETURN v, r, s * $damping * r.weight AS value,
-             CASE WHEN v:Domain THEN 1 WHEN v:Trigger THEN 2 ELSE 3 END AS k1, v.name AS k2
-      UNION ALL
-      WITH f.n AS u, f.v AS s
-      WHERE NOT u:Memory
-      WITH u, s, CASE WHEN $penalty
-        THEN COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } END AS degree
-      WITH u, s, CASE
-        WHEN degree IS NULL THEN 1.0
-        WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
-        ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
-      END AS factor
-      WHERE factor >= $min_factor
-      MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
-      WITH s, factor, r, v
-      ORDER BY r.weight DESC, v.id
-      LIMIT $fanout
-      RETURN v, r, s * $damping * factor * r.weight AS value, -r.weight AS k1, v.id AS k2
-    }
-    WITH fi, f, v, r, value, k1, k2
-    WHERE value > 0.0
-    WITH fi, f, v, r, value, k1, k2
-    ORDER BY fi, k1, k2
-    RETURN collect({
-      n: v,
-      v: value,
-      p: CASE WHEN $paths THEN f.p + [{
-        type: type(r),
-        weight: r.weight,
-        kind: CASE WHEN v:Memory THEN 'Memory' WHEN v:Domain THEN 'Domain' WHEN v:Trigger THEN 'Trigger' ELSE 'Concept' END,
-        name: CASE WHEN v:Memory THEN v.id ELSE v.name END
-      }] ELSE [] END
-    }) AS found
+// -- hop 1 --------------------------------------------------------------------
+CALL (frontier) {
+  UNWIND range(0, size(frontier) - 1) AS fi
+  WITH fi, frontier[fi] AS f
+  WITH f.n AS u, collect({fi: fi, f: f}) AS visits
+  // Once per distinct node of the frontier, whatever the anchors it is on.
+  CALL (u) {
+    WITH u
+    WHERE u:Memory
+    MATCH (u)-[r:ASSOCIATED]-(v:Memory)
+    RETURN v, r.weight AS w, type(r) AS t, 1.0 AS factor, 0 AS k1, v.id AS k2, 'Memory' AS kind
+    UNION ALL
+    WITH u
+    WHERE u:Memory AND $max_depth > 1
+    MATCH (u)-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]->(v)
+    WITH v, r, CASE WHEN v:Domain THEN 1 WHEN v:Trigger THEN 2 ELSE 3 END AS k1
+    RETURN v, r.weight AS w, type(r) AS t, 1.0 AS factor, k1, v.name AS k2,
+           CASE k1 WHEN 1 THEN 'Domain' WHEN 2 THEN 'Trigger' ELSE 'Concept' END AS kind
+    UNION ALL
+    WITH u
+    WHERE NOT u:Memory
+    WITH u, COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } AS degree
+    WITH u, degree, CASE
+      WHEN NOT $penalty THEN 1.0
+      WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
+      ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
+    END AS factor
+    WHERE ($max_hub_degree IS NULL OR degree <= $max_hub_degree) AND factor >= $min_factor
+    MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v)
+    WITH factor, r, v
+    ORDER BY r.weight DESC, v.id
+    LIMIT $fanout
+    RETURN v, r.weight AS w, type(r) AS t, factor, -r.weight AS k1, v.id AS k2, 'Memory' AS kind
   }
-  CALL (best, found) {
-    UNWIND [b IN best | {n: b.n, v: b.v, p: b.p, pos: -1}] + [i IN range(0, size(found) - 1) | {n: found[i].n, v: found[i].v, p: found[i].p, pos: i}] AS x
-    WITH x.n AS n, collect(x) AS xs
-    WITH n, xs,
-         reduce(h = 0.0, y IN xs | CASE WHEN y.pos < 0 THEN y.v ELSE h END) AS held,
-         reduce(t = 0.0, y IN xs | CASE WHEN y.pos >= 0 AND y.v > t THEN y.v ELSE t END) AS top
-    WITH top > held AS improved,
-         CASE WHEN top > held
-           THEN reduce(w = null, y IN xs |
-             CASE WHEN y.pos >= 0 AND y.v = top AND (w IS NULL OR y.pos < w.pos) THEN y ELSE w END)
-           ELSE head([y IN xs WHERE y.pos < 0])
-         END AS state
-    RETURN collect(state) AS merged, collect(CASE WHEN improved THEN state END) AS improved
-  }
-  CALL (improved, barrier) {
-    UNWIND improved AS y
-    WITH y
-    WHERE NOT y.n IN barrier
-    WITH y
-    ORDER BY y.v DESC, y.pos
-    LIMIT $frontier
-    WITH y
-    ORDER BY y.pos
-    RETURN collect(y) AS next
-  }
-  WITH start, barrier, merged AS best, CASE WHEN $max_depth >= 2 THEN next ELSE [] END AS frontier
-
-  // -- hop 2 ----------------------------------------------------------------
-  CALL (frontier) {
-    UNWIND range(0, size(frontier) - 1) AS fi
-    WITH fi, frontier[fi] AS f
-    CALL (f) {
-      WITH f.n AS u, f.v AS s
-      WHERE u:Memory
-      MATCH (u)-[r:ASSOCIATED]-(v:Memory)
-      RETURN v, r, s * $damping * r.weight AS value, 0 AS k1, v.id AS k2
-      UNION ALL
-      WITH f.n AS u, f.v AS s
-      WHERE u:Memory AND $max_depth > 2
-      MATCH (u)-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]->(v)
-      RETURN v, r, s * $damping * r.weight AS value,
-             CASE WHEN v:Domain THEN 1 WHEN v:Trigger THEN 2 ELSE 3 END AS k1, v.name AS k2
-      UNION ALL
-      WITH f.n AS u, f.v AS s
-      WHERE NOT u:Memory
-      WITH u, s, CASE WHEN $penalty
-        THEN COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } END AS degree
-      WITH u, s, CASE
-        WHEN degree IS NULL THEN 1.0
-        WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
-        ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
-      END AS factor
-      WHERE factor >= $min_factor
-      MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
-      WITH s, factor, r, v
-      ORDER BY r.weight DESC, v.id
-      LIMIT $fanout
-      RETURN v, r, s * $damping * factor * r.weight AS value, -r.weight AS k1, v.id AS k2
-    }
-    WITH fi, f, v, r, value, k1, k2
-    WHERE value > 0.0
-    WITH fi, f, v, r, value, k1, k2
-    ORDER BY fi, k1, k2
-    RETURN collect({
-      n: v,
-      v: value,
-      p: CASE WHEN $paths THEN f.p + [{
-        type: type(r),
-        weight: r.weight,
-        kind: CASE WHEN v:Memory THEN 'Memory' WHEN v:Domain THEN 'Domain' WHEN v:Trigger THEN 'Trigger' ELSE 'Concept' END,
-        name: CASE WHEN v:Memory THEN v.id ELSE v.name END
-      }] ELSE [] END
-    }) AS found
-  }
-  CALL (best, found) {
-    UNWIND [b IN best | {n: b.n, v: b.v, p: b.p, pos: -1}] + [i IN range(0, size(found) - 1) | {n: found[i].n, v: found[i].v, p: found[i].p, pos: i}] AS x
-    WITH x.n AS n, collect(x) AS xs
-    WITH n, xs,
-         reduce(h = 0.0, y IN xs | CASE WHEN y.pos < 0 THEN y.v ELSE h END) AS held,
-         reduce(t = 0.0, y IN xs | CASE WHEN y.pos >= 0 AND y.v > t THEN y.v ELSE t END) AS top
-    WITH top > held AS improved,
-         CASE WHEN top > held
-           THEN reduce(w = null, y IN xs |
-             CASE WHEN y.pos >= 0 AND y.v = top AND (w IS NULL OR y.pos < w.pos) THEN y ELSE w END)
-           ELSE head([y IN xs WHERE y.pos < 0])
-         END AS state
-    RETURN collect(state) AS merged, collect(CASE WHEN improved THEN state END) AS improved
-  }
-  CALL (improved, barrier) {
-    UNWIND improved AS y
-    WITH y
-    WHERE NOT y.n IN barrier
-    WITH y
-    ORDER BY y.v DESC, y.pos
-    LIMIT $frontier
-    WITH y
-    ORDER BY y.pos
-    RETURN collect(y) AS next
-  }
-  WITH start, merged AS best, CASE WHEN $max_depth >= 3 THEN next ELSE [] END AS frontier
-
-  // -- hop 3 (always the last: memories are left only through ASSOCIATED) ---
-  CALL (frontier) {
-    UNWIND range(0, size(frontier) - 1) AS fi
-    WITH fi, frontier[fi] AS f
-    CALL (f) {
-      WITH f.n AS u, f.v AS s
-      WHERE u:Memory
-      MATCH (u)-[r:ASSOCIATED]-(v:Memory)
-      RETURN v, r, s * $damping * r.weight AS value, 0 AS k1, v.id AS k2
-      UNION ALL
-      WITH f.n AS u, f.v AS s
-      WHERE NOT u:Memory
-      WITH u, s, CASE WHEN $penalty
-        THEN COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } END AS degree
-      WITH u, s, CASE
-        WHEN degree IS NULL THEN 1.0
-        WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
-        ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
-      END AS factor
-      WHERE factor >= $min_factor
-      MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v:Memory)
-      WITH s, factor, r, v
-      ORDER BY r.weight DESC, v.id
-      LIMIT $fanout
-      RETURN v, r, s * $damping * factor * r.weight AS value, -r.weight AS k1, v.id AS k2
-    }
-    WITH fi, f, v, r, value, k1, k2
-    WHERE value > 0.0
-    WITH fi, f, v, r, value, k1, k2
-    ORDER BY fi, k1, k2
-    RETURN collect({
-      n: v,
-      v: value,
-      p: CASE WHEN $paths THEN f.p + [{
-        type: type(r),
-        weight: r.weight,
-        kind: 'Memory',
-        name: v.id
-      }] ELSE [] END
-    }) AS found
-  }
-  CALL (best, found) {
-    UNWIND [b IN best | {n: b.n, v: b.v, p: b.p, pos: -1}] + [i IN range(0, size(found) - 1) | {n: found[i].n, v: found[i].v, p: found[i].p, pos: i}] AS x
-    WITH x.n AS n, collect(x) AS xs
-    WITH xs,
-         reduce(h = 0.0, y IN xs | CASE WHEN y.pos < 0 THEN y.v ELSE h END) AS held,
-         reduce(t = 0.0, y IN xs | CASE WHEN y.pos >= 0 AND y.v > t THEN y.v ELSE t END) AS top
-    WITH CASE WHEN top > held
-           THEN reduce(w = null, y IN xs |
-             CASE WHEN y.pos >= 0 AND y.v = top AND (w IS NULL OR y.pos < w.pos) THEN y ELSE w END)
-           ELSE head([y IN xs WHERE y.pos < 0])
-         END AS state
-    RETURN collect(state) AS merged
-  }
-
-  // -- the memories this anchor reached -------------------------------------
-  UNWIND merged AS b
-  WITH start, b.n AS node, b.v AS value, b.p AS steps
-  WHERE node:Memory AND node <> start.node
-  RETURN node, value, steps
+  UNWIND visits AS visit
+  WITH visit.fi AS fi, visit.f AS f, v, w, t, kind, k1, k2,
+       visit.f.v * $damping * factor * w AS value
+  WHERE value > 0.0
+  WITH fi, f, v, w, t, kind, k1, k2, value
+  ORDER BY fi, k1, k2
+  RETURN collect({
+    a: f.a,
+    n: v,
+    v: value,
+    p: CASE WHEN $paths THEN f.p + [{type: t, weight: w, kind: kind, name: k2}] ELSE [] END
+  }) AS found
 }
-WITH start.ai AS ai, node, value, steps
-WHERE node.tier IN $tiers
+CALL (best, found) {
+  UNWIND [b IN best | {a: b.a, n: b.n, v: b.v, p: b.p, pos: -1}] + [i IN range(0, size(found) - 1) | {a: found[i].a, n: found[i].n, v: found[i].v, p: found[i].p, pos: i}] AS x
+  WITH x.a AS a, x.n AS n, collect(x) AS xs
+  WITH xs,
+       reduce(h = 0.0, y IN xs | CASE WHEN y.pos < 0 THEN y.v ELSE h END) AS held,
+       reduce(t = 0.0, y IN xs | CASE WHEN y.pos >= 0 AND y.v > t THEN y.v ELSE t END) AS top
+  WITH top > held AS improved,
+       CASE WHEN top > held
+         THEN reduce(w = null, y IN xs |
+           CASE WHEN y.pos >= 0 AND y.v = top AND (w IS NULL OR y.pos < w.pos) THEN y ELSE w END)
+         ELSE head([y IN xs WHERE y.pos < 0])
+       END AS state
+  RETURN collect(state) AS merged, collect(CASE WHEN improved THEN state END) AS improved
+}
+CALL (improved, barrier) {
+  UNWIND improved AS y
+  WITH y
+  WHERE NOT y.n IN barrier
+  WITH y.a AS a, collect(y) AS ys
+  CALL (ys) {
+    UNWIND ys AS y
+    WITH y
+    ORDER BY y.v DESC, y.pos
+    LIMIT $frontier
+    RETURN y
+  }
+  WITH y
+  ORDER BY y.pos
+  RETURN collect(y) AS next
+}
+WITH ais, barrier, merged AS best, CASE WHEN $max_depth >= 2 THEN next ELSE [] END AS frontier
+
+// -- hop 2 --------------------------------------------------------------------
+CALL (frontier) {
+  UNWIND range(0, size(frontier) - 1) AS fi
+  WITH fi, frontier[fi] AS f
+  WITH f.n AS u, collect({fi: fi, f: f}) AS visits
+  // Once per distinct node of the frontier, whatever the anchors it is on.
+  CALL (u) {
+    WITH u
+    WHERE u:Memory
+    MATCH (u)-[r:ASSOCIATED]-(v:Memory)
+    RETURN v, r.weight AS w, type(r) AS t, 1.0 AS factor, 0 AS k1, v.id AS k2, 'Memory' AS kind
+    UNION ALL
+    WITH u
+    WHERE u:Memory AND $max_depth > 2
+    MATCH (u)-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]->(v)
+    WITH v, r, CASE WHEN v:Domain THEN 1 WHEN v:Trigger THEN 2 ELSE 3 END AS k1
+    RETURN v, r.weight AS w, type(r) AS t, 1.0 AS factor, k1, v.name AS k2,
+           CASE k1 WHEN 1 THEN 'Domain' WHEN 2 THEN 'Trigger' ELSE 'Concept' END AS kind
+    UNION ALL
+    WITH u
+    WHERE NOT u:Memory
+    WITH u, COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } AS degree
+    WITH u, degree, CASE
+      WHEN NOT $penalty THEN 1.0
+      WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
+      ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
+    END AS factor
+    WHERE ($max_hub_degree IS NULL OR degree <= $max_hub_degree) AND factor >= $min_factor
+    MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v)
+    WITH factor, r, v
+    ORDER BY r.weight DESC, v.id
+    LIMIT $fanout
+    RETURN v, r.weight AS w, type(r) AS t, factor, -r.weight AS k1, v.id AS k2, 'Memory' AS kind
+  }
+  UNWIND visits AS visit
+  WITH visit.fi AS fi, visit.f AS f, v, w, t, kind, k1, k2,
+       visit.f.v * $damping * factor * w AS value
+  WHERE value > 0.0
+  WITH fi, f, v, w, t, kind, k1, k2, value
+  ORDER BY fi, k1, k2
+  RETURN collect({
+    a: f.a,
+    n: v,
+    v: value,
+    p: CASE WHEN $paths THEN f.p + [{type: t, weight: w, kind: kind, name: k2}] ELSE [] END
+  }) AS found
+}
+CALL (best, found) {
+  UNWIND [b IN best | {a: b.a, n: b.n, v: b.v, p: b.p, pos: -1}] + [i IN range(0, size(found) - 1) | {a: found[i].a, n: found[i].n, v: found[i].v, p: found[i].p, pos: i}] AS x
+  WITH x.a AS a, x.n AS n, collect(x) AS xs
+  WITH xs,
+       reduce(h = 0.0, y IN xs | CASE WHEN y.pos < 0 THEN y.v ELSE h END) AS held,
+       reduce(t = 0.0, y IN xs | CASE WHEN y.pos >= 0 AND y.v > t THEN y.v ELSE t END) AS top
+  WITH top > held AS improved,
+       CASE WHEN top > held
+         THEN reduce(w = null, y IN xs |
+           CASE WHEN y.pos >= 0 AND y.v = top AND (w IS NULL OR y.pos < w.pos) THEN y ELSE w END)
+         ELSE head([y IN xs WHERE y.pos < 0])
+       END AS state
+  RETURN collect(state) AS merged, collect(CASE WHEN improved THEN state END) AS improved
+}
+CALL (improved, barrier) {
+  UNWIND improved AS y
+  WITH y
+  WHERE NOT y.n IN barrier
+  WITH y.a AS a, collect(y) AS ys
+  CALL (ys) {
+    UNWIND ys AS y
+    WITH y
+    ORDER BY y.v DESC, y.pos
+    LIMIT $frontier
+    RETURN y
+  }
+  WITH y
+  ORDER BY y.pos
+  RETURN collect(y) AS next
+}
+WITH ais, barrier, merged AS best, CASE WHEN $max_depth >= 3 THEN next ELSE [] END AS frontier
+
+// -- hop 3 (always the last: memories are left only through ASSOCIATED) -------
+CALL (frontier) {
+  UNWIND range(0, size(frontier) - 1) AS fi
+  WITH fi, frontier[fi] AS f
+  WITH f.n AS u, collect({fi: fi, f: f}) AS visits
+  // Once per distinct node of the frontier, whatever the anchors it is on.
+  CALL (u) {
+    WITH u
+    WHERE u:Memory
+    MATCH (u)-[r:ASSOCIATED]-(v:Memory)
+    RETURN v, r.weight AS w, type(r) AS t, 1.0 AS factor, 0 AS k1, v.id AS k2, 'Memory' AS kind
+    UNION ALL
+    WITH u
+    WHERE NOT u:Memory
+    WITH u, COUNT { (u)<-[:IN_DOMAIN]-() } + COUNT { (u)<-[:HAS_TRIGGER]-() } + COUNT { (u)<-[:ABOUT]-() } AS degree
+    WITH u, degree, CASE
+      WHEN NOT $penalty THEN 1.0
+      WHEN $degree_mode = 'inverse' THEN 1.0 / toFloat(CASE WHEN degree < 1 THEN 1 ELSE degree END)
+      ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
+    END AS factor
+    WHERE ($max_hub_degree IS NULL OR degree <= $max_hub_degree) AND factor >= $min_factor
+    MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v)
+    WITH factor, r, v
+    ORDER BY r.weight DESC, v.id
+    LIMIT $fanout
+    RETURN v, r.weight AS w, type(r) AS t, factor, -r.weight AS k1, v.id AS k2, 'Memory' AS kind
+  }
+  UNWIND visits AS visit
+  WITH visit.fi AS fi, visit.f AS f, v, w, t, kind, k1, k2,
+       visit.f.v * $damping * factor * w AS value
+  WHERE value > 0.0
+  WITH fi, f, v, w, t, kind, k1, k2, value
+  ORDER BY fi, k1, k2
+  RETURN collect({
+    a: f.a,
+    n: v,
+    v: value,
+    p: CASE WHEN $paths THEN f.p + [{type: t, weight: w, kind: kind, name: k2}] ELSE [] END
+  }) AS found
+}
+CALL (best, found) {
+  UNWIND [b IN best | {a: b.a, n: b.n, v: b.v, p: b.p, pos: -1}] + [i IN range(0, size(found) - 1) | {a: found[i].a, n: found[i].n, v: found[i].v, p: found[i].p, pos: i}] AS x
+  WITH x.a AS a, x.n AS n, collect(x) AS xs
+  WITH xs,
+       reduce(h = 0.0, y IN xs | CASE WHEN y.pos < 0 THEN y.v ELSE h END) AS held,
+       reduce(t = 0.0, y IN xs | CASE WHEN y.pos >= 0 AND y.v > t THEN y.v ELSE t END) AS top
+  WITH CASE WHEN top > held
+         THEN reduce(w = null, y IN xs |
+           CASE WHEN y.pos >= 0 AND y.v = top AND (w IS NULL OR y.pos < w.pos) THEN y ELSE w END)
+         ELSE head([y IN xs WHERE y.pos < 0])
+       END AS state
+  RETURN collect(state) AS merged
+}
+
+// -- the memories each anchor reached -----------------------------------------
+UNWIND merged AS b
+WITH ais[b.a] AS ai, barrier[b.a] AS own, b.n AS node, b.v AS value, b.p AS steps
+WHERE node:Memory AND node <> own
+  AND node.tier IN $tiers
   AND (size($categories) = 0 OR node.category IN $categories)
   AND (size($domains) = 0 OR any(d IN coalesce(node.domains, []) WHERE d IN $domains))
   AND (size($tags) = 0 OR any(t IN coalesce(node.tags, []) WHERE t IN $tags))

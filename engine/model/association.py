@@ -17,6 +17,10 @@ HUB_MIN_FACTOR = 0.001
 """Below this degree factor a hub is negligible and expansion does not walk
 through it (:attr:`ExpandParams.hub_min_factor`'s default)."""
 
+MAX_HUB_DEGREE = 5_000
+"""Above this many memories a hub is not walked through, whatever its degree
+factor (:attr:`ExpandParams.max_hub_degree`'s default)."""
+
 
 class Anchor(BaseModel):
     """A node expansion starts from: a hub (kind = Domain/Trigger/Concept, name) or a
@@ -100,6 +104,13 @@ class ExpandParams(BaseModel):
             negligible, and following it is what costs (with ``inverse``, the
             default 0.001 skips hubs of more than 1,000 memories). Both stores
             apply it.
+        max_hub_degree: a hub linking more memories than this is not walked
+            through at all, with or without the penalty, in either mode: a hub
+            with more members says nothing about any one of them, and finding
+            a hub's ``hub_fanout`` strongest edges can mean reading all of them
+            (the Neo4j store does), so this bounds what one hub visit reads.
+            ``None``: no ceiling (drawing a hub's neighbourhood wants its
+            strongest members however many it has). Both stores apply it.
         max_results: most memories returned.
     """
 
@@ -113,6 +124,7 @@ class ExpandParams(BaseModel):
     hub_degree_mode: Literal["log", "inverse"] = "log"
     hub_degree_pivot: float = Field(default=20.0, gt=0.0)
     hub_min_factor: float = Field(default=HUB_MIN_FACTOR, ge=0.0, lt=1.0)
+    max_hub_degree: int | None = Field(default=MAX_HUB_DEGREE, ge=1)
     max_results: int = Field(default=200, ge=1, le=10_000)
 
 

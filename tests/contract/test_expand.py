@@ -213,6 +213,39 @@ def test_a_hub_whose_factor_is_negligible_is_not_walked_through(
     assert sorted(flat) == big[:4]
 
 
+def test_a_hub_over_the_degree_ceiling_is_not_walked_in_either_mode(
+    store: GraphStore, collection: str
+) -> None:
+    # crowd links six memories, pair two (c0 and x). A ceiling of five leaves
+    # crowd out in both degree modes and without the penalty, where its factor
+    # alone would let it through: a hub that common says nothing about any one
+    # of its members.
+    crowd = [f"c{i}" for i in range(6)]
+    add(
+        store,
+        collection,
+        [*crowd, "x"],
+        [edge(m, ABOUT, "crowd", 0.9) for m in crowd]
+        + [edge("c0", ABOUT, "pair", 0.8), edge("x", ABOUT, "pair", 0.8)],
+    )
+    assert ExpandParams().max_hub_degree == 5_000
+    modes: list[dict[str, Any]] = [
+        {},
+        {"hub_degree_mode": "inverse"},
+        {"hub_degree_penalty": False},
+    ]
+    for mode in modes:
+        assert expand(store, collection, [concept("crowd")], max_hub_degree=5, **mode) == {}
+        # From c0, only pair leads on; crowd is reached but not left.
+        assert set(expand(store, collection, [seed("c0")], max_hub_degree=5, **mode)) == {"x"}
+        # A hub at the ceiling is walked (x through c0 and pair), and without
+        # one every hub is.
+        walked = expand(store, collection, [concept("crowd")], max_hub_degree=6, **mode)
+        assert set(walked) == {*crowd, "x"}
+        unbounded = expand(store, collection, [seed("c0")], max_hub_degree=None, **mode)
+        assert set(unbounded) == {*crowd[1:], "x"}
+
+
 def test_expansions_without_paths_keep_strengths_and_anchor_counts(
     store: GraphStore, incident: str
 ) -> None:
@@ -392,6 +425,7 @@ def test_the_same_random_graph_expands_the_same_in_a_fresh_embedded_store(
             ExpandParams(max_depth=2, hub_degree_penalty=False, frontier=2),
             ExpandParams(max_depth=2, damping=1.0, hub_degree_mode="inverse"),
             ExpandParams(hub_degree_mode="inverse", hub_fanout=3, frontier=4),
+            ExpandParams(hub_degree_penalty=False, max_hub_degree=6),
         ):
             got = store.expand(collection, anchors, params=params, filters=RecallFilters())
             want = reference.expand(collection, anchors, params=params, filters=RecallFilters())

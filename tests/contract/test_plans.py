@@ -5,10 +5,12 @@
   index by collection. The planner chooses by cost, so the database holds a
   crowd of other collections' memories first, as a real one does.
 - At a hub of 10,000 memories, expansion and hub matching stay cheap
-  (``PROFILE``): the degree is read from the degree store, and in the inverse
-  mode the hub is below the negligible-factor cutoff, so none of its edges is
-  read. (In the log mode the hub's top ``hub_fanout`` edges are still found by
-  reading and sorting all of them: that cost grows with the hub.)
+  (``PROFILE``): the degree is read from the degree store, and the hub is over
+  the degree ceiling (``max_hub_degree``) in both modes (and below the
+  negligible-factor cutoff in the inverse mode), so none of its edges is read.
+- A hub under the ceiling that is walked costs a few hits per edge (its top
+  ``hub_fanout`` edges are found by reading and sorting all of them, which the
+  ceiling bounds), and is read once a hop however many anchors reach it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
 ABOUT, IN_DOMAIN, ASSOCIATED = EdgeType.ABOUT, EdgeType.IN_DOMAIN, EdgeType.ASSOCIATED
 CROWD = 3_000
 HUB = 10_000
+WALKED = 2_000
+"""A hub under the degree ceiling, walked in the log mode."""
 
 
 @pytest.fixture
@@ -188,16 +192,52 @@ def test_a_ten_thousand_member_hub_costs_the_expansion_almost_nothing(
         neo4j_store, mode="PROFILE", only=frozenset({"recall/expand", "recall/match_hubs"})
     )
     fanout = 16
-    params = ExpandParams(hub_degree_mode="inverse", hub_fanout=fanout)
-    # 1 / 10,000 is below the cutoff: the hub is not walked through.
-    found = store.expand(
-        c, [Anchor(kind="Concept", name="everything")], params=params, filters=ALL_TIERS
-    )
-    assert found == []
-    (profile,) = driver.plans_of("recall/expand")
-    assert db_hits(profile) <= 40 * fanout, db_hits(profile)
+    everything = [Anchor(kind="Concept", name="everything")]
+    # 1 / 10,000 is below the cutoff: the hub is not walked through. In the log
+    # mode its factor (0.14) would let it through, but 10,000 memories is over
+    # the ceiling.
+    for params in (
+        ExpandParams(hub_degree_mode="inverse", hub_fanout=fanout),
+        ExpandParams(hub_fanout=fanout),
+    ):
+        assert params.max_hub_degree is not None and params.max_hub_degree < HUB
+        assert store.expand(c, everything, params=params, filters=ALL_TIERS) == []
+        profile = driver.plans_of("recall/expand")[-1]
+        assert db_hits(profile) <= 40 * fanout, db_hits(profile)
     # Its degree comes from the degree store, not from reading 10,000 edges.
     (hub,) = store.match_hubs(c, ["everything"])
     assert hub.degree == HUB
     (profile,) = driver.plans_of("recall/match_hubs")
     assert db_hits(profile) < 1_000, db_hits(profile)
+
+
+def test_a_walked_hub_is_read_once_however_many_anchors_reach_it(
+    neo4j_store: Neo4jStore, dropped: list[str]
+) -> None:
+    c = _name(dropped, "walked")
+    _crowd(neo4j_store, c, WALKED, "common")
+    driver, store = _planning(neo4j_store, mode="PROFILE", only=frozenset({"recall/expand"}))
+    fanout = 16
+    params = ExpandParams(hub_fanout=fanout, max_depth=2)
+    assert params.max_hub_degree is not None and params.max_hub_degree >= WALKED
+
+    # One member as the anchor: hop 1 reaches "common" (and the member's
+    # domain, 40 memories), hop 2 leaves "common" through its 16 strongest
+    # edges, found by reading and sorting all 2,000.
+    found = store.expand(
+        c, [Anchor(kind="Memory", name="c00000")], params=params, filters=ALL_TIERS
+    )
+    assert len(found) >= fanout
+    one = db_hits(driver.plans_of("recall/expand")[-1])
+    # A few hits per edge of the hub: what the ceiling bounds.
+    assert one <= 8 * WALKED, one
+
+    # Four members: "common" is on every anchor's frontier at hop 2 and is
+    # read once for all of them; each anchor adds only its own domain's 40
+    # edges and its results. Read once per anchor, it would cost about 4 x one.
+    anchors = [Anchor(kind="Memory", name=f"c{i:05d}") for i in range(4)]
+    found = store.expand(c, anchors, params=params, filters=ALL_TIERS)
+    # The strongest: a member past the anchors (c00004), reached from all four.
+    assert (found[0].memory_id, found[0].anchors) == ("c00004", 4)
+    four = db_hits(driver.plans_of("recall/expand")[-1])
+    assert four < 1.5 * one, (four, one)

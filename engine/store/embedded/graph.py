@@ -575,7 +575,8 @@ class CollectionGraph:
           reaches its neighbor with ``s × damping × w``, times, when ``u`` is a hub
           and ``hub_degree_penalty`` is on, the factor ``hub_degree_mode`` gives for
           its degree (:func:`degree_factor`); a hub whose factor is below
-          ``hub_min_factor`` is not walked through.
+          ``hub_min_factor``, or that links more than ``max_hub_degree``
+          memories (with or without the penalty), is not walked through.
           Edges are walked both ways; from a hub only its ``hub_fanout`` strongest
           edges (ties by memory id).
         - Per anchor, hop by hop up to ``max_depth``: every frontier node is
@@ -773,6 +774,11 @@ class CollectionGraph:
             hub = kind[f_node] != _MEMORY
             degree = length[f_node]
             counts = np.where(hub, np.minimum(degree, fanout), degree)
+            if params.max_hub_degree is not None:
+                # A hub too common to say anything about any one of its members
+                # is not walked through, with or without the penalty (the Neo4j
+                # store skips it alike).
+                counts = np.where(hub & (degree > params.max_hub_degree), 0, counts)
             if params.hub_degree_penalty:
                 factors = _degree_factors(degree, params)
                 # A hub whose factor makes every path through it negligible is
@@ -1078,9 +1084,7 @@ class CollectionGraph:
         :func:`reinforced`); other than walked edge types are ignored."""
         with self._lock.write():
             for update in updates:
-                ends = self._ends(
-                    update.source, update.type, update.target, create=update.create
-                )
+                ends = self._ends(update.source, update.type, update.target, create=update.create)
                 if ends is None:
                     continue
                 a, b = ends

@@ -895,6 +895,7 @@ class Neo4jStore:
             "degree_mode": params.hub_degree_mode,
             "pivot": params.hub_degree_pivot,
             "min_factor": params.hub_min_factor,
+            "max_hub_degree": params.max_hub_degree,
             "max_results": params.max_results,
             "paths": paths,
             **convert.filter_params(filters),

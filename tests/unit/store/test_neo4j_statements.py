@@ -155,3 +155,18 @@ def test_hub_degrees_are_counted_from_the_degree_store() -> None:
         for found in re.finditer(r"COUNT \{ \((\w+)\)<-\[(:[\w|]+)\]-\((.*?)\) \}", code):
             assert "|" not in found.group(2) and found.group(3) == "", (name, found.group(0))
     assert "$min_factor" in _code("recall/expand")
+    assert "degree <= $max_hub_degree" in _code("recall/expand")
+
+
+def test_expansion_reads_a_frontier_node_once_a_hop_whatever_the_anchors() -> None:
+    # The anchors walk together: each hop groups its frontier by node and reads
+    # a node's edges (a hub's strongest, sorted) in one subquery per node, not
+    # once per anchor that reached it.
+    code = _code("recall/expand")
+    hops = code.split("CALL (frontier) {")[1:]
+    assert len(hops) == 3
+    for hop in hops:
+        grouped = hop.index("WITH f.n AS u, collect({fi: fi, f: f}) AS visits CALL (u) {")
+        read = hop.index("MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v)")
+        assert grouped < read < hop.index("UNWIND visits AS visit")
+        assert "ORDER BY r.weight DESC, v.id LIMIT $fanout" in hop
