@@ -63,6 +63,11 @@ class SearchConfig(BaseModel):
             turn that followed a conversation turn (its reply) the turn gains:
             a question is often answered, and so found, by the turn after it.
             Turns just before the best matches join the candidates for it.
+        speaker_lean: for ``calibrated``, what a turn said by a speaker the query
+            names (by label, or ``user`` by the first person) gains, in standard
+            deviations of the query's best similarities: "what did I decide"
+            is answered by the asker's own turns more often than by the replies
+            that repeat them.
         mmr_lambda: with a value, results are diversified by MMR.
         recency_half_life_days: the recency signal halves every so many days.
     """
@@ -93,6 +98,7 @@ class SearchConfig(BaseModel):
     spread_top: int = Field(default=20, ge=3, le=1000)
     clear_margin: float = Field(default=1.0, ge=0.0)
     turn_context: float = Field(default=0.0, ge=0.0, le=1.0)
+    speaker_lean: float = Field(default=0.0, ge=0.0)
     mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=90.0, gt=0.0)
 
@@ -152,6 +158,7 @@ ASSOCIATIVE = SearchConfig(
     lexical_lean=0.25,
     clear_margin=2.0,
     turn_context=0.3,
+    speaker_lean=1.0,
     seed_temperature=0.03,
     query_triggers=False,
     query_subphrases=False,
@@ -164,7 +171,9 @@ Dense and lexical search each find candidates; each memory scores its cosine
 similarity plus its lexical lead (how far its BM25 score stands above the
 query's typical best, in the signal's own spread, worth 0.5 of a spread of
 similarity, and 0.25 more for each word of the query that names something
-exactly, up to two). The best of those seed a two-hop walk (each with strength
+exactly, up to two). A conversation turn also gains 0.3 of the lead of the
+turn that answered it, and a turn said by a speaker the query names one spread
+of similarity. The best of those seed a two-hop walk (each with strength
 ``exp((score - best) / 0.03)``), beside the hubs of the concepts the query
 names; a hub passes on 1/degree of what reaches it. A memory then adds 1.2 ×
 the sum of its best paths, except that one anchor never carries it past a

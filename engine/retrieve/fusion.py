@@ -169,6 +169,42 @@ def specific_terms(query: str) -> int:
     return count
 
 
+FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
+"""Words by which a query speaks of its asker."""
+FIRST_PERSON_SPEAKERS = frozenset({"user", "human", "me"})
+"""Speaker labels that stand for the person a conversation's assistant talks to:
+the first person of a query names them."""
+_CAPITALIZED = re.compile(r"\b[A-Z][^\W_]*")
+
+
+def _words(text: str) -> set[str]:
+    """The case-folded words of ``text``, possessives also without their ending
+    ("Caroline's" is also "caroline")."""
+    words = {m.group().casefold() for m in _TERM.finditer(text)}
+    return words | {re.split("['’]", w)[0] for w in words}
+
+
+def could_name_speaker(query: str) -> bool:
+    """Whether ``query`` has a word that could name a speaker: the first person, or
+    a capitalized word other than "I" (a cheap test before any speaker is looked
+    up)."""
+    if _words(query) & FIRST_PERSON:
+        return True
+    return any(w != "I" for w in _CAPITALIZED.findall(query))
+
+
+def speakers_named(query: str, speakers: set[str]) -> set[str]:
+    """The speakers among ``speakers`` that ``query`` names: by their label, whole
+    words in any case ("what did Caroline say" names ``caroline``), or by the
+    first person when the label stands for the assistant's counterpart ("what did
+    I decide" names ``user``)."""
+    words = _words(query)
+    named = {s for s in speakers if _words(s) and _words(s) <= words}
+    if words & FIRST_PERSON:
+        named |= {s for s in speakers if s.casefold() in FIRST_PERSON_SPEAKERS}
+    return named
+
+
 def lifted(direct: float, strength: float, best: float, *, weight: float, cap: float) -> float:
     """A direct score raised by graph evidence, ``weight`` × path strength, where
     the strongest single anchor's share (``best`` of ``strength``) lifts by at

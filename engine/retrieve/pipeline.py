@@ -22,11 +22,13 @@ from engine.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, 
 from engine.retrieve.config import SearchConfig
 from engine.retrieve.fusion import (
     calibrated,
+    could_name_speaker,
     lifted,
     max_normalized,
     mmr,
     rrf,
     seed_composite,
+    speakers_named,
     specific_terms,
     spread,
     weighted,
@@ -135,6 +137,8 @@ def retrieve(
         )
         if config.turn_context > 0.0 and direct:
             _in_context(store, collection, direct, dense, query_vector, filters, config)
+        if config.speaker_lean > 0.0 and direct:
+            _lean_to_speakers(store, collection, query, direct, dense, config)
 
     hubs: list[HubMatch] = []
     graph: dict[str, float] = {}
@@ -282,6 +286,35 @@ def _in_context(
     scores = {mid: direct.get(mid, dense.get(mid, floor)) for mid in involved}
     for mid, nxt in successor.items():
         direct[mid] = scores[mid] + config.turn_context * max(0.0, scores[nxt] - floor)
+
+
+def _lean_to_speakers(
+    store: GraphStore,
+    collection: str,
+    query: str,
+    direct: dict[str, float],
+    dense: Mapping[str, float],
+    config: SearchConfig,
+) -> None:
+    """Turns said by a speaker the query names gain ``speaker_lean`` spreads of
+    similarity. Only when the query has a word that could name one (a name, or
+    the first person), the candidates come from more than one speaker, and the
+    query names some of those speakers but not all of them. Updates ``direct``
+    in place."""
+    if not could_name_speaker(query):
+        return
+    found = store.get_memories(collection, [mid for mid, _ in _top(direct, config.candidates)])
+    speakers = {m.speaker for m in found.values() if m.speaker}
+    named = speakers_named(query, speakers) if len(speakers) > 1 else set()
+    if not named or named == speakers:
+        return
+    d_spread = spread(dense, config.spread_top) or spread(direct, config.spread_top)
+    if d_spread is None:
+        return
+    lean = config.speaker_lean * d_spread.std
+    for mid, memory in found.items():
+        if memory.speaker in named:
+            direct[mid] += lean
 
 
 def _lexical_weight(query: str, config: SearchConfig) -> float:
