@@ -90,7 +90,7 @@ def used_together(
 ) -> UsedTogetherOut:
     """Memories used together (real use): each pair's ASSOCIATED edge gains 0.1 up
     to 1.0 (created at 0.3), and each memory's edges to the context's concepts
-    too. A bare recall never takes an edge past 0.6; this does."""
+    too. A bare recall moves no edge's weight; this does."""
     edges = service.record_use(collection, body.ids, context=body.context)
     return UsedTogetherOut(edges=[EdgeOut.from_engine(e) for e in edges])
 
