@@ -1,12 +1,15 @@
 """The graph explorer page, in a real browser: headless Chromium (Debian's
 ``chromium`` package) loads /explore from a running server, and what it drew must
-be what the API answers. Skipped, with the reason, where no Chromium is installed.
+be what the API answers. Skipped, with the reason, where no Chromium is installed;
+with ``EXPLORER_REQUIRED=1`` (CI, which installs one) that fails instead, so a
+failed install cannot pass unnoticed.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -56,10 +59,13 @@ def chromium() -> str:
         found = shutil.which(name)
         if found:
             return found
-    pytest.skip(
+    reason = (
         "no Chromium on PATH (Debian: apt-get install chromium): the explorer's "
         "browser test did not run"
     )
+    if os.environ.get("EXPLORER_REQUIRED") == "1":
+        pytest.fail(f"EXPLORER_REQUIRED=1 but {reason}")
+    pytest.skip(reason)
 
 
 def browse(url: str, tmp_path: Path, *extra: str) -> str:
@@ -150,6 +156,20 @@ def test_a_recall_on_the_page_lists_what_the_api_ranks(app: FastAPI, tmp_path: P
         assert f"Memory:{ids[0]}" in model["nodes"]
         for path in answer["results"][0]["paths"]:
             assert f"{path['anchor']['kind']}:{path['anchor']['name']}" in model["nodes"]
+
+
+def test_without_chromium_the_browser_tests_skip_unless_required(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("EXPLORER_REQUIRED", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no Chromium on PATH"):
+        chromium()
+    monkeypatch.setenv("EXPLORER_REQUIRED", "1")
+    with pytest.raises((pytest.skip.Exception, pytest.fail.Exception)) as outcome:
+        chromium()
+    assert outcome.type is pytest.fail.Exception, "skipped although required"
+    assert "EXPLORER_REQUIRED=1 but no Chromium" in str(outcome.value)
 
 
 def test_the_page_is_static_and_its_library_is_served_locally(client: TestClient) -> None:
