@@ -66,15 +66,17 @@ CollectionDep = Annotated[str, Depends(get_collection)]
 
 
 def unwritten_collection_warnings(
-    service: Hippocampus, access: Access, collection: str, found: int
+    service: Hippocampus, access: Access, collection: str, found: int | None
 ) -> list[str]:
     """A warning when a read found nothing because the collection holds no memory
     at all (a misspelt name reads as an empty answer otherwise).
 
     Reading a collection is not an error: a new persona's first recall is empty
-    too. The count names only collections the caller's key may see.
+    too. The count names only collections the caller's key may see. ``found`` is
+    what the read found (``None``: it did not look, so it cannot tell); only an
+    empty answer lists the collections, which reads every memory's collection.
     """
-    if found:
+    if found is None or found:
         return []
     known = service.collections()
     if collection in known:

@@ -324,6 +324,9 @@ def create_mcp_server(
         except HippoError as e:
             raise _fail(e) from e
         body = MessageOut.from_engine(outcome)
+        body.warnings += unwritten_collection_warnings(
+            service, access_of(ctx.headers), name, outcome.candidates
+        )
         lines = [
             f"{i}. surfacing_id={s.surfacing_id} (confidence {s.confidence:.2f}) "
             f"[{s.memory.category}] {_cut(s.memory.content)}"
@@ -333,6 +336,7 @@ def create_mcp_server(
         if not lines:
             lines.append(f"Nothing to offer now{f': {body.held_back}' if body.held_back else ''}.")
         lines.append(f"conversation: {state.type}, {state.messages} messages")
+        lines += [f"warning: {w}" for w in body.warnings]
         return _result("\n".join(lines), body)
 
     @mcp.tool(
@@ -413,12 +417,14 @@ def create_mcp_server(
         body = ResurfaceOut(
             scheduler=service.scheduler.name,
             results=[DueOut(urgency=u, memory=MemoryOut.from_engine(m)) for m, u in due],
+            warnings=unwritten_collection_warnings(service, access_of(ctx.headers), name, len(due)),
         )
         lines = [
             _memory_line(i, d.memory) + f" (urgency {d.urgency:.2f})"
             for i, d in enumerate(body.results, start=1)
-        ]
-        return _result("\n".join(lines) or "Nothing is due.", body)
+        ] or ["Nothing is due."]
+        lines += [f"warning: {w}" for w in body.warnings]
+        return _result("\n".join(lines), body)
 
     @mcp.tool(
         description="What a collection holds: memories by category and tier, graph size, "
@@ -431,6 +437,7 @@ def create_mcp_server(
             s = service.stats(name)
         except HippoError as e:
             raise _fail(e) from e
+        warnings = unwritten_collection_warnings(service, access_of(ctx.headers), name, s.memories)
         by_category = dict(s.by_category)
         body = {
             "collection": s.collection,
@@ -440,13 +447,15 @@ def create_mcp_server(
             "pending_embeddings": s.pending_embeddings,
             "hubs": s.hubs,
             "edges": s.edges,
+            "warnings": warnings,
         }
         categories = ", ".join(f"{k} {v}" for k, v in sorted(by_category.items()))
-        return _result(
+        lines = [
             f"{name}: {s.memories} memories ({categories or 'none'}), {s.edges} edges, "
             f"{s.pending_embeddings} waiting for a vector",
-            body,
-        )
+            *(f"warning: {w}" for w in warnings),
+        ]
+        return _result("\n".join(lines), body)
 
     @mcp.resource(
         "hippo://collections/{collection}/summary",

@@ -1059,6 +1059,9 @@ class StatsOut(BaseModel):
     graph: GraphHealthOut | None = None
     surfacing: SurfacingMetricsOut | None = None
     latency: LatencyOut | None = None
+    warnings: list[str] = Field(
+        default_factory=list, description="e.g. the collection holds no memories at all."
+    )
 
     @classmethod
     def from_engine(
@@ -1136,7 +1139,8 @@ class MessageOut(BaseModel):
     conversation: ConversationOut
     held_back: str | None = Field(description="Why nothing could be offered, when a gate said so.")
     warnings: list[str] = Field(
-        description="What was degraded: an embedder that failed (text and graph only)."
+        description="What was degraded (an embedder that failed: text and graph only), or "
+        "that the collection holds no memories at all."
     )
 
     @classmethod
@@ -1197,6 +1201,9 @@ class DueOut(BaseModel):
 class ResurfaceOut(BaseModel):
     scheduler: str
     results: list[DueOut]
+    warnings: list[str] = Field(
+        default_factory=list, description="e.g. the collection holds no memories at all."
+    )
 
 
 class HealthOut(BaseModel):

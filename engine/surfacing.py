@@ -143,7 +143,9 @@ class MessageOutcome(BaseModel):
     """What one message brought: the insights (0-3) and the conversation state;
     ``held_back`` says why nothing was offered when a conversation-wide gate
     stopped it (momentum); ``warnings`` what was degraded (an embedder that
-    failed: candidates came from text and graph only)."""
+    failed: candidates came from text and graph only); ``candidates`` how many
+    memories the message's retrieval weighed (``None`` when it was held back
+    before retrieval): none at all says the collection may hold no memories."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -151,6 +153,7 @@ class MessageOutcome(BaseModel):
     conversation: ConversationView
     held_back: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    candidates: int | None = None
 
 
 class Surfacing(BaseModel):
@@ -302,6 +305,7 @@ class Surfacer:
             ctype = state.type
             threshold = learned.thresholds.value(ctype, cfg.threshold(ctype))
             insights: list[Insight] = []
+            candidates: int | None = None
             held_back = None
             warnings: list[str] = []
             if state.momentum > cfg.max_momentum:
@@ -311,7 +315,7 @@ class Surfacer:
                     "give each message the time it was said as `at`)"
                 )
             else:
-                insights = self._offer(
+                insights, candidates = self._offer(
                     collection,
                     state,
                     learned,
@@ -334,6 +338,7 @@ class Surfacer:
             conversation=_view(state, predicted),
             held_back=held_back,
             warnings=warnings,
+            candidates=candidates,
         )
 
     def _predict(
@@ -366,7 +371,8 @@ class Surfacer:
         at: datetime,
         counters: SurfaceCounters,
         warnings: list[str],
-    ) -> list[Insight]:
+    ) -> tuple[list[Insight], int]:
+        """The insights to offer, and how many memories retrieval weighed for them."""
         cfg = self.config
         # Three looks: what the conversation is about now, the topics predicted
         # next that it has not mentioned lately, and what it will come to need.
@@ -518,7 +524,7 @@ class Surfacer:
                     )
                 ],
             )
-        return [item.insight for item in chosen]
+        return [item.insight for item in chosen], len(candidates)
 
     # -- engagement ----------------------------------------------------------------
 

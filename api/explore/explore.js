@@ -252,7 +252,9 @@
     if (!state.collection) throw new Error("name a collection first");
   }
 
-  window.hippoExplorer = { model: { nodes: [], edges: [] }, results: [] };
+  // For scripts and the browser test: what is drawn, the recall results, and the
+  // graph itself (e.g. hippoExplorer.cy.$id("Concept:redis").emit("tap") expands a node).
+  window.hippoExplorer = { model: { nodes: [], edges: [] }, results: [], cy };
 
   $("search").addEventListener("submit", (ev) => {
     ev.preventDefault();

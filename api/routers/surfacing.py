@@ -7,7 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from api.deps import CollectionDep, ServiceDep
+from api.auth import AccessDep
+from api.deps import CollectionDep, ServiceDep, unwritten_collection_warnings
 from api.schemas import (
     ERROR_RESPONSES,
     ConversationOut,
@@ -34,11 +35,17 @@ Id = Annotated[str, Path(min_length=1, max_length=200)]
 
 @router.post("/conversations/{conversation_id}/messages", response_model=MessageOut)
 def message(
-    conversation_id: Id, body: MessageIn, collection: CollectionDep, service: ServiceDep
+    conversation_id: Id,
+    body: MessageIn,
+    collection: CollectionDep,
+    service: ServiceDep,
+    access: AccessDep,
 ) -> MessageOut:
     """Take one message of a conversation in and return 0-3 insights to offer now,
     each with its surfacing id, confidence and the gates it passed, and the
-    conversation's state (type, domain, momentum, recent and predicted topics)."""
+    conversation's state (type, domain, momentum, recent and predicted topics).
+    A collection that holds no memories has nothing to offer and says so in
+    `warnings`."""
     outcome = service.message(
         collection,
         conversation_id,
@@ -47,7 +54,9 @@ def message(
         at=body.at,
         conversation_type=body.conversation_type,
     )
-    return MessageOut.from_engine(outcome)
+    out = MessageOut.from_engine(outcome)
+    out.warnings += unwritten_collection_warnings(service, access, collection, outcome.candidates)
+    return out
 
 
 @router.get("/conversations/{conversation_id}", response_model=ConversationOut)
@@ -90,7 +99,7 @@ def used_together(
 ) -> UsedTogetherOut:
     """Memories used together (real use): each pair's ASSOCIATED edge gains 0.1 up
     to 1.0 (created at 0.3), and each memory's edges to the context's concepts
-    too. A bare recall never takes an edge past 0.6; this does."""
+    too. A bare recall moves no edge's weight; this does."""
     edges = service.record_use(collection, body.ids, context=body.context)
     return UsedTogetherOut(edges=[EdgeOut.from_engine(e) for e in edges])
 
@@ -99,12 +108,14 @@ def used_together(
 def resurface(
     collection: CollectionDep,
     service: ServiceDep,
+    access: AccessDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> ResurfaceOut:
     """Memories due for spaced repetition, most valuable (confidence × importance)
-    first."""
+    first. A collection that holds no memories says so in `warnings`."""
     due = service.resurface(collection, limit=limit)
     return ResurfaceOut(
         scheduler=service.scheduler.name,
         results=[DueOut(urgency=u, memory=MemoryOut.from_engine(m)) for m, u in due],
+        warnings=unwritten_collection_warnings(service, access, collection, len(due)),
     )

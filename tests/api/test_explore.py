@@ -1,15 +1,24 @@
 """The graph explorer page, in a real browser: headless Chromium (Debian's
 ``chromium`` package) loads /explore from a running server, and what it drew must
-be what the API answers. Skipped, with the reason, where no Chromium is installed.
+be what the API answers, before and after a node is clicked. Skipped, with the
+reason, where no Chromium is installed; with ``EXPLORER_REQUIRED=1`` (CI, which
+installs one) that fails instead, so a failed install cannot pass unnoticed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import html
 import json
+import os
 import re
+import select
 import shutil
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +57,21 @@ MEMORIES: list[dict[str, Any]] = [
         "concepts": ["postgres", "migration"],
         "domains": ["payments"],
     },
+    # A contradiction: the second is linked to the first by CONFLICTS_WITH.
+    {
+        "content": "The checkout_v2 feature flag is enabled in production",
+        "category": "decision",
+        "concepts": ["checkout", "feature flag"],
+    },
+    {
+        "content": "The checkout_v2 feature flag is not enabled in production",
+        "category": "decision",
+        "concepts": ["checkout", "feature flag"],
+    },
 ]
+ENABLED, NOT_ENABLED = 4, 5
+USED_TOGETHER = (0, NOT_ENABLED)
+"""Memories used together: an ASSOCIATED edge between them."""
 
 
 def chromium() -> str:
@@ -56,10 +79,13 @@ def chromium() -> str:
         found = shutil.which(name)
         if found:
             return found
-    pytest.skip(
+    reason = (
         "no Chromium on PATH (Debian: apt-get install chromium): the explorer's "
         "browser test did not run"
     )
+    if os.environ.get("EXPLORER_REQUIRED") == "1":
+        pytest.fail(f"EXPLORER_REQUIRED=1 but {reason}")
+    pytest.skip(reason)
 
 
 def browse(url: str, tmp_path: Path, *extra: str) -> str:
@@ -101,7 +127,165 @@ def seed(url: str) -> list[str]:
         r = httpx.post(f"{url}{BASE}/memories", json=body, headers=ALPHA)
         assert r.status_code == 201, r.text
         ids.append(r.json()["id"])
+    assert r.json()["conflicts_with"] == [ids[ENABLED]]
+    r = httpx.post(
+        f"{url}{BASE}/memories/used-together",
+        json={"ids": [ids[i] for i in USED_TOGETHER]},
+        headers=ALPHA,
+    )
+    assert r.status_code == 200 and len(r.json()["edges"]) == 1, r.text
     return ids
+
+
+def graph_of(url: str, center: str) -> tuple[set[str], set[tuple[str, str, str]]]:
+    """The nodes and edges /graph answers around ``center``, as the page asks for them."""
+    r = httpx.get(
+        f"{url}{BASE}/graph",
+        params={"center": center, "depth": 1, "max_nodes": 150},
+        headers=ALPHA,
+    )
+    assert r.status_code == 200, r.text
+    graph = r.json()
+    return {n["id"] for n in graph["nodes"]}, {
+        (e["source"], e["type"], e["target"]) for e in graph["edges"]
+    }
+
+
+class DevTools:
+    """Headless Chromium driven over the DevTools protocol on a pipe
+    (``--remote-debugging-pipe``: commands in on its fd 3, answers out on its fd 4,
+    each a JSON text ended by a NUL), so a test can act on a page as a user would
+    without a browser-automation package."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        commands_r, self._commands = _pipe()
+        self._answers, answers_w = _pipe()
+        self._log = tmp_path / "chromium.log"
+        with self._log.open("wb") as log:
+            # bash moves the child's ends to fds 3 and 4; ours are above 10, clear of them.
+            self._process = subprocess.Popen(
+                [
+                    "bash",
+                    "-c",
+                    f'exec "$0" "$@" 3<&{commands_r} 4>&{answers_w} {commands_r}<&- {answers_w}>&-',
+                    chromium(),
+                    "--headless",
+                    "--no-sandbox",  # tests may run as root (CI containers)
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--no-first-run",
+                    f"--user-data-dir={tmp_path / 'profile'}",
+                    "--window-size=1280,800",
+                    "--remote-debugging-pipe",
+                    "about:blank",
+                ],
+                pass_fds=(commands_r, answers_w),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        os.close(commands_r)
+        os.close(answers_w)
+        self._buffer = b""
+        self._last_id = 0
+        self._session: str | None = None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.call("Browser.close", timeout=10)
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        os.close(self._commands)
+        os.close(self._answers)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60) -> Any:
+        """Send one command (to the open page, once there is one) and return its result."""
+        self._last_id += 1
+        message: dict[str, Any] = {"id": self._last_id, "method": method, "params": params or {}}
+        if self._session is not None and not method.startswith(("Target.", "Browser.")):
+            message["sessionId"] = self._session
+        data = json.dumps(message).encode() + b"\0"
+        while data:
+            data = data[os.write(self._commands, data) :]
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self._receive(deadline, method)
+            if answer.get("id") == self._last_id:  # anything else is an event: not needed
+                if "error" in answer:
+                    raise RuntimeError(f"{method}: {answer['error']}")
+                return answer.get("result", {})
+
+    def _receive(self, deadline: float, waiting_for: str) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            left = deadline - time.monotonic()
+            readable, _, _ = select.select([self._answers], [], [], max(0.0, left))
+            if not readable:
+                raise TimeoutError(f"no answer to {waiting_for}: {self._log.read_text()[-2000:]}")
+            chunk = os.read(self._answers, 1 << 16)
+            if not chunk:
+                raise RuntimeError(f"Chromium closed the pipe: {self._log.read_text()[-2000:]}")
+            self._buffer += chunk
+        message, _, self._buffer = self._buffer.partition(b"\0")
+        answer: dict[str, Any] = json.loads(message)
+        return answer
+
+    def open(self, url: str) -> None:
+        target = self.call("Target.createTarget", {"url": url})["targetId"]
+        attached = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})
+        self._session = attached["sessionId"]
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page (promises awaited)."""
+        done = self.call(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+        )
+        if "exceptionDetails" in done:
+            raise RuntimeError(f"{expression}: {done['exceptionDetails']}")
+        return done["result"].get("value")
+
+    def wait_until(self, expression: str, timeout: float = 60) -> None:
+        """Poll ``expression`` in the page until it is true; fail after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if self.evaluate(expression) is True:
+                    return
+            except RuntimeError:
+                pass  # the page is still loading: its context may come and go
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the page never met {expression}")
+            time.sleep(0.05)
+
+
+def _pipe() -> tuple[int, int]:
+    """A pipe whose ends are numbered 10 or more (and close on exec unless passed)."""
+    ends = []
+    for end in os.pipe():
+        ends.append(fcntl.fcntl(end, fcntl.F_DUPFD_CLOEXEC, 10))
+        os.close(end)
+    return ends[0], ends[1]
+
+
+@contextmanager
+def devtools(tmp_path: Path) -> Iterator[DevTools]:
+    browser = DevTools(tmp_path)
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+READY = "document.body !== null && document.body.dataset.state === 'ready'"
+MODEL = "JSON.stringify(window.hippoExplorer.model)"
+
+
+def drawn_now(page: DevTools) -> tuple[set[str], set[tuple[str, str, str]]]:
+    model = json.loads(page.evaluate(MODEL))
+    return set(model["nodes"]), {(s, t, d) for s, t, d in model["edges"]}
 
 
 def test_the_page_draws_what_the_graph_api_answers(app: FastAPI, tmp_path: Path) -> None:
@@ -130,6 +314,30 @@ def test_the_page_draws_what_the_graph_api_answers(app: FastAPI, tmp_path: Path)
         assert len(data) > 20_000  # a drawn graph, not a blank page
 
 
+def test_memory_to_memory_edges_are_drawn_and_a_click_expands_a_node(
+    app: FastAPI, tmp_path: Path
+) -> None:
+    with live_server(app) as url:
+        ids = seed(url)
+        center = f"Memory:{ids[NOT_ENABLED]}"
+        partner = f"Memory:{ids[USED_TOGETHER[0]]}"
+        with devtools(tmp_path) as page:
+            page.open(f"{url}/explore?collection=team:alpha&center={center}#key={ALPHA_KEY}")
+            page.wait_until(READY)
+            nodes, edges = drawn_now(page)
+            assert (nodes, edges) == graph_of(url, center)
+            assert (center, "CONFLICTS_WITH", f"Memory:{ids[ENABLED]}") in edges
+            assert (center, "ASSOCIATED", partner) in edges
+
+            # A click on the partner expands it: what /graph answers around it is added.
+            tap = f"hippoExplorer.cy.$id({json.dumps(partner)}).emit('tap')"
+            assert page.evaluate(f"{tap}, document.body.dataset.state") == "busy"
+            page.wait_until(READY)
+            around_nodes, around_edges = graph_of(url, partner)
+            assert "Concept:redis" in around_nodes - nodes
+            assert drawn_now(page) == (nodes | around_nodes, edges | around_edges)
+
+
 def test_a_recall_on_the_page_lists_what_the_api_ranks(app: FastAPI, tmp_path: Path) -> None:
     chromium()
     with live_server(app) as url:
@@ -150,6 +358,20 @@ def test_a_recall_on_the_page_lists_what_the_api_ranks(app: FastAPI, tmp_path: P
         assert f"Memory:{ids[0]}" in model["nodes"]
         for path in answer["results"][0]["paths"]:
             assert f"{path['anchor']['kind']}:{path['anchor']['name']}" in model["nodes"]
+
+
+def test_without_chromium_the_browser_tests_skip_unless_required(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("EXPLORER_REQUIRED", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no Chromium on PATH"):
+        chromium()
+    monkeypatch.setenv("EXPLORER_REQUIRED", "1")
+    with pytest.raises((pytest.skip.Exception, pytest.fail.Exception)) as outcome:
+        chromium()
+    assert outcome.type is pytest.fail.Exception, "skipped although required"
+    assert "EXPLORER_REQUIRED=1 but no Chromium" in str(outcome.value)
 
 
 def test_the_page_is_static_and_its_library_is_served_locally(client: TestClient) -> None:

@@ -175,8 +175,12 @@ def test_round_trip_over_http_with_keys(app: FastAPI) -> None:
                     "remember", {"memories": [{"content": FIX}], "collection": "team:alpha"}
                 )
                 assert refused.is_error
-                own = structured(await beta.call_tool("stats", {}))
+                stats = await beta.call_tool("stats", {})
+                own = structured(stats)
                 assert own["collection"] == "team:beta" and own["memories"] == 0
+                # Nothing was ever written to team:beta, and the answer says so.
+                assert "holds no memories" in own["warnings"][0]
+                assert "warning: collection 'team:beta'" in text_of(stats)
                 with pytest.raises(MCPError):
                     await beta.read_resource("hippo://collections/team:alpha/summary")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from tests.api.helpers import ALPHA, remember
+from tests.api.helpers import ADMIN, ALPHA, remember
 
 
 def test_stats_counts_memories_by_category_and_tier(client: TestClient) -> None:
@@ -33,3 +33,14 @@ def test_stats_of_an_empty_collection_are_zero(client: TestClient) -> None:
     stats = client.get("/v1/collections/team:alpha/stats", headers=ALPHA).json()
     assert stats["memories"] == 0
     assert stats["by_category"] == {}
+
+
+def test_stats_of_a_collection_never_written_say_so(client: TestClient) -> None:
+    remember(client, "Use idempotency keys on payment requests", category="pattern")
+    r = client.get("/v1/collections/team:alpah/stats", headers=ADMIN)
+    assert r.status_code == 200 and r.json()["memories"] == 0
+    (warning,) = r.json()["warnings"]
+    assert (
+        "'team:alpah' holds no memories" in warning and "1 collection you may read holds" in warning
+    )
+    assert client.get("/v1/collections/team:alpha/stats", headers=ALPHA).json()["warnings"] == []

@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.api.helpers import ALPHA, BETA, remember
+from tests.api.helpers import ADMIN, ALPHA, BETA, remember
 
 BASE = "/v1/collections/team:alpha"
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
@@ -165,3 +165,28 @@ def test_messages_without_at_at_curl_speed_are_held_back_saying_why(client: Test
         r = client.post(f"{BASE}/conversations/fast/messages", json={"text": text}, headers=ALPHA)
         held = r.json()["held_back"]
     assert held is not None and "momentum" in held and "`at`" in held
+
+
+def test_messages_and_resurfacing_on_a_collection_never_written_say_so(
+    client: TestClient,
+) -> None:
+    remember(client, FIX, category="bug_fix")
+    misspelt = "/v1/collections/team:alpah"
+    text = "the redis connection pool looks exhausted at checkout"
+    r = client.post(
+        f"{misspelt}/conversations/chat-1/messages",
+        json={"text": text, "at": T0.isoformat()},
+        headers=ADMIN,
+    )
+    assert r.status_code == 200 and r.json()["insights"] == []
+    (warning,) = r.json()["warnings"]
+    assert (
+        "'team:alpah' holds no memories" in warning and "1 collection you may read holds" in warning
+    )
+    r = client.get(f"{misspelt}/resurface", headers=ADMIN)
+    assert r.status_code == 200 and r.json()["results"] == []
+    assert "'team:alpah' holds no memories" in r.json()["warnings"][0]
+    # A collection that holds memories says nothing of the kind, offering nothing or not.
+    assert say(client, "the office plants need water on mondays", 0)["warnings"] == []
+    due = client.get(f"{BASE}/resurface", headers=ALPHA).json()
+    assert due["results"] == [] and due["warnings"] == []

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine.model import Memory, RetrievalMeta, content_hash
+from engine.retrieve import DEFAULT_RECIPE, RECIPES
 from engine.schedule import FsrsScheduler, SeedScheduler, seed_decay_score
 from engine.surface.conversation import ConversationState, type_votes
 from engine.surface.predict import (
@@ -52,6 +53,13 @@ def test_thresholds_start_at_the_seed_values() -> None:
         "ignored": 0.5,
         "dismissed": 1.0,
     }
+
+
+def test_predictive_retrieval_asks_a_graph_only_candidate_for_the_seeds_path_strength() -> None:
+    # Seed 004 calls its graph retrieval with minPathStrength 0.6 when predicting,
+    # above the 0.5 that explicit recall keeps (the function's default).
+    assert SurfaceConfig().min_path_strength == 0.6
+    assert RECIPES[DEFAULT_RECIPE].min_path_strength == 0.5
 
 
 @pytest.mark.parametrize("kind", ["used", "helpful"])

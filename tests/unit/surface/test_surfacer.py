@@ -77,7 +77,15 @@ def test_an_on_topic_memory_is_offered_with_the_gates_it_passed(svc: Hippocampus
 
 def test_one_matching_topic_is_not_enough(svc: Hippocampus) -> None:
     add(svc, "pool", "Raise the redis connection pool before checkout load tests", ["checkout"])
-    assert say(svc, "c1", MESSAGE, 0).insights == []
+    out = say(svc, "c1", MESSAGE, 0)
+    assert out.insights == []
+    # Weighed and held back: the collection has memories, this one did not fit.
+    assert out.candidates == 1
+
+
+def test_a_message_in_a_collection_without_memories_weighs_none(svc: Hippocampus) -> None:
+    out = say(svc, "c1", MESSAGE, 0)
+    assert out.insights == [] and out.candidates == 0
 
 
 def test_a_fast_conversation_is_not_interrupted(svc: Hippocampus) -> None:
@@ -86,6 +94,7 @@ def test_a_fast_conversation_is_not_interrupted(svc: Hippocampus) -> None:
         out = say(svc, "c1", f"{MESSAGE} {i}", i * 0.1)
     assert out.insights == []
     assert out.held_back is not None and "momentum" in out.held_back
+    assert out.candidates is None  # held back before retrieval looked
 
 
 def test_the_confidence_bar_holds_weak_offers_back(
