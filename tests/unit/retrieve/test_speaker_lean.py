@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from engine.embed import HashingEmbedder
 from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory
 from engine.retrieve.config import ASSOCIATIVE
 from engine.retrieve.fusion import could_name_speaker, speakers_named
 from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from tests.unit.retrieve.turns import hashing_service, remember_turns
 
 C = "persona:speakers"
-T0 = datetime(2026, 4, 2, 18, 0, tzinfo=UTC)
 
 # The asker's own decision, and replies that talk about the same things at length.
 TURNS = [
@@ -55,28 +51,12 @@ QUERY = "which ledger database did I decide on"
 
 @pytest.fixture
 def service(tmp_path: Path, spacy_extractor: SpacyConceptExtractor) -> Iterator[Hippocampus]:
-    svc = Hippocampus(EmbeddedStore(tmp_path / "data"), HashingEmbedder(), spacy_extractor)
-    try:
-        yield svc
-    finally:
-        svc.close()
+    yield from hashing_service(tmp_path / "data", spacy_extractor)
 
 
 def _remember(svc: Hippocampus, speakers: list[str | None]) -> list[str]:
-    outcomes = svc.remember_many(
-        C,
-        [
-            NewMemory(
-                content=text,
-                conversation_id=None,
-                speaker=speaker,
-                occurred_at=T0 + timedelta(minutes=i),
-                source="human",
-            )
-            for i, ((_, text), speaker) in enumerate(zip(TURNS, speakers, strict=True))
-        ],
-    )
-    return [o.memory.id for o in outcomes if o.memory is not None]
+    turns = [(speaker, text) for speaker, (_, text) in zip(speakers, TURNS, strict=True)]
+    return remember_turns(svc, C, turns, None)
 
 
 def test_the_first_person_names_the_user_and_a_label_names_its_speaker() -> None:

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from engine.embed import HashingEmbedder
 from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory, RecallFilters
+from engine.model import RecallFilters
 from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from tests.unit.retrieve.turns import hashing_service, remember_turns
 
 C = "persona:turns"
-T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 QUERY = "show me how to implement the login feature with password hashing"
 
 TURNS = [
@@ -33,32 +30,11 @@ TURNS = [
 
 @pytest.fixture
 def service(tmp_path: Path, spacy_extractor: SpacyConceptExtractor) -> Iterator[Hippocampus]:
-    svc = Hippocampus(EmbeddedStore(tmp_path / "data"), HashingEmbedder(), spacy_extractor)
-    try:
-        yield svc
-    finally:
-        svc.close()
+    yield from hashing_service(tmp_path / "data", spacy_extractor)
 
 
 def _remember(svc: Hippocampus, conversation: str | None) -> list[str]:
-    outcomes = svc.remember_many(
-        C,
-        [
-            NewMemory(
-                content=text,
-                conversation_id=conversation,
-                speaker=speaker,
-                occurred_at=T0 + timedelta(minutes=i),
-                source="human",
-            )
-            for i, (speaker, text) in enumerate(TURNS)
-        ],
-    )
-    ids = []
-    for outcome in outcomes:
-        assert outcome.memory is not None
-        ids.append(outcome.memory.id)
-    return ids
+    return remember_turns(svc, C, TURNS, conversation)
 
 
 def test_a_turn_is_found_through_the_reply_that_answers_the_query(service: Hippocampus) -> None:
