@@ -1,0 +1,84 @@
+"""Conversations and proactive surfacing: the service side of
+:class:`engine.surfacing.Surfacer`, which holds the surfacing itself."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from engine.errors import InvalidInputError
+from engine.jobs.core import ServiceCore
+from engine.model import Memory, Tier, utcnow
+from engine.surface import SurfaceMetrics
+from engine.surfacing import ConversationView, MessageOutcome
+
+
+class ConversationJobs(ServiceCore):
+    """Messages in, insights out; conversations, resurfacing and their metrics."""
+
+    # -- proactive surfacing and spaced repetition ------------------------------------
+
+    def message(
+        self,
+        collection: str,
+        conversation_id: str,
+        text: str,
+        *,
+        role: str = "user",
+        at: datetime | None = None,
+        conversation_type: str | None = None,
+    ) -> MessageOutcome:
+        """Take a conversation message in; returns 0-3 insights to offer now and the
+        conversation's state (see :mod:`engine.surfacing`).
+
+        Raises:
+            InvalidInputError: bad id, text, role, type or time.
+        """
+        self.check_collection(collection)
+        return self.surfacer.message(
+            collection,
+            conversation_id,
+            text,
+            role=role,
+            at=at or utcnow(),
+            conversation_type=conversation_type,
+            max_chars=self.limits.max_content_chars,
+        )
+
+    def conversation(self, collection: str, conversation_id: str) -> ConversationView:
+        """A conversation's state as surfacing sees it.
+
+        Raises:
+            NotFoundError: no such conversation in the collection.
+        """
+        self.check_collection(collection)
+        return self.surfacer.conversation(collection, conversation_id)
+
+    def resurface(
+        self, collection: str, *, limit: int = 10, now: datetime | None = None
+    ) -> list[tuple[Memory, float]]:
+        """Memories due for spaced repetition by the configured scheduler, the most
+        valuable first (confidence × importance), with how overdue each is (due
+        at 1.0). Active memories only.
+
+        Raises:
+            InvalidInputError: a bad limit.
+        """
+        self.check_collection(collection)
+        if not 1 <= limit <= self.limits.max_recall_limit:
+            raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
+        at = now or utcnow()
+        due = []
+        for memory in self.store.iter_memories(collection):
+            if memory.tier != Tier.ACTIVE:
+                continue
+            urgency = self.scheduler.urgency(memory, at)
+            if urgency >= 1.0:
+                value = memory.retrieval.confidence * memory.importance
+                due.append((value, urgency, memory))
+        due.sort(key=lambda item: (-item[0], -item[1], item[2].id))
+        return [(memory, urgency) for _, urgency, memory in due[:limit]]
+
+    def surfacing_metrics(self, collection: str) -> SurfaceMetrics:
+        """Precision, dismissal rates, recall-before-search and lead time."""
+        self.check_collection(collection)
+        return self.surfacer.metrics(collection)

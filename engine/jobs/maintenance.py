@@ -1,0 +1,365 @@
+"""Maintenance: decay, re-embedding, tiers, the quality model and collection stats."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from engine.extract.quality import (
+    QualityAssessment,
+    TrainingRun,
+    assess,
+    feedback_label,
+    quality_features,
+    retrain,
+)
+from engine.jobs.core import FEEDBACK_COUNT_KEY, QUALITY_MODEL_KEY, TIER_PASS_KEY, ServiceCore
+from engine.learn import decay_period
+from engine.learn.tiers import TierChange, tier_change
+from engine.model import Event, Tier, utcnow
+from engine.store import MemoryRecord
+
+# The service's one logger name, as before the split: log configuration keyed on
+# "engine.service" keeps covering every job.
+logger = logging.getLogger("engine.service")
+
+
+class QualityStats(BaseModel):
+    """The quality gate of a collection: its threshold and its model."""
+
+    min_score: float
+    model_version: int = Field(description="0: the prior; +1 per retrained model kept.")
+    trained_at: datetime | None
+    feedback_seen: int
+    last_training: TrainingRun | None
+
+
+class TierReport(BaseModel):
+    """One pass of the tier policy."""
+
+    collection: str
+    examined: int
+    archived: int
+    quarantined: int
+    restored: int
+    promoted: int = 0
+    demoted: int = 0
+    changes: list[dict[str, str]] = Field(
+        description="id, from, to and reason of each memory that moved (first 100)."
+    )
+    feedback: int = Field(description="Memories with feedback (feeds quality retraining).")
+    retrained: TrainingRun | None = None
+
+
+class CollectionStats(BaseModel):
+    collection: str
+    memories: int
+    by_category: dict[str, int]
+    by_tier: dict[str, int]
+    pending_embeddings: int
+    hubs: dict[str, int]
+    edges: dict[str, int]
+    events: int
+    embedder: str
+    extractor: str
+    quality: QualityStats
+    average_quality: float | None = Field(
+        description="Mean quality score of the memories that have one (a running total)."
+    )
+    retrieval_count: int = Field(description="Recalls made of the collection (retrieval events).")
+
+
+class MaintenanceJobs(ServiceCore):
+    """Decay, reindexing, tier passes, quality retraining and stats."""
+
+    # -- maintenance ------------------------------------------------------------
+
+    def decay(self, collection: str, *, now: datetime | None = None) -> int:
+        """One temporal decay pass over the collection's edges (idempotent per
+        day: a second pass the same day changes nothing).
+
+        Returns:
+            How many edges lost weight.
+        """
+        self.check_collection(collection)
+        at = now or utcnow()
+        self.flush_learning()
+        policy = self.learning.decay
+        return self.store.decay_edges(
+            collection,
+            period=decay_period(at),
+            unused_before=at - policy.unused_for,
+            step=policy.step,
+            floor=policy.floor,
+            types=policy.edge_types,
+        )
+
+    def reindex(
+        self,
+        collection: str,
+        *,
+        batch_size: int = 256,
+        limit: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Embed the memories that have no vector from the current model (none yet,
+        or another model's). Resumable: each batch is stored as soon as it is done,
+        so after a crash or an embedder failure a new run takes up the rest.
+
+        Args:
+            batch_size: memories embedded and stored together.
+            limit: embed at most this many (``None``: all of them).
+            progress: called with the size of each batch stored.
+
+        Returns:
+            How many memories were embedded.
+
+        Raises:
+            EmbeddingError: the embedder failed (what was done so far is kept).
+        """
+        self.check_collection(collection)
+        self._embedder.recover()  # a model missing at start may be there now
+        done = 0
+        while limit is None or done < limit:
+            size = batch_size if limit is None else min(batch_size, limit - done)
+            pending = self.store.pending_embeddings(collection, self.embedder.name, size)
+            if not pending:
+                break
+            embedded = self._encode([m.content for m in pending])
+            self.store.set_vectors(
+                collection,
+                [(m.id, embedded.heads[i], self.embedder.name) for i, m in enumerate(pending)],
+                at=utcnow(),
+                passages={
+                    m.id: rows
+                    for m, rows in zip(pending, embedded.passages, strict=True)
+                    if rows is not None
+                },
+            )
+            done += len(pending)
+            if progress is not None:
+                progress(len(pending))
+        self.embed_hubs(collection)
+        if done:
+            logger.info(
+                "re-embedded %d memories of %s with %s", done, collection, self.embedder.name
+            )
+        return done
+
+    def pending_count(self, collection: str) -> int:
+        """How many memories wait for a vector from the current model."""
+        self.check_collection(collection)
+        return self.store.count_pending_embeddings(collection, self.embedder.name)
+
+    def apply_tiers(self, collection: str, *, now: datetime | None = None) -> TierReport:
+        """One pass of the tier policy over the collection: old, little-used memories
+        are archived, repeatedly dismissed or collapsed ones quarantined, archived
+        ones used again restored (see :mod:`engine.learn.tiers`). Also counts the
+        memories with feedback and retrains the quality model when enough more
+        have it (:meth:`maybe_retrain_quality`).
+        """
+        self.check_collection(collection)
+        at = now or utcnow()
+        self.flush_learning()
+        examined = 0
+        feedback = 0
+        changes: list[TierChange] = []
+        for memory in self.store.iter_memories(collection):
+            examined += 1
+            if feedback_label(memory) is not None:
+                feedback += 1
+            change = tier_change(
+                memory, at, self.tiers, quality_exempt=self.quality_config.exempt(memory.source)
+            )
+            if change is not None:
+                changes.append(change)
+        applied: list[TierChange] = []
+        for change in changes:
+            # Read again: the memory may have been edited since the scan.
+            with self._memory_lock(collection, change.memory_id):
+                found = self.store.get_memories(collection, [change.memory_id])
+                current = found.get(change.memory_id)
+                if current is None or current.tier != change.before:
+                    continue
+                promoted_at = current.retrieval.promoted_at
+                if change.promote is not None or change.after != Tier.ACTIVE:
+                    promoted_at = at if change.promote else None
+                moved = current.model_copy(
+                    update={
+                        "tier": change.after,
+                        "updated_at": at,
+                        "retrieval": current.retrieval.model_copy(
+                            update={"promoted_at": promoted_at}
+                        ),
+                    }
+                )
+                self.store.replace_memory(
+                    collection, MemoryRecord(memory=moved), replace_edges=False
+                )
+            applied.append(change)
+            logger.info(
+                "memory %s in %s: %s -> %s (%s)",
+                change.memory_id,
+                collection,
+                change.before.value,
+                change.after.value,
+                change.reason,
+            )
+        if applied:
+            self.store.append_events(
+                collection,
+                [
+                    Event(
+                        type="tier_change",
+                        at=at,
+                        memory_ids=[c.memory_id],
+                        payload={"from": c.stages[0], "to": c.stages[1], "reason": c.reason},
+                    )
+                    for c in applied
+                ],
+            )
+        self.store.put_states(
+            collection,
+            {TIER_PASS_KEY: {"at": at.isoformat()}, FEEDBACK_COUNT_KEY: {"memories": feedback}},
+        )
+        retrained = self.maybe_retrain_quality(collection, feedback, now=at)
+        return TierReport(
+            collection=collection,
+            examined=examined,
+            archived=sum(1 for c in applied if c.after == Tier.ARCHIVED),
+            quarantined=sum(1 for c in applied if c.after == Tier.QUARANTINED),
+            restored=sum(1 for c in applied if c.after == Tier.ACTIVE and c.promote is None),
+            promoted=sum(1 for c in applied if c.promote is True),
+            demoted=sum(1 for c in applied if c.promote is False),
+            changes=[
+                {
+                    "id": c.memory_id,
+                    "from": c.stages[0],
+                    "to": c.stages[1],
+                    "reason": c.reason,
+                }
+                for c in applied[:100]
+            ],
+            feedback=feedback,
+            retrained=retrained,
+        )
+
+    def tier_pass_due(self, collection: str, *, now: datetime | None = None) -> bool:
+        """Whether the tier policy has not run on the collection this (UTC) day."""
+        at = now or utcnow()
+        state = self.store.get_states(collection, [TIER_PASS_KEY]).get(TIER_PASS_KEY)
+        if state is None:
+            return True
+        try:
+            last = datetime.fromisoformat(str(state.get("at")))
+        except ValueError:
+            return True
+        return decay_period(last) != decay_period(at)
+
+    # -- quality ----------------------------------------------------------------
+
+    def assess_quality(
+        self, collection: str, content: str, source: str | None = None
+    ) -> QualityAssessment:
+        """What the quality gate thinks of a text (nothing is stored)."""
+        self.check_collection(collection)
+        return assess(content, source, self.quality_model(collection), self.quality_config)
+
+    def maybe_retrain_quality(
+        self, collection: str, feedback_count: int, *, now: datetime | None = None
+    ) -> TrainingRun | None:
+        """Retrain the quality model when ``feedback_count`` (memories of the
+        collection with feedback) has grown by ``retrain_every`` (500) since the
+        last retraining. Called whenever feedback is recorded: by :meth:`engage` and
+        :meth:`feedback` when a memory gets its first feedback (with the kept
+        count, :meth:`feedback_count`), and by the tier pass (with an exact count).
+
+        Returns:
+            The retraining run, or ``None`` when none was due.
+        """
+        model = self.quality_model(collection)
+        if feedback_count < model.feedback_seen + self.quality_config.retrain_every:
+            return None
+        return self.retrain_quality(collection, now=now)
+
+    def retrain_quality(self, collection: str, *, now: datetime | None = None) -> TrainingRun:
+        """Retrain the collection's quality model from the memories with feedback
+        (see :func:`~engine.extract.quality.feedback_label`). The new model is kept
+        only if it predicts held-out feedback at least as well as the current one;
+        the run (time, metrics of both, the decision) is stored either way and
+        shown by :meth:`stats`.
+        """
+        self.check_collection(collection)
+        at = now or utcnow()
+        examples = []
+        for memory in self.store.iter_memories(collection):
+            label = feedback_label(memory)
+            if label is None:
+                continue
+            trust = self.quality_config.trust_of(memory.source)
+            examples.append((memory.id, quality_features(memory.content, trust), label))
+        model = retrain(
+            self.quality_model(collection),
+            examples,
+            feedback=len(examples),
+            now=at,
+            config=self.quality_config,
+        )
+        self.store.put_states(
+            collection,
+            {
+                QUALITY_MODEL_KEY: model.model_dump(mode="json"),
+                FEEDBACK_COUNT_KEY: {"memories": len(examples)},
+            },
+        )
+        run = model.last_training
+        assert run is not None
+        logger.info(
+            "quality model of %s retrained on %d memories with feedback: %s (held-out log "
+            "loss %s against %s)",
+            collection,
+            len(examples),
+            "kept" if run.accepted else "discarded",
+            f"{run.candidate.log_loss:.4f}" if run.candidate else "n/a",
+            f"{run.previous.log_loss:.4f}" if run.previous else "n/a",
+        )
+        return run
+
+    # -- stats ------------------------------------------------------------------
+
+    def stats(self, collection: str) -> CollectionStats:
+        """Counts by category and tier, memories waiting for a vector from the
+        current model, hubs, edges, events, and the quality gate's model."""
+        self.check_collection(collection)
+        s = self.store.stats(collection)
+        model = self.quality_model(collection)
+        return CollectionStats(
+            collection=collection,
+            memories=s.memories,
+            by_category=s.by_category,
+            by_tier=s.by_tier,
+            pending_embeddings=self.store.count_pending_embeddings(collection, self.embedder.name),
+            hubs=s.hubs,
+            edges=s.edges,
+            events=s.events,
+            # Rounded: a running sum drifts in the last bits with the order of writes.
+            average_quality=round(s.quality_sum / s.quality_scored, 6)
+            if s.quality_scored
+            else None,
+            retrieval_count=s.events_by_type.get("retrieval", 0) + self._queued(collection),
+            embedder=self.embedder.name,
+            extractor=self.extractor.name,
+            quality=QualityStats(
+                min_score=self.quality_config.min_score,
+                model_version=model.version,
+                trained_at=model.trained_at,
+                feedback_seen=model.feedback_seen,
+                last_training=model.last_training,
+            ),
+        )
+
+    def collections(self) -> list[str]:
+        return self.store.list_collections()

@@ -1,0 +1,368 @@
+"""Reading and editing memories, and the records (resources) they index."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from engine.errors import ConflictError, InvalidInputError, NotFoundError
+from engine.extract import Extraction, merge_given
+from engine.extract.quality import assess
+from engine.extract.records import RecordLimits, build_document, indexed_text
+from engine.jobs.core import NOT_EMBEDDED_REASON, _hub_edges
+from engine.jobs.remembering import RememberingJobs
+from engine.model import Memory, MemoryPatch, NewMemory, content_hash, utcnow
+from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
+from engine.store import MemoryRecord, Vector
+
+# The service's one logger name, as before the split: log configuration keyed on
+# "engine.service" keeps covering every job.
+logger = logging.getLogger("engine.service")
+
+
+@dataclass(frozen=True)
+class ResourceOutcome:
+    """What :meth:`Hippocampus.put_resource` did.
+
+    Attributes:
+        action: ``created``, ``updated`` (re-indexed), ``unchanged`` (nothing to
+            re-index: at most the status, priority or fields the document leaves
+            out changed), ``deleted`` (archived) or ``absent`` (archived, and not
+            indexed anyway).
+        memory: the memory indexing the record (``None`` once deleted).
+        reasons: what sanitizing changed, or why nothing was re-indexed.
+    """
+
+    resource_id: str
+    action: str
+    memory: Memory | None
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def reindexed(self) -> bool:
+        return self.action in ("created", "updated")
+
+    @property
+    def embedded(self) -> bool | None:
+        """Whether the record's document has a vector (``False``: it waits for
+        re-embedding); ``None`` once deleted."""
+        return None if self.memory is None else not self.memory.needs_embedding
+
+
+@dataclass(frozen=True)
+class TurnWindow:
+    """A memory with the conversation turns around it, each list in the order they
+    happened (both empty for a memory outside any conversation)."""
+
+    memory: Memory
+    before: list[Memory]
+    after: list[Memory]
+
+
+MAX_TURN_WINDOW = 50
+"""The most turns :meth:`Hippocampus.turns` reads on either side."""
+
+
+class RecordsJobs(RememberingJobs):
+    """Reading, editing and forgetting memories; putting and deleting records."""
+
+    # -- reading and editing ----------------------------------------------------
+
+    def get(self, collection: str, memory_id: str) -> Memory:
+        """The memory, or NotFoundError (also for ids of other collections)."""
+        self.check_collection(collection)
+        found = self.store.get_memories(collection, [memory_id])
+        if memory_id not in found:
+            raise NotFoundError(f"no memory {memory_id!r} in this collection")
+        return found[memory_id]
+
+    def update(
+        self,
+        collection: str,
+        memory_id: str,
+        patch: MemoryPatch,
+        *,
+        now: datetime | None = None,
+    ) -> Memory:
+        """Edit a memory. Content is sanitized like new content; content that
+        changes is re-embedded, re-extracted (its hub edges follow) and re-scored
+        for quality; unchanged content is never re-embedded. If the embedder fails
+        on the new content, the old vector is dropped and the memory is flagged for
+        re-embedding (``embedding_model`` is ``None``), as :meth:`remember` does.
+
+        Raises:
+            NotFoundError: no such memory.
+            InvalidInputError: a field is invalid; nothing is written.
+        """
+        with self._memory_lock(collection, memory_id):
+            return self._update(collection, memory_id, patch, now or utcnow())
+
+    def _update(self, collection: str, memory_id: str, patch: MemoryPatch, at: datetime) -> Memory:
+        current = self.get(collection, memory_id)
+        update: dict[str, Any] = {"updated_at": at}
+        retrieval = current.retrieval.model_copy()
+        vector: Vector | None = None
+        passage_vectors: Vector | None = None
+        content_changed = False
+        for name in ("tags", "domains", "triggers", "concepts"):
+            given_names = getattr(patch, name)
+            if given_names is not None:
+                self._check_names(given_names, name)
+        source = self._check_source(patch.source, "source") if patch.source is not None else None
+        if patch.content is not None:
+            checked = self._prepare(NewMemory(content=patch.content), "")
+            if checked.changes:
+                logger.info(
+                    "memory %s in %s: content sanitized on edit (%s)",
+                    memory_id,
+                    collection,
+                    "; ".join(checked.changes),
+                )
+            text = checked.item.content
+            if checked.digest != current.content_hash:
+                content_changed = True
+                update["content"] = text
+                update["content_hash"] = checked.digest
+                embedded = self._embed([text])
+                vector = embedded.heads[0] if embedded is not None else None
+                passage_vectors = embedded.passages[0] if embedded is not None else None
+                update["embedding_model"] = self.embedder.name if vector is not None else None
+                update["embedding_generated_at"] = at if vector is not None else None
+                extraction = self.extractor.extract_many([text])[0]
+                retrieval.domains = list(extraction.domains)
+                retrieval.triggers = list(extraction.triggers)
+                retrieval.concepts = list(extraction.concepts)
+                retrieval.quality_score = assess(
+                    text,
+                    source if source is not None else current.source,
+                    self.quality_model(collection),
+                    self.quality_config,
+                ).score
+        if patch.category is not None:
+            update["category"] = self._check_new(
+                NewMemory(content="x", category=patch.category), ""
+            ).category
+        if patch.importance is not None:
+            update["importance"] = patch.importance
+        if patch.tier is not None:
+            update["tier"] = patch.tier
+        if source is not None:
+            update["source"] = source
+        if patch.tags is not None:
+            update["tags"] = self._check_names(patch.tags, "tags")
+        if patch.occurred_at is not None:
+            update["occurred_at"] = patch.occurred_at
+        if patch.speaker is not None:
+            update["speaker"] = self._check_speaker(patch.speaker, "speaker")
+        given = merge_given(
+            Extraction(
+                domains=tuple(retrieval.domains),
+                triggers=tuple(retrieval.triggers),
+                concepts=tuple(retrieval.concepts),
+            ),
+            domains=patch.domains,
+            triggers=patch.triggers,
+            concepts=patch.concepts,
+        )
+        hubs_changed = content_changed or any(
+            v is not None for v in (patch.domains, patch.triggers, patch.concepts)
+        )
+        retrieval.domains = list(given.domains)
+        retrieval.triggers = list(given.triggers)
+        retrieval.concepts = list(given.concepts)
+        update["retrieval"] = retrieval
+        try:
+            memory = Memory.model_validate({**current.model_dump(), **update})
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise InvalidInputError(f"{where}: {first['msg']}", field=where) from e
+        # New content the embedder failed on: the old vector describes the old text,
+        # so it is dropped (recall would match the new text by it) and the memory
+        # waits for re-embedding like one remembered while the embedder is down.
+        drop_vector = content_changed and vector is None
+        if drop_vector:
+            memory = memory.model_copy(
+                update={"embedding_model": None, "embedding_generated_at": None}
+            )
+        self.store.replace_memory(
+            collection,
+            MemoryRecord(
+                memory=memory,
+                vector=vector,
+                edges=_hub_edges(memory.id, given, at) if hubs_changed else (),
+                drop_vector=drop_vector,
+                passages=passage_vectors,
+            ),
+            replace_edges=hubs_changed,
+        )
+        if hubs_changed and memory.embedding_model is not None:
+            self.embed_hubs(collection)
+        return memory
+
+    def turns(
+        self, collection: str, memory_id: str, *, before: int = 2, after: int = 2
+    ) -> TurnWindow:
+        """The memory and up to ``before`` / ``after`` turns of its conversation just
+        before and after it, in the order they happened (see
+        :meth:`GraphStore.neighbour_turns`).
+
+        Raises:
+            NotFoundError: no such memory.
+            InvalidInputError: ``before`` or ``after`` outside 0-50.
+        """
+        for name, value in (("before", before), ("after", after)):
+            if not 0 <= value <= MAX_TURN_WINDOW:
+                raise InvalidInputError(f"{name} is 0-{MAX_TURN_WINDOW}", field=name)
+        memory = self.get(collection, memory_id)
+        earlier, later = self.store.neighbour_turns(
+            collection, [memory_id], before=before, after=after
+        ).get(memory_id, ([], []))
+        found = self.store.get_memories(collection, [*earlier, *later])
+        return TurnWindow(
+            memory=memory,
+            before=[found[i] for i in earlier if i in found],
+            after=[found[i] for i in later if i in found],
+        )
+
+    def forget(self, collection: str, memory_id: str) -> None:
+        """Delete a memory with its edges.
+
+        Raises:
+            NotFoundError: no such memory.
+        """
+        self.check_collection(collection)
+        if not self.store.delete_memory(collection, memory_id):
+            raise NotFoundError(f"no memory {memory_id!r} in this collection")
+
+    # -- records ----------------------------------------------------------------
+
+    def put_resource(
+        self,
+        collection: str,
+        resource_id: str,
+        resource: Resource,
+        *,
+        now: datetime | None = None,
+    ) -> ResourceOutcome:
+        """Index an application's record under its own id, as the deterministic
+        document :func:`~engine.extract.records.build_document` builds.
+
+        Indexed again only when what the document indexes changed (title,
+        description, category, a meaningful custom field); a change of status,
+        priority, or of fields the document leaves out (numbers, ids, dates,
+        assignees) re-embeds nothing. A record whose status is ``ARCHIVED`` is
+        removed. Records skip the quality gate and duplicate merging: the
+        application's records are its truth, and two alike records are two.
+
+        Raises:
+            InvalidInputError: a bad id, an empty title or status, an oversized
+                field (``field`` names it); nothing is written.
+            ConflictError: the id belongs to a memory that is not a record.
+        """
+        self.check_collection(collection)
+        self.check_id(resource_id, "resource_id")
+        at = now or utcnow()
+        existing = self.store.get_memories(collection, [resource_id]).get(resource_id)
+        if existing is not None and existing.source != RESOURCE_SOURCE:
+            raise ConflictError(
+                f"{resource_id!r} is the id of a memory that is not a record",
+                field="resource_id",
+            )
+        if resource.archived:
+            if existing is None:
+                return ResourceOutcome(resource_id, "absent", None)
+            self.store.delete_memory(collection, resource_id)
+            logger.info("deleted resource %s from %s (archived)", resource_id, collection)
+            return ResourceOutcome(resource_id, "deleted", None)
+        document = build_document(
+            resource,
+            RecordLimits(
+                max_title_chars=self.limits.max_title_chars,
+                max_document_chars=self.limits.max_content_chars,
+                max_custom_fields=self.limits.max_custom_fields,
+                max_field_name_chars=self.limits.max_tag_chars,
+                max_field_value_chars=self.limits.max_custom_field_chars,
+            ),
+        )
+        reasons = list(document.changes)
+        if existing is not None:
+            if existing.content == document.text:
+                reasons.append("the document is unchanged: not re-indexed")
+                return ResourceOutcome(resource_id, "unchanged", existing, reasons)
+            if indexed_text(existing.content) == indexed_text(document.text):
+                reasons.append(
+                    "only the status, priority or fields the document leaves out changed: "
+                    "not re-indexed"
+                )
+                return ResourceOutcome(resource_id, "unchanged", existing, reasons)
+            memory = self.update(
+                collection,
+                resource_id,
+                MemoryPatch(
+                    content=document.text, category=RESOURCE_CATEGORY, source=RESOURCE_SOURCE
+                ),
+                now=at,
+            )
+            if memory.needs_embedding:
+                reasons.append(NOT_EMBEDDED_REASON)
+            logger.info("updated resource %s in %s", resource_id, collection)
+            return ResourceOutcome(resource_id, "updated", memory, reasons)
+
+        first = self.store.stats(collection).memories == 0
+        item = NewMemory(
+            content=document.text,
+            id=resource_id,
+            category=RESOURCE_CATEGORY,
+            source=RESOURCE_SOURCE,
+        )
+        embedded = self._embed([item.content])
+        extraction = self.extractor.extract_many([item.content])[0]
+        score = assess(
+            item.content, item.source, self.quality_model(collection), self.quality_config
+        ).score
+        memory = self._new_memory(
+            collection,
+            item,
+            content_hash(item.content),
+            extraction,
+            score,
+            at,
+            embedded=embedded is not None,
+        )
+        self.store.add_memories(
+            collection,
+            [
+                MemoryRecord(
+                    memory=memory,
+                    vector=embedded.heads[0] if embedded is not None else None,
+                    edges=_hub_edges(memory.id, extraction, at),
+                    passages=embedded.passages[0] if embedded is not None else None,
+                )
+            ],
+        )
+        if embedded is not None:
+            self.embed_hubs(collection)
+        else:
+            reasons.append(NOT_EMBEDDED_REASON)
+        if first:
+            logger.info("created collection %s", collection)
+        logger.info("added resource %s to %s", resource_id, collection)
+        return ResourceOutcome(resource_id, "created", memory, reasons)
+
+    def delete_resource(self, collection: str, resource_id: str) -> None:
+        """Remove a record from the index.
+
+        Raises:
+            NotFoundError: no such record in the collection.
+        """
+        self.check_collection(collection)
+        found = self.store.get_memories(collection, [resource_id]).get(resource_id)
+        if found is None or found.source != RESOURCE_SOURCE:
+            raise NotFoundError(f"no resource {resource_id!r} in this collection")
+        self.store.delete_memory(collection, resource_id)
+        logger.info("deleted resource %s from %s", resource_id, collection)

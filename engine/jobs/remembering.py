@@ -1,0 +1,550 @@
+"""Remembering: validating, gating, deduplicating, embedding and storing new memories."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from engine.errors import ConflictError, InvalidInputError, LimitExceededError
+from engine.extract import Extraction, merge_given
+from engine.extract.dedup import Verdict, compare, merge_duplicate
+from engine.extract.quality import QualityAssessment, assess
+from engine.extract.sanitize import sanitize_text
+from engine.jobs.core import NOT_EMBEDDED_REASON, ServiceCore, _hub_edges
+from engine.model import (
+    Edge,
+    EdgeType,
+    Event,
+    Memory,
+    NewMemory,
+    RecallFilters,
+    RetrievalMeta,
+    Tier,
+    content_hash,
+    utcnow,
+)
+from engine.store import MemoryRecord, Vector
+
+# The service's one logger name, as before the split: log configuration keyed on
+# "engine.service" keeps covering every job.
+logger = logging.getLogger("engine.service")
+
+
+@dataclass(frozen=True)
+class RememberOutcome:
+    """What happened to one memory given to :meth:`Hippocampus.remember`.
+
+    Attributes:
+        memory: the stored memory (the one it was merged into, for a duplicate);
+            ``None`` when it was rejected.
+        created: whether a new memory was stored.
+        duplicate_of: id of the memory this one repeats and was merged into.
+        embedded: whether a vector was stored; ``False`` means the memory waits
+            for re-embedding (``hippo reindex``) but is stored all the same.
+        reasons: what was done to it and why, in words (sanitizing, rejection,
+            merging, conflicts, a failed embedding).
+        rejected: the quality gate refused it; nothing was stored.
+        quality: its quality score (the merged memory's for a duplicate).
+        conflicts_with: stored memories it contradicts (linked by CONFLICTS_WITH).
+        sanitized: its content was changed before storing (see ``reasons``).
+    """
+
+    memory: Memory | None
+    created: bool
+    duplicate_of: str | None = None
+    embedded: bool = True
+    reasons: list[str] = field(default_factory=list)
+    rejected: bool = False
+    quality: float | None = None
+    conflicts_with: list[str] = field(default_factory=list)
+    sanitized: bool = False
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A validated, sanitized item and what sanitizing changed."""
+
+    item: NewMemory
+    changes: list[str]
+    digest: str
+
+
+@dataclass(frozen=True)
+class _NearMatch:
+    duplicate: str | None = None
+    conflicts: tuple[str, ...] = ()
+
+
+class RememberingJobs(ServiceCore):
+    """Remembering memories, one at a time or many."""
+
+    # -- remembering ------------------------------------------------------------
+
+    def remember(
+        self, collection: str, item: NewMemory, *, now: datetime | None = None
+    ) -> RememberOutcome:
+        """Store one memory. See :meth:`remember_many`."""
+        return self._remember(collection, [item], now=now, batch=False)[0]
+
+    def remember_many(
+        self, collection: str, items: Sequence[NewMemory], *, now: datetime | None = None
+    ) -> list[RememberOutcome]:
+        """Validate, sanitize, judge, embed, extract and store memories.
+
+        Each memory, in order:
+
+        - its content is sanitized: hidden characters go, role markers and
+          instructions aimed at a reading model are neutralized (``reasons`` says so);
+        - the same content already stored (or earlier in the batch) is merged into
+          that memory (provenance appended, its ``duplicates`` count raised) and
+          named in ``duplicate_of``;
+        - the quality gate scores it; below the threshold it is rejected
+          (``rejected``, with the reasons) unless its source is exempt;
+        - a stored memory it nearly repeats (cosine > 0.95, or most of the words
+          of a short text) gets the same merge, unless the item has its own id
+          (an id the caller will look up is never merged away); one it
+          contradicts ("use X" against "don't use X") is linked to it by
+          ``CONFLICTS_WITH`` and named in ``conflicts_with``.
+
+        If the embedder fails, the memories are stored without vectors and flagged
+        for re-embedding; they are never dropped.
+
+        Raises:
+            InvalidInputError: an item is invalid (``field`` says which); nothing
+                is written.
+            ConflictError: a caller-given id already exists; nothing is written.
+        """
+        return self._remember(collection, items, now=now, batch=True)
+
+    def _remember(
+        self,
+        collection: str,
+        items: Sequence[NewMemory],
+        *,
+        now: datetime | None,
+        batch: bool,
+    ) -> list[RememberOutcome]:
+        self.check_collection(collection)
+        if not items:
+            return []
+        if len(items) > self.limits.max_batch:
+            raise LimitExceededError(
+                f"{len(items)} memories in one batch; the limit is {self.limits.max_batch}",
+                field="memories",
+            )
+        at = now or utcnow()
+        prepared = [
+            self._prepare(item, f"memories[{i}]." if batch else "") for i, item in enumerate(items)
+        ]
+        self._check_provenance(collection, prepared, batch)
+        model = self.quality_model(collection)
+        outcomes: list[RememberOutcome | None] = [None] * len(prepared)
+        merged: dict[str, Memory] = {}  # stored memories this call merges into, by id
+        events: list[Event] = []
+        first_in_batch: dict[str, int] = {}
+        fresh: list[tuple[int, float]] = []  # (index, quality score)
+
+        # Exact repeats of stored content, then the gate.
+        for i, p in enumerate(prepared):
+            stored = self._stored_with_hash(collection, p.digest, merged)
+            if stored is not None:
+                merged[stored.id] = merge_duplicate(
+                    stored, p.item, at, max_tags=self.limits.max_tags
+                )
+                outcomes[i] = RememberOutcome(
+                    memory=merged[stored.id],
+                    created=False,
+                    duplicate_of=stored.id,
+                    embedded=not stored.needs_embedding,
+                    reasons=[*p.changes, "the same content is already stored"],
+                    quality=stored.retrieval.quality_score,
+                    sanitized=bool(p.changes),
+                )
+                continue
+            if p.digest in first_in_batch:
+                continue
+            verdict = assess(p.item.content, p.item.source, model, self.quality_config)
+            if not verdict.accepted:
+                outcomes[i] = self._rejected(collection, p, verdict, events, at)
+                continue
+            first_in_batch[p.digest] = i
+            fresh.append((i, verdict.score))
+
+        seen_ids: set[str] = set()
+        for i, _ in fresh:
+            item_id = prepared[i].item.id
+            if item_id is not None:
+                if item_id in seen_ids:
+                    raise ConflictError(
+                        f"id {item_id!r} appears twice in the batch",
+                        field=f"memories[{i}].id" if batch else "id",
+                    )
+                seen_ids.add(item_id)
+
+        texts = [prepared[i].item.content for i, _ in fresh]
+        embedded = self._embed(texts)
+        vectors = embedded.heads if embedded is not None else None
+        extractions = self.extractor.extract_many(texts) if texts else []
+
+        created: dict[int, Memory] = {}  # batch index -> memory to create
+        created_vectors: dict[int, Vector | None] = {}
+        created_passages: dict[int, Vector | None] = {}
+        created_edges: dict[int, list[Edge]] = {}
+        # The stored neighbors of every new memory, in one pass over the index. By
+        # whole memories (their first passage): a note that repeats one passage of
+        # a long memory does not repeat the memory.
+        neighbors: list[list[tuple[str, float]]] = [[] for _ in fresh]
+        if vectors is not None and fresh:
+            neighbors = self.store.search_vectors_many(
+                collection,
+                vectors,
+                model=self.embedder.name,
+                k=self.dedup.candidates,
+                filters=RecallFilters(tiers=list(Tier)),
+                passages=False,
+            )
+        for n, (i, score) in enumerate(fresh):
+            p = prepared[i]
+            vector = vectors[n] if vectors is not None else None
+            found = self._near_duplicates(
+                collection, p.item.content, vector, neighbors[n], created, created_vectors, merged
+            )
+            # A caller-given id names a record the caller will look up: merging it
+            # away would leave that id dangling, so it is stored and the likeness noted.
+            kept_apart = found.duplicate if p.item.id is not None else None
+            if found.duplicate is not None and kept_apart is None:
+                target = found.duplicate
+                if target not in merged and target not in {m.id for m in created.values()}:
+                    stored_memory = self.store.get_memories(collection, [target])[target]
+                    merged[target] = merge_duplicate(
+                        stored_memory, p.item, at, max_tags=self.limits.max_tags
+                    )
+                    base = merged[target]
+                else:
+                    base = self._merge_target(target, p.item, at, created, merged)
+                outcomes[i] = RememberOutcome(
+                    memory=base,
+                    created=False,
+                    duplicate_of=target,
+                    embedded=not base.needs_embedding,
+                    reasons=[*p.changes, f"nearly the same as memory {target!r}: merged into it"],
+                    quality=base.retrieval.quality_score,
+                    sanitized=bool(p.changes),
+                )
+                events.append(
+                    Event(type="duplicate_merged", at=at, memory_ids=[target], payload={})
+                )
+                continue
+            extraction = merge_given(
+                extractions[n],
+                domains=p.item.domains,
+                triggers=p.item.triggers,
+                concepts=p.item.concepts,
+            )
+            memory = self._new_memory(
+                collection, p.item, p.digest, extraction, score, at, embedded=vector is not None
+            )
+            created[i] = memory
+            created_vectors[i] = vector
+            created_passages[i] = embedded.passages[n] if embedded is not None else None
+            edges = _hub_edges(memory.id, extraction, at)
+            edges.extend(
+                Edge(
+                    source=memory.id,
+                    type=EdgeType.CONFLICTS_WITH,
+                    target=other,
+                    weight=1.0,
+                    created_at=at,
+                )
+                for other in found.conflicts
+            )
+            edges.extend(
+                Edge(
+                    source=memory.id,
+                    type=EdgeType.SYNTHESIZED_FROM,
+                    target=origin,
+                    weight=1.0,
+                    created_at=at,
+                )
+                for origin in memory.retrieval.synthesized_from
+            )
+            created_edges[i] = edges
+            reasons = list(p.changes)
+            if kept_apart is not None:
+                reasons.append(
+                    f"nearly the same as memory {kept_apart!r}; stored apart: it has its own id"
+                )
+            if found.conflicts:
+                reasons.append(
+                    "contradicts "
+                    + ", ".join(f"memory {c!r}" for c in found.conflicts)
+                    + ": both kept, linked by CONFLICTS_WITH"
+                )
+                events.append(
+                    Event(
+                        type="conflict",
+                        at=at,
+                        memory_ids=[memory.id, *found.conflicts],
+                        payload={},
+                    )
+                )
+            if vector is None:
+                reasons.append(NOT_EMBEDDED_REASON)
+            outcomes[i] = RememberOutcome(
+                memory=memory,
+                created=True,
+                embedded=vector is not None,
+                reasons=reasons,
+                quality=score,
+                conflicts_with=list(found.conflicts),
+                sanitized=bool(p.changes),
+            )
+
+        # Repeats of content earlier in the batch: one more duplicate of what the
+        # first occurrence became.
+        for i, p in enumerate(prepared):
+            if outcomes[i] is not None:
+                continue
+            first = outcomes[first_in_batch[p.digest]]
+            assert first is not None and first.memory is not None
+            target = first.duplicate_of or first.memory.id
+            base = self._merge_target(target, p.item, at, created, merged)
+            outcomes[i] = RememberOutcome(
+                memory=base,
+                created=False,
+                duplicate_of=target,
+                embedded=first.embedded,
+                reasons=[*p.changes, "the same content appears earlier in the batch"],
+                quality=base.retrieval.quality_score,
+                sanitized=bool(p.changes),
+            )
+
+        records = [
+            MemoryRecord(
+                memory=created[i],
+                vector=created_vectors[i],
+                edges=created_edges[i],
+                passages=created_passages[i],
+            )
+            for i in sorted(created)
+        ]
+        if records:
+            self.store.add_memories(collection, records)
+        # Merges after the insert: a refused insert (an id that exists) writes nothing.
+        for memory in merged.values():
+            self.store.replace_memory(collection, MemoryRecord(memory=memory), replace_edges=False)
+        if records and vectors is not None:
+            self.embed_hubs(collection)
+        if events:
+            self.store.append_events(collection, events)
+
+        # Every outcome shows its memory as written (later items may have merged into it).
+        written = {m.id: m for m in created.values()} | merged
+        final: list[RememberOutcome] = []
+        for outcome in outcomes:
+            assert outcome is not None
+            if outcome.memory is not None and outcome.memory.id in written:
+                outcome = dataclasses.replace(outcome, memory=written[outcome.memory.id])
+            final.append(outcome)
+        return final
+
+    def _merge_target(
+        self,
+        target: str,
+        item: NewMemory,
+        at: datetime,
+        created: dict[int, Memory],
+        merged: dict[str, Memory],
+    ) -> Memory:
+        """Merge ``item`` into ``target``: a stored memory this call already merges
+        into, or one it creates. Returns the merged memory."""
+        if target in merged:
+            merged[target] = merge_duplicate(
+                merged[target], item, at, max_tags=self.limits.max_tags
+            )
+            return merged[target]
+        j = next(j for j, m in created.items() if m.id == target)
+        created[j] = merge_duplicate(created[j], item, at, max_tags=self.limits.max_tags)
+        return created[j]
+
+    def _check_provenance(
+        self, collection: str, prepared: Sequence[_Prepared], batch: bool
+    ) -> None:
+        """Every memory named in ``synthesized_from`` is stored in the collection.
+
+        Raises:
+            InvalidInputError: one is not (``field`` names the item).
+        """
+        wanted = {mid for p in prepared for mid in p.item.synthesized_from}
+        if not wanted:
+            return
+        found = self.store.get_memories(collection, sorted(wanted))
+        for i, p in enumerate(prepared):
+            missing = [mid for mid in p.item.synthesized_from if mid not in found]
+            if missing:
+                raise InvalidInputError(
+                    f"synthesized_from names no stored memory {missing[0]!r}",
+                    field=f"memories[{i}].synthesized_from" if batch else "synthesized_from",
+                )
+
+    def _prepare(self, item: NewMemory, where: str) -> _Prepared:
+        """Validate and sanitize one item."""
+        checked = self._check_new(item, where)
+        cleaned = sanitize_text(checked.content)
+        if not cleaned.text.strip():
+            raise InvalidInputError(
+                "content is empty once hidden characters and instructions are removed",
+                field=f"{where}content",
+            )
+        checked = checked.model_copy(update={"content": cleaned.text})
+        return _Prepared(item=checked, changes=cleaned.changes, digest=content_hash(cleaned.text))
+
+    def _stored_with_hash(
+        self, collection: str, digest: str, merged: dict[str, Memory]
+    ) -> Memory | None:
+        """The stored memory with this content (as this call has merged it so far)."""
+        existing = self.store.find_by_hash(collection, digest)
+        if not existing:
+            return None
+        if existing[0] in merged:
+            return merged[existing[0]]
+        return self.store.get_memories(collection, existing[:1]).get(existing[0])
+
+    def _rejected(
+        self,
+        collection: str,
+        p: _Prepared,
+        verdict: QualityAssessment,
+        events: list[Event],
+        at: datetime,
+    ) -> RememberOutcome:
+        threshold = self.quality_config.min_score
+        logger.info(
+            "quality gate: rejected a memory for %s (score %.2f < %.2f; source %s): %s",
+            collection,
+            verdict.score,
+            threshold,
+            p.item.source,
+            "; ".join(verdict.reasons) or "low score",
+        )
+        events.append(
+            Event(
+                type="quality_rejected",
+                at=at,
+                payload={
+                    "score": round(verdict.score, 4),
+                    "threshold": threshold,
+                    "source": p.item.source,
+                    "content_hash": p.digest,
+                    "reasons": verdict.reasons,
+                },
+            )
+        )
+        return RememberOutcome(
+            memory=None,
+            created=False,
+            embedded=False,
+            rejected=True,
+            quality=verdict.score,
+            reasons=[
+                *p.changes,
+                f"rejected by the quality gate: score {verdict.score:.2f} is below {threshold:.2f}",
+                *verdict.reasons,
+            ],
+            sanitized=bool(p.changes),
+        )
+
+    def _near_duplicates(
+        self,
+        collection: str,
+        content: str,
+        vector: Vector | None,
+        neighbors: list[tuple[str, float]],
+        created: dict[int, Memory],
+        created_vectors: dict[int, Vector | None],
+        merged: dict[str, Memory],
+    ) -> _NearMatch:
+        """The stored (or earlier in the batch) memory ``content`` nearly repeats, or
+        the ones it contradicts. Compared: the nearest stored memories by vector
+        (``neighbors``) and, for a short text, by words; and the memories this batch
+        creates nearest by vector."""
+        config = self.dedup
+        every_tier = RecallFilters(tiers=list(Tier))
+        similarity: dict[str, float | None] = dict(neighbors)
+        if len(content.split()) <= config.short_tokens:
+            for mid, _ in self.store.search_text(
+                collection, content, k=config.candidates, filters=every_tier
+            ):
+                similarity.setdefault(mid, None)
+        stored = self.store.get_memories(collection, [m for m in similarity if m not in merged])
+        texts = {mid: m.content for mid, m in stored.items()}
+        texts.update({mid: merged[mid].content for mid in similarity if mid in merged})
+        # Memories this batch creates: the nearest by vector, like the stored ones.
+        batch = [(j, m) for j, m in created.items()]
+        if vector is not None and batch:
+            sims = [
+                (float(np.dot(vector, v)) if (v := created_vectors.get(j)) is not None else -2.0)
+                for j, _ in batch
+            ]
+            nearest = sorted(range(len(batch)), key=lambda x: -sims[x])[: config.candidates]
+            batch = [batch[x] for x in nearest]
+        for j, memory in batch:
+            texts[memory.id] = memory.content
+            other = created_vectors.get(j)
+            similarity[memory.id] = (
+                float(np.dot(vector, other)) if vector is not None and other is not None else None
+            )
+        ranked = sorted(
+            (mid for mid in similarity if mid in texts),
+            key=lambda mid: (-(similarity[mid] or -2.0), mid),
+        )
+        conflicts: list[str] = []
+        for mid in ranked:
+            verdict = compare(content, texts[mid], similarity[mid], config).verdict
+            if verdict == Verdict.DUPLICATE:
+                return _NearMatch(duplicate=mid)
+            if verdict == Verdict.CONFLICT:
+                conflicts.append(mid)
+        return _NearMatch(conflicts=tuple(conflicts))
+
+    def _new_memory(
+        self,
+        collection: str,
+        item: NewMemory,
+        digest: str,
+        extraction: Extraction,
+        quality: float | None,
+        at: datetime,
+        *,
+        embedded: bool,
+    ) -> Memory:
+        return Memory(
+            id=item.id or str(uuid.uuid4()),
+            collection=collection,
+            content=item.content,
+            category=item.category,
+            importance=item.importance,
+            source=item.source,
+            tags=item.tags,
+            created_at=at,
+            updated_at=at,
+            occurred_at=item.occurred_at or at,
+            speaker=item.speaker,
+            content_hash=digest,
+            embedding_model=self.embedder.name if embedded else None,
+            embedding_generated_at=at if embedded else None,
+            retrieval=RetrievalMeta(
+                domains=list(extraction.domains),
+                triggers=list(extraction.triggers),
+                concepts=list(extraction.concepts),
+                conversation_ids=[item.conversation_id] if item.conversation_id else [],
+                synthesized_from=list(dict.fromkeys(item.synthesized_from)),
+                quality_score=quality,
+            ),
+        )
