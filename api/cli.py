@@ -117,7 +117,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     level = logging.getLevelNamesMapping().get(settings.log_level.upper())
     if level is None:
         raise _UsageError(f"HIPPO_LOG_LEVEL={settings.log_level!r} is not a logging level")
+    if args.workers > 1 and settings.store == "embedded":
+        raise _UsageError(
+            f"--workers {args.workers} needs the Neo4j store: one process owns an embedded "
+            "data directory. Serve one worker, or set HIPPO_STORE=neo4j."
+        )
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.workers > 1:
+        return _serve_workers(args, settings, level)
     import uvicorn
 
     from api.app import create_app
@@ -166,6 +173,45 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+    return 0
+
+
+def _positive(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is less than 1")
+    return value
+
+
+def _serve_workers(args: argparse.Namespace, settings: HippoSettings, level: int) -> int:
+    """Serve with several worker processes, each with an engine of its own over the
+    one Neo4j database (uvicorn's workers build the app from its factory, reading
+    ``HIPPO_*`` like the server does; the flags given here are passed on that way)."""
+    import uvicorn
+
+    # Reach the store once first, so that a wrong address or password is reported
+    # here, plainly, not once per worker.
+    with _engine(settings):
+        pass
+    if args.embedder is not None:
+        os.environ["HIPPO_EMBEDDER"] = args.embedder
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    print(f"hippo: store neo4j at {settings.neo4j.uri}, {args.workers} workers", flush=True)
+    if not settings.key_map():
+        print("hippo: no API keys configured: serving loopback only", flush=True)
+    print(f"hippo: serving http://{host}:{settings.port} (docs at /docs)", flush=True)
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=args.workers,
+        log_level=level,
+    )
     return 0
 
 
@@ -813,6 +859,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("serve", "run the REST API")
     p.add_argument("--host", help="default: $HIPPO_HOST or 127.0.0.1")
     p.add_argument("--port", type=int, help="default: $HIPPO_PORT or 8000")
+    p.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="worker processes (default: 1; more than one needs the Neo4j store, since one "
+        "process owns an embedded data directory)",
+    )
     p.set_defaults(run=_cmd_serve)
 
     p = add(

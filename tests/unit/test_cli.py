@@ -3,15 +3,18 @@ dir, with the hashing embedder (no model to load)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import logging
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -367,6 +370,7 @@ def test_setup_reports_a_neo4j_it_cannot_reach(
     run: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HIPPO_STORE", "neo4j")
+    monkeypatch.setenv("HIPPO_EMBEDDER", "minilm")  # restored after the test
     monkeypatch.setenv("HIPPO_NEO4J__URI", "bolt://127.0.0.1:1")
     monkeypatch.setenv("HIPPO_NEO4J__MAX_RETRY_S", "0")
     code, _, err = _cli(run, tmp_path / "data", "setup")
@@ -710,3 +714,52 @@ def test_bench_lists_the_benchmarks_and_runs_one_with_its_options(run: Runner) -
     # own (exit 0), an option it does not know is refused by it (exit 2).
     assert run("bench", "schedule", "--help")[0] == 0
     assert run("bench", "schedule", "--no-such-option")[0] == 2
+
+
+def test_serve_refuses_workers_on_the_embedded_store(run: Runner, tmp_path: Path) -> None:
+    code, _, err = _cli(run, tmp_path / "data", "serve", "--workers", "2", "--port", "1")
+    assert code == 2
+    assert "--workers 2 needs the Neo4j store" in err
+    assert not (tmp_path / "data").exists()
+    code, _, err = _cli(run, tmp_path / "data", "serve", "--workers", "0")
+    assert code == 2
+    assert "'0' is less than 1" in err
+
+
+def test_serve_workers_on_neo4j_run_the_app_factory_in_each_worker(
+    run: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    import api.cli as cli
+
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    opened: list[str] = []
+
+    @contextlib.contextmanager
+    def reach(settings: HippoSettings) -> Iterator[None]:
+        opened.append(settings.store)
+        yield None
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: calls.append((a, k)))
+    monkeypatch.setattr(cli, "_engine", reach)
+    monkeypatch.setenv("HIPPO_STORE", "neo4j")
+    monkeypatch.setenv("HIPPO_EMBEDDER", "minilm")  # restored after the test
+    code, out, _ = _cli(run, tmp_path / "data", "serve", "--workers", "3", "--port", "8123")
+    assert code == 0
+    assert opened == ["neo4j"]  # the store is reached once, before any worker starts
+    assert calls == [
+        (
+            ("api.app:create_app",),
+            {
+                "factory": True,
+                "host": "127.0.0.1",
+                "port": 8123,
+                "workers": 3,
+                "log_level": logging.INFO,
+            },
+        )
+    ]
+    # Each worker builds its engine from HIPPO_*: the flags travel that way.
+    assert os.environ["HIPPO_EMBEDDER"] == "hashing"
+    assert "3 workers" in out
