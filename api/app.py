@@ -7,6 +7,8 @@ lifespan builds the engine (unless one is injected) when the server starts.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -32,7 +34,9 @@ from api.routers import (
     surfacing,
 )
 from engine.config import HippoSettings
+from engine.errors import HippoError
 from engine.service import Hippocampus
+from engine.store.embedded import EmbeddedStore
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +85,9 @@ def create_app(
             logger.warning(
                 "no API keys configured (HIPPO_API_KEYS): only loopback clients are served"
             )
+        if isinstance(engine.store, EmbeddedStore):
+            # Each collection's indexes are built before its first request needs them.
+            threading.Thread(target=_warm, args=(engine.store,), daemon=True).start()
         loop = MaintenanceLoop(engine, interval_s=settings.maintenance_interval_s)
         loop.start()
         try:
@@ -123,3 +130,16 @@ def create_app(
     # MCP over streamable HTTP, for agents: the same keys and collection rules.
     app.router.routes.append(Route("/mcp", mcp_endpoint))
     return app
+
+
+def _warm(store: EmbeddedStore) -> None:
+    started = time.perf_counter()
+    try:
+        built = store.warm()
+    except HippoError as e:  # the store went away or failed: requests will say so
+        logger.warning("warming the indexes stopped: %s", e)
+        return
+    if built:
+        logger.info(
+            "indexes of %d collections built in %.1f s", built, time.perf_counter() - started
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,18 @@ def test_find_leaks_spots_a_vector() -> None:
 
 def test_auditing_client_is_what_the_tests_use(client: TestClient) -> None:
     assert isinstance(client, AuditingClient)
+
+
+def test_a_starting_server_builds_the_indexes_before_the_first_request(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "data")
+    with TestClient(create_app(settings)) as client:
+        remember(client, "Pin the driver version: 5.2 broke pooling")
+    with TestClient(create_app(settings)) as client:
+        store = client.app.state.service.store  # type: ignore[attr-defined]
+        assert isinstance(store, EmbeddedStore)
+        # Built in the background as the server starts: wait for it (bounded).
+        for _ in range(500):
+            if "team:alpha" in store._indexes:
+                break
+            threading.Event().wait(0.01)
+        assert "team:alpha" in store._indexes

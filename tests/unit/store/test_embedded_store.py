@@ -740,3 +740,17 @@ def test_find_by_hash_is_served_by_the_hash_index(store: EmbeddedStore) -> None:
     with store._reading("plan") as conn:
         plan = conn.execute("EXPLAIN QUERY PLAN " + FIND_BY_HASH_SQL, ("c", "h")).fetchall()
     assert any("memories_by_hash" in str(row) for row in plan)
+
+
+def test_warm_builds_every_collections_indexes_before_a_request_does(tmp_path: Path) -> None:
+    with EmbeddedStore(tmp_path) as s:
+        s.add_memories(C, [record(memory(f"m{i}", minutes=i), i) for i in range(3)])
+        s.add_memories(OTHER, [record(memory("o1", OTHER), 7)])
+    with EmbeddedStore(tmp_path) as s:
+        assert not s._indexes  # a reopened store builds nothing until asked
+        assert s.warm() == 2
+        assert sorted(s._indexes) == sorted(s._texts) == sorted(s._graphs) == sorted([C, OTHER])
+        assert s.warm() == 0  # nothing left to build
+        assert [mid for mid, _ in s.search_vectors(C, vec(1), model=MODEL, k=1, filters=ALL_TIERS)]
+    s.warm()  # closed: stops quietly
+    assert not s._indexes
