@@ -233,12 +233,19 @@ class Surfacer:
         self.seed = seed
         self.on_engaged = on_engaged
         self.memory_lock = memory_lock or StripedLock()
-        self._locks: dict[str, threading.Lock] = {}
-        self._locks_lock = threading.Lock()
+        # Held only around reads and writes of state documents, never across a
+        # search, so that a slow message holds up neither other conversations
+        # nor engagements. Taken in this order: a conversation's, a memory's,
+        # the collection's learned state.
+        self._conversation_lock = StripedLock()
+        self._learned_locks: dict[str, threading.Lock] = {}
+        self._learned_locks_lock = threading.Lock()
 
-    def _lock(self, collection: str) -> threading.Lock:
-        with self._locks_lock:
-            return self._locks.setdefault(collection, threading.Lock())
+    def _learned_lock(self, collection: str) -> threading.Lock:
+        """The lock of a collection's shared learned state (the surface model and
+        the counters), held from reading them to writing them back."""
+        with self._learned_locks_lock:
+            return self._learned_locks.setdefault(collection, threading.Lock())
 
     # -- messages -----------------------------------------------------------------
 
@@ -279,18 +286,25 @@ class Surfacer:
         extraction = self.extractor.extract_many([body])[0]
         topics = list(dict.fromkeys([*extraction.concepts, *extraction.triggers]))
 
-        with self._lock(collection):
-            key = _conversation_key(conversation_id)
-            held = self.store.get_states(collection, [key, _MODEL_KEY, _COUNTERS_KEY])
+        key = _conversation_key(conversation_id)
+        lock = self._conversation_lock(collection, conversation_id)
+        while True:
+            # Read the conversation and a snapshot of what was learned, search and
+            # score without a lock, then write back only if no other message of
+            # this conversation was written meanwhile (else take it in afresh:
+            # its index, recent topics and what was surfaced changed).
+            with lock:
+                held = self.store.get_states(collection, [key, _MODEL_KEY])
+            seen = held.get(key)
             state = (
-                ConversationState.model_validate(held[key])
-                if key in held
+                ConversationState.model_validate(seen)
+                if seen is not None
                 else ConversationState(id=conversation_id)
             )
             learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
-            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
-            if cfg.learn and state.topics:
-                learned.topics.learn(state.topics[-1], topics)
+            previous = state.topics[-1] if state.topics else None
+            if cfg.learn and previous is not None:
+                learned.topics.learn(previous, topics)
             state.observe(
                 text=body,
                 role=role,
@@ -304,7 +318,7 @@ class Surfacer:
             predicted, heading = self._predict(learned, state)
             ctype = state.type
             threshold = learned.thresholds.value(ctype, cfg.threshold(ctype))
-            insights: list[Insight] = []
+            chosen: list[_Scored] = []
             candidates: int | None = None
             held_back = None
             warnings: list[str] = []
@@ -315,24 +329,46 @@ class Surfacer:
                     "give each message the time it was said as `at`)"
                 )
             else:
-                insights, candidates = self._offer(
-                    collection,
-                    state,
-                    learned,
-                    predicted,
-                    heading,
-                    threshold,
-                    at,
-                    counters,
-                    warnings,
+                chosen, candidates = self._offer(
+                    collection, state, learned, predicted, heading, threshold, at, warnings
                 )
-            writes: dict[str, dict[str, Any]] = {
-                key: state.model_dump(mode="json"),
-                _COUNTERS_KEY: counters.model_dump(mode="json"),
-            }
-            if cfg.learn:
-                writes[_MODEL_KEY] = learned.model_dump(mode="json")
-            self.store.put_states(collection, writes)
+            records = self._record(state, chosen, at)
+            with lock:
+                if self.store.get_states(collection, [key]).get(key) != seen:
+                    logger.debug("conversation %s moved on meanwhile; again", conversation_id)
+                    continue
+                with self._learned_lock(collection):
+                    # This message's learning goes onto what is stored now, not
+                    # onto the snapshot, so that concurrent messages keep theirs.
+                    shared = self.store.get_states(collection, [_MODEL_KEY, _COUNTERS_KEY])
+                    counters = SurfaceCounters.model_validate(shared.get(_COUNTERS_KEY, {}))
+                    if chosen:
+                        counters.of(ctype).surfaced += len(chosen)
+                    writes: dict[str, dict[str, Any]] = {
+                        **records,
+                        key: state.model_dump(mode="json"),
+                        _COUNTERS_KEY: counters.model_dump(mode="json"),
+                    }
+                    if cfg.learn:
+                        current = SurfaceModel.model_validate(shared.get(_MODEL_KEY, {}))
+                        if previous is not None:
+                            current.topics.learn(previous, topics)
+                        writes[_MODEL_KEY] = current.model_dump(mode="json")
+                    self.store.put_states(collection, writes)
+            break
+        if chosen:
+            self.store.append_events(
+                collection,
+                [
+                    Event(
+                        type="surfacing",
+                        at=at,
+                        memory_ids=[item.insight.memory.id for item in chosen],
+                        payload={"conversation_id": state.id, "message": state.messages},
+                    )
+                ],
+            )
+        insights = [item.insight for item in chosen]
         return MessageOutcome(
             insights=insights,
             conversation=_view(state, predicted),
@@ -369,10 +405,10 @@ class Surfacer:
         heading: list[str],
         threshold: float,
         at: datetime,
-        counters: SurfaceCounters,
         warnings: list[str],
-    ) -> tuple[list[Insight], int]:
-        """The insights to offer, and how many memories retrieval weighed for them."""
+    ) -> tuple[list[_Scored], int]:
+        """The insights to offer, and how many memories retrieval weighed for them.
+        Writes nothing: the caller records the offers with the conversation."""
         cfg = self.config
         # Three looks: what the conversation is about now, the topics predicted
         # next that it has not mentioned lately, and what it will come to need.
@@ -488,6 +524,15 @@ class Surfacer:
                     continue
                 foreseen_taken += 1
             chosen.append(item)
+        return chosen, len(candidates)
+
+    @staticmethod
+    def _record(
+        state: ConversationState, chosen: Sequence[_Scored], at: datetime
+    ) -> dict[str, dict[str, Any]]:
+        """The surfacing records of the chosen offers, by state key; the
+        conversation notes them as surfaced."""
+        ctype, context = state.type, state.context
         records: dict[str, dict[str, Any]] = {}
         for insight, features, bar, foresight in chosen:
             memory = insight.memory
@@ -510,21 +555,7 @@ class Surfacer:
             state.surfaced.append(
                 SurfacedItem(memory_id=memory.id, surfacing_id=record.id, message=state.messages)
             )
-            counters.of(ctype).surfaced += 1
-        if records:
-            self.store.put_states(collection, records)
-            self.store.append_events(
-                collection,
-                [
-                    Event(
-                        type="surfacing",
-                        at=at,
-                        memory_ids=[item.insight.memory.id for item in chosen],
-                        payload={"conversation_id": state.id, "message": state.messages},
-                    )
-                ],
-            )
-        return [item.insight for item in chosen], len(candidates)
+        return records
 
     # -- engagement ----------------------------------------------------------------
 
@@ -544,9 +575,18 @@ class Surfacer:
                 f"engagement is one of {', '.join(ENGAGEMENT_RULES)}", field="engagement"
             )
         cfg = self.config
-        with self._lock(collection):
-            key = _surfacing_key(surfacing_id)
-            held = self.store.get_states(collection, [key, _MODEL_KEY, _COUNTERS_KEY])
+        key = _surfacing_key(surfacing_id)
+        # Which conversation an offer belongs to never changes: read it first to
+        # know whose lock to take, then read the record again under it.
+        first = self.store.get_states(collection, [key]).get(key)
+        if first is None:
+            raise NotFoundError(f"no surfacing {surfacing_id!r} in this collection")
+        conversation_id = Surfacing.model_validate(first).conversation_id
+        # The conversation's lock (never held across a search) orders the
+        # engagements of one conversation: each is recorded once, and two used
+        # together see each other.
+        with self._conversation_lock(collection, conversation_id):
+            held = self.store.get_states(collection, [key])
             if key not in held:
                 raise NotFoundError(f"no surfacing {surfacing_id!r} in this collection")
             record = Surfacing.model_validate(held[key])
@@ -554,8 +594,6 @@ class Surfacer:
                 raise ConflictError(
                     f"surfacing {surfacing_id!r} was already marked {record.engagement!r}"
                 )
-            learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
-            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
             with self.memory_lock(collection, record.memory_id):
                 found = self.store.get_memories(collection, [record.memory_id])
                 memory = found.get(record.memory_id)
@@ -569,30 +607,34 @@ class Surfacer:
                 self._link_used_together(collection, record, at)
             ctype = record.conversation_type
             bar_key = _foreseen(ctype) if record.foreseen else ctype
-            if cfg.learn:
-                learned.kinds.update(ctype, record.kind, success)
-                learned.confidence.update(record.features, success)
-                learned.thresholds.update(
-                    bar_key,
-                    ENGAGEMENT_RULES[engagement].miss,
-                    start=cfg.threshold(ctype),
-                    target=cfg.target_dismissal_rate,
-                    step=cfg.threshold_step,
-                    bounds=cfg.threshold_bounds,
-                )
-            counts = counters.of(ctype)
-            setattr(counts, engagement, getattr(counts, engagement) + 1)
-            due = len(record.features) > _DUE and record.features[_DUE] >= 0.5
-            counters.add_engagement(record.confidence, bool(success), due=due)
             record.engagement = engagement
             record.engaged_at = at
-            writes: dict[str, dict[str, Any]] = {
-                key: record.model_dump(mode="json"),
-                _COUNTERS_KEY: counters.model_dump(mode="json"),
-            }
-            if cfg.learn:
-                writes[_MODEL_KEY] = learned.model_dump(mode="json")
-            self.store.put_states(collection, writes)
+            with self._learned_lock(collection):
+                shared = self.store.get_states(collection, [_MODEL_KEY, _COUNTERS_KEY])
+                learned = SurfaceModel.model_validate(shared.get(_MODEL_KEY, {}))
+                counters = SurfaceCounters.model_validate(shared.get(_COUNTERS_KEY, {}))
+                if cfg.learn:
+                    learned.kinds.update(ctype, record.kind, success)
+                    learned.confidence.update(record.features, success)
+                    learned.thresholds.update(
+                        bar_key,
+                        ENGAGEMENT_RULES[engagement].miss,
+                        start=cfg.threshold(ctype),
+                        target=cfg.target_dismissal_rate,
+                        step=cfg.threshold_step,
+                        bounds=cfg.threshold_bounds,
+                    )
+                counts = counters.of(ctype)
+                setattr(counts, engagement, getattr(counts, engagement) + 1)
+                due = len(record.features) > _DUE and record.features[_DUE] >= 0.5
+                counters.add_engagement(record.confidence, bool(success), due=due)
+                writes: dict[str, dict[str, Any]] = {
+                    key: record.model_dump(mode="json"),
+                    _COUNTERS_KEY: counters.model_dump(mode="json"),
+                }
+                if cfg.learn:
+                    writes[_MODEL_KEY] = learned.model_dump(mode="json")
+                self.store.put_states(collection, writes)
         return EngagementOutcome(
             surfacing_id=surfacing_id,
             engagement=engagement,
@@ -604,7 +646,7 @@ class Surfacer:
         """Insights used in the same conversation were used together: their
         ASSOCIATED edges get the seed's co-use reinforcement (+0.1, new at 0.3),
         as :meth:`Hippocampus.record_use` gives them. The caller holds the
-        collection's lock, so two engagements of one conversation see each other."""
+        conversation's lock, so two engagements of one conversation see each other."""
         key = _conversation_key(record.conversation_id)
         held = self.store.get_states(collection, [key])
         if key not in held:
@@ -686,7 +728,9 @@ class Surfacer:
         """
         _check_id(conversation_id, "conversation_id")
         memory_ids = [m.id for m in found]
-        with self._lock(collection):
+        # Only the learned state and the counters change: the conversation is read
+        # beside them, under the short lock of the collection's learned state.
+        with self._learned_lock(collection):
             key = _conversation_key(conversation_id)
             held = self.store.get_states(collection, [key, _COUNTERS_KEY, _MODEL_KEY])
             counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
