@@ -189,6 +189,35 @@ class EngagementOutcome(BaseModel):
 
 Embed = Callable[[str], Vector | None]
 Engaged = Callable[[str, Memory, Memory], None]
+Learn = Callable[[SurfaceModel, SurfaceCounters], bool]
+"""A change to a collection's learned state (the model and the counters, as
+stored now); says whether it changed the model."""
+
+
+class _Learning:
+    """A change waiting for the collection's learned state, with its own writes."""
+
+    def __init__(self, change: Learn, writes: dict[str, dict[str, Any]]) -> None:
+        self.change = change
+        self.writes = writes
+        self.done = False
+        self.failure: BaseException | None = None
+
+
+def _message_learning(
+    learn: bool, conversation_type: str, previous: list[str] | None, topics: list[str], offered: int
+) -> Learn:
+    """What a message teaches: its offers count, and (when learning) the transition
+    from the previous message's topics to its own."""
+
+    def change(model: SurfaceModel, counters: SurfaceCounters) -> bool:
+        if offered:
+            counters.of(conversation_type).surfaced += offered
+        if learn and previous is not None:
+            model.topics.learn(previous, topics)
+        return learn
+
+    return change
 
 
 class Surfacer:
@@ -238,14 +267,54 @@ class Surfacer:
         # nor engagements. Taken in this order: a conversation's, a memory's,
         # the collection's learned state.
         self._conversation_lock = StripedLock()
-        self._learned_locks: dict[str, threading.Lock] = {}
-        self._learned_locks_lock = threading.Lock()
+        self._learned: dict[str, tuple[threading.Lock, list[_Learning]]] = {}
+        self._learned_guard = threading.Lock()
 
-    def _learned_lock(self, collection: str) -> threading.Lock:
-        """The lock of a collection's shared learned state (the surface model and
-        the counters), held from reading them to writing them back."""
-        with self._learned_locks_lock:
-            return self._learned_locks.setdefault(collection, threading.Lock())
+    def _learn(self, collection: str, change: Learn, writes: dict[str, dict[str, Any]]) -> None:
+        """Apply ``change`` to the collection's surface model and counters as
+        stored now, and write them with ``writes`` in one all-or-nothing write.
+
+        The shared learned state is read, changed and written back under its
+        collection's lock, never held across a search. Whoever takes that lock
+        applies every change waiting for it, in one read and one write, so that
+        a busy collection writes its learned state once per turn of the lock
+        rather than once per message (each change still lands, with its writes,
+        all or nothing).
+
+        Raises:
+            whatever reading or writing raised, to every caller in that write.
+        """
+        with self._learned_guard:
+            lock, waiting = self._learned.setdefault(collection, (threading.Lock(), []))
+            mine = _Learning(change, writes)
+            waiting.append(mine)
+        with lock:
+            if not mine.done:
+                with self._learned_guard:
+                    batch = list(waiting)
+                    waiting.clear()
+                try:
+                    held = self.store.get_states(collection, [_MODEL_KEY, _COUNTERS_KEY])
+                    learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
+                    counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
+                    out: dict[str, dict[str, Any]] = {}
+                    model_changed = False
+                    for item in batch:
+                        model_changed |= item.change(learned, counters)
+                        out.update(item.writes)
+                    out[_COUNTERS_KEY] = counters.model_dump(mode="json")
+                    if model_changed:
+                        out[_MODEL_KEY] = learned.model_dump(mode="json")
+                    self.store.put_states(collection, out)
+                except BaseException as e:
+                    for item in batch:
+                        item.failure = e
+                    raise
+                finally:
+                    for item in batch:
+                        item.done = True
+        if mine.failure is not None:
+            raise mine.failure
 
     # -- messages -----------------------------------------------------------------
 
@@ -337,24 +406,13 @@ class Surfacer:
                 if self.store.get_states(collection, [key]).get(key) != seen:
                     logger.debug("conversation %s moved on meanwhile; again", conversation_id)
                     continue
-                with self._learned_lock(collection):
-                    # This message's learning goes onto what is stored now, not
-                    # onto the snapshot, so that concurrent messages keep theirs.
-                    shared = self.store.get_states(collection, [_MODEL_KEY, _COUNTERS_KEY])
-                    counters = SurfaceCounters.model_validate(shared.get(_COUNTERS_KEY, {}))
-                    if chosen:
-                        counters.of(ctype).surfaced += len(chosen)
-                    writes: dict[str, dict[str, Any]] = {
-                        **records,
-                        key: state.model_dump(mode="json"),
-                        _COUNTERS_KEY: counters.model_dump(mode="json"),
-                    }
-                    if cfg.learn:
-                        current = SurfaceModel.model_validate(shared.get(_MODEL_KEY, {}))
-                        if previous is not None:
-                            current.topics.learn(previous, topics)
-                        writes[_MODEL_KEY] = current.model_dump(mode="json")
-                    self.store.put_states(collection, writes)
+                # This message's learning goes onto what is stored then, not onto
+                # the snapshot, so that concurrent messages keep each other's.
+                self._learn(
+                    collection,
+                    _message_learning(cfg.learn, ctype, previous, topics, len(chosen)),
+                    {**records, key: state.model_dump(mode="json")},
+                )
             break
         if chosen:
             self.store.append_events(
@@ -609,10 +667,10 @@ class Surfacer:
             bar_key = _foreseen(ctype) if record.foreseen else ctype
             record.engagement = engagement
             record.engaged_at = at
-            with self._learned_lock(collection):
-                shared = self.store.get_states(collection, [_MODEL_KEY, _COUNTERS_KEY])
-                learned = SurfaceModel.model_validate(shared.get(_MODEL_KEY, {}))
-                counters = SurfaceCounters.model_validate(shared.get(_COUNTERS_KEY, {}))
+            threshold = cfg.threshold(ctype)
+
+            def change(learned: SurfaceModel, counters: SurfaceCounters) -> bool:
+                nonlocal threshold
                 if cfg.learn:
                     learned.kinds.update(ctype, record.kind, success)
                     learned.confidence.update(record.features, success)
@@ -628,18 +686,15 @@ class Surfacer:
                 setattr(counts, engagement, getattr(counts, engagement) + 1)
                 due = len(record.features) > _DUE and record.features[_DUE] >= 0.5
                 counters.add_engagement(record.confidence, bool(success), due=due)
-                writes: dict[str, dict[str, Any]] = {
-                    key: record.model_dump(mode="json"),
-                    _COUNTERS_KEY: counters.model_dump(mode="json"),
-                }
-                if cfg.learn:
-                    writes[_MODEL_KEY] = learned.model_dump(mode="json")
-                self.store.put_states(collection, writes)
+                threshold = learned.thresholds.value(bar_key, cfg.threshold(ctype))
+                return cfg.learn
+
+            self._learn(collection, change, {key: record.model_dump(mode="json")})
         return EngagementOutcome(
             surfacing_id=surfacing_id,
             engagement=engagement,
             memory=updated,
-            threshold=learned.thresholds.value(bar_key, cfg.threshold(ctype)),
+            threshold=threshold,
         )
 
     def _link_used_together(self, collection: str, record: Surfacing, at: datetime) -> None:
@@ -728,40 +783,38 @@ class Surfacer:
         """
         _check_id(conversation_id, "conversation_id")
         memory_ids = [m.id for m in found]
-        # Only the learned state and the counters change: the conversation is read
-        # beside them, under the short lock of the collection's learned state.
-        with self._learned_lock(collection):
-            key = _conversation_key(conversation_id)
-            held = self.store.get_states(collection, [key, _COUNTERS_KEY, _MODEL_KEY])
-            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
-            writes: dict[str, dict[str, Any]] = {}
-            before: list[tuple[str, int]] = []
-            if key in held:
-                state = ConversationState.model_validate(held[key])
-                early = state.topics[: -self.config.need_horizon]
-                if self.config.learn and early:
-                    learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
-                    for rank, memory in enumerate(found):
-                        meta = memory.retrieval
-                        learned.needs.learn(
-                            early, [*meta.concepts, *meta.triggers], 1.0 / (1 + rank)
-                        )
-                    writes[_MODEL_KEY] = learned.model_dump(mode="json")
-                first: dict[str, int] = {}
-                for item in state.surfaced:
-                    first.setdefault(item.memory_id, item.message)
-                # Offered in answer to the very message that asked: not before.
-                before = [
-                    (mid, state.messages - first[mid])
-                    for mid in memory_ids
-                    if mid in first and first[mid] < state.messages
-                ]
+        key = _conversation_key(conversation_id)
+        # Only the learned state and the counters change; the conversation is
+        # only read.
+        held = self.store.get_states(collection, [key])
+        before: list[tuple[str, int]] = []
+        early: list[list[str]] = []
+        if key in held:
+            state = ConversationState.model_validate(held[key])
+            early = state.topics[: -self.config.need_horizon]
+            first: dict[str, int] = {}
+            for item in state.surfaced:
+                first.setdefault(item.memory_id, item.message)
+            # Offered in answer to the very message that asked: not before.
+            before = [
+                (mid, state.messages - first[mid])
+                for mid in memory_ids
+                if mid in first and first[mid] < state.messages
+            ]
+
+        def change(learned: SurfaceModel, counters: SurfaceCounters) -> bool:
             counters.explicit_recalls += 1
             if before:
                 counters.surfaced_before_search += 1
                 counters.add_lead(max(lead for _, lead in before))
-            writes[_COUNTERS_KEY] = counters.model_dump(mode="json")
-            self.store.put_states(collection, writes)
+            if not (self.config.learn and early):
+                return False
+            for rank, memory in enumerate(found):
+                meta = memory.retrieval
+                learned.needs.learn(early, [*meta.concepts, *meta.triggers], 1.0 / (1 + rank))
+            return True
+
+        self._learn(collection, change, {})
         return before
 
     # -- reading ---------------------------------------------------------------------
