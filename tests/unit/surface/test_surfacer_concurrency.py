@@ -18,6 +18,7 @@ import pytest
 
 from engine import surfacing
 from engine.embed import HashingEmbedder
+from engine.errors import NotFoundError, StoreUnavailableError
 from engine.extract import SpacyConceptExtractor
 from engine.model import NewMemory
 from engine.service import Hippocampus
@@ -179,4 +180,22 @@ def test_two_messages_of_one_conversation_at_once_are_both_taken_in(
     # One of them was taken in again after the other: it saw the offer made.
     assert offered == ["pool"]
     assert svc.conversation(C, "c1").messages == 2
+    assert svc.surfacing_metrics(C).surfaced == 1
+
+
+def test_a_failed_write_of_learned_state_leaves_the_message_unrecorded(
+    svc: Hippocampus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(collection: str, items: object) -> None:
+        raise StoreUnavailableError("disk gone")
+
+    with monkeypatch.context() as m:
+        m.setattr(svc.store, "put_states", refuse)
+        with pytest.raises(StoreUnavailableError):
+            say(svc, "c1", MESSAGE, 0)
+    with pytest.raises(NotFoundError):
+        svc.conversation(C, "c1")
+    assert svc.surfacing_metrics(C).surfaced == 0
+    # Nothing was left waiting: the next message is taken in and counted.
+    assert [i.memory.id for i in say(svc, "c1", MESSAGE, 2).insights] == ["pool"]
     assert svc.surfacing_metrics(C).surfaced == 1
