@@ -189,6 +189,35 @@ class EngagementOutcome(BaseModel):
 
 Embed = Callable[[str], Vector | None]
 Engaged = Callable[[str, Memory, Memory], None]
+Learn = Callable[[SurfaceModel, SurfaceCounters], bool]
+"""A change to a collection's learned state (the model and the counters, as
+stored now); says whether it changed the model."""
+
+
+class _Learning:
+    """A change waiting for the collection's learned state, with its own writes."""
+
+    def __init__(self, change: Learn, writes: dict[str, dict[str, Any]]) -> None:
+        self.change = change
+        self.writes = writes
+        self.done = False
+        self.failure: BaseException | None = None
+
+
+def _message_learning(
+    learn: bool, conversation_type: str, previous: list[str] | None, topics: list[str], offered: int
+) -> Learn:
+    """What a message teaches: its offers count, and (when learning) the transition
+    from the previous message's topics to its own."""
+
+    def change(model: SurfaceModel, counters: SurfaceCounters) -> bool:
+        if offered:
+            counters.of(conversation_type).surfaced += offered
+        if learn and previous is not None:
+            model.topics.learn(previous, topics)
+        return learn
+
+    return change
 
 
 class Surfacer:
@@ -233,12 +262,59 @@ class Surfacer:
         self.seed = seed
         self.on_engaged = on_engaged
         self.memory_lock = memory_lock or StripedLock()
-        self._locks: dict[str, threading.Lock] = {}
-        self._locks_lock = threading.Lock()
+        # Held only around reads and writes of state documents, never across a
+        # search, so that a slow message holds up neither other conversations
+        # nor engagements. Taken in this order: a conversation's, a memory's,
+        # the collection's learned state.
+        self._conversation_lock = StripedLock()
+        self._learned: dict[str, tuple[threading.Lock, list[_Learning]]] = {}
+        self._learned_guard = threading.Lock()
 
-    def _lock(self, collection: str) -> threading.Lock:
-        with self._locks_lock:
-            return self._locks.setdefault(collection, threading.Lock())
+    def _learn(self, collection: str, change: Learn, writes: dict[str, dict[str, Any]]) -> None:
+        """Apply ``change`` to the collection's surface model and counters as
+        stored now, and write them with ``writes`` in one all-or-nothing write.
+
+        The shared learned state is read, changed and written back under its
+        collection's lock, never held across a search. Whoever takes that lock
+        applies every change waiting for it, in one read and one write, so that
+        a busy collection writes its learned state once per turn of the lock
+        rather than once per message (each change still lands, with its writes,
+        all or nothing).
+
+        Raises:
+            whatever reading or writing raised, to every caller in that write.
+        """
+        with self._learned_guard:
+            lock, waiting = self._learned.setdefault(collection, (threading.Lock(), []))
+            mine = _Learning(change, writes)
+            waiting.append(mine)
+        with lock:
+            if not mine.done:
+                with self._learned_guard:
+                    batch = list(waiting)
+                    waiting.clear()
+                try:
+                    held = self.store.get_states(collection, [_MODEL_KEY, _COUNTERS_KEY])
+                    learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
+                    counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
+                    out: dict[str, dict[str, Any]] = {}
+                    model_changed = False
+                    for item in batch:
+                        model_changed |= item.change(learned, counters)
+                        out.update(item.writes)
+                    out[_COUNTERS_KEY] = counters.model_dump(mode="json")
+                    if model_changed:
+                        out[_MODEL_KEY] = learned.model_dump(mode="json")
+                    self.store.put_states(collection, out)
+                except BaseException as e:
+                    for item in batch:
+                        item.failure = e
+                    raise
+                finally:
+                    for item in batch:
+                        item.done = True
+        if mine.failure is not None:
+            raise mine.failure
 
     # -- messages -----------------------------------------------------------------
 
@@ -279,18 +355,25 @@ class Surfacer:
         extraction = self.extractor.extract_many([body])[0]
         topics = list(dict.fromkeys([*extraction.concepts, *extraction.triggers]))
 
-        with self._lock(collection):
-            key = _conversation_key(conversation_id)
-            held = self.store.get_states(collection, [key, _MODEL_KEY, _COUNTERS_KEY])
+        key = _conversation_key(conversation_id)
+        lock = self._conversation_lock(collection, conversation_id)
+        while True:
+            # Read the conversation and a snapshot of what was learned, search and
+            # score without a lock, then write back only if no other message of
+            # this conversation was written meanwhile (else take it in afresh:
+            # its index, recent topics and what was surfaced changed).
+            with lock:
+                held = self.store.get_states(collection, [key, _MODEL_KEY])
+            seen = held.get(key)
             state = (
-                ConversationState.model_validate(held[key])
-                if key in held
+                ConversationState.model_validate(seen)
+                if seen is not None
                 else ConversationState(id=conversation_id)
             )
             learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
-            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
-            if cfg.learn and state.topics:
-                learned.topics.learn(state.topics[-1], topics)
+            previous = state.topics[-1] if state.topics else None
+            if cfg.learn and previous is not None:
+                learned.topics.learn(previous, topics)
             state.observe(
                 text=body,
                 role=role,
@@ -304,7 +387,7 @@ class Surfacer:
             predicted, heading = self._predict(learned, state)
             ctype = state.type
             threshold = learned.thresholds.value(ctype, cfg.threshold(ctype))
-            insights: list[Insight] = []
+            chosen: list[_Scored] = []
             candidates: int | None = None
             held_back = None
             warnings: list[str] = []
@@ -315,24 +398,35 @@ class Surfacer:
                     "give each message the time it was said as `at`)"
                 )
             else:
-                insights, candidates = self._offer(
-                    collection,
-                    state,
-                    learned,
-                    predicted,
-                    heading,
-                    threshold,
-                    at,
-                    counters,
-                    warnings,
+                chosen, candidates = self._offer(
+                    collection, state, learned, predicted, heading, threshold, at, warnings
                 )
-            writes: dict[str, dict[str, Any]] = {
-                key: state.model_dump(mode="json"),
-                _COUNTERS_KEY: counters.model_dump(mode="json"),
-            }
-            if cfg.learn:
-                writes[_MODEL_KEY] = learned.model_dump(mode="json")
-            self.store.put_states(collection, writes)
+            records = self._record(state, chosen, at)
+            with lock:
+                if self.store.get_states(collection, [key]).get(key) != seen:
+                    logger.debug("conversation %s moved on meanwhile; again", conversation_id)
+                    continue
+                # This message's learning goes onto what is stored then, not onto
+                # the snapshot, so that concurrent messages keep each other's.
+                self._learn(
+                    collection,
+                    _message_learning(cfg.learn, ctype, previous, topics, len(chosen)),
+                    {**records, key: state.model_dump(mode="json")},
+                )
+            break
+        if chosen:
+            self.store.append_events(
+                collection,
+                [
+                    Event(
+                        type="surfacing",
+                        at=at,
+                        memory_ids=[item.insight.memory.id for item in chosen],
+                        payload={"conversation_id": state.id, "message": state.messages},
+                    )
+                ],
+            )
+        insights = [item.insight for item in chosen]
         return MessageOutcome(
             insights=insights,
             conversation=_view(state, predicted),
@@ -369,10 +463,10 @@ class Surfacer:
         heading: list[str],
         threshold: float,
         at: datetime,
-        counters: SurfaceCounters,
         warnings: list[str],
-    ) -> tuple[list[Insight], int]:
-        """The insights to offer, and how many memories retrieval weighed for them."""
+    ) -> tuple[list[_Scored], int]:
+        """The insights to offer, and how many memories retrieval weighed for them.
+        Writes nothing: the caller records the offers with the conversation."""
         cfg = self.config
         # Three looks: what the conversation is about now, the topics predicted
         # next that it has not mentioned lately, and what it will come to need.
@@ -488,6 +582,15 @@ class Surfacer:
                     continue
                 foreseen_taken += 1
             chosen.append(item)
+        return chosen, len(candidates)
+
+    @staticmethod
+    def _record(
+        state: ConversationState, chosen: Sequence[_Scored], at: datetime
+    ) -> dict[str, dict[str, Any]]:
+        """The surfacing records of the chosen offers, by state key; the
+        conversation notes them as surfaced."""
+        ctype, context = state.type, state.context
         records: dict[str, dict[str, Any]] = {}
         for insight, features, bar, foresight in chosen:
             memory = insight.memory
@@ -510,21 +613,7 @@ class Surfacer:
             state.surfaced.append(
                 SurfacedItem(memory_id=memory.id, surfacing_id=record.id, message=state.messages)
             )
-            counters.of(ctype).surfaced += 1
-        if records:
-            self.store.put_states(collection, records)
-            self.store.append_events(
-                collection,
-                [
-                    Event(
-                        type="surfacing",
-                        at=at,
-                        memory_ids=[item.insight.memory.id for item in chosen],
-                        payload={"conversation_id": state.id, "message": state.messages},
-                    )
-                ],
-            )
-        return [item.insight for item in chosen], len(candidates)
+        return records
 
     # -- engagement ----------------------------------------------------------------
 
@@ -544,9 +633,18 @@ class Surfacer:
                 f"engagement is one of {', '.join(ENGAGEMENT_RULES)}", field="engagement"
             )
         cfg = self.config
-        with self._lock(collection):
-            key = _surfacing_key(surfacing_id)
-            held = self.store.get_states(collection, [key, _MODEL_KEY, _COUNTERS_KEY])
+        key = _surfacing_key(surfacing_id)
+        # Which conversation an offer belongs to never changes: read it first to
+        # know whose lock to take, then read the record again under it.
+        first = self.store.get_states(collection, [key]).get(key)
+        if first is None:
+            raise NotFoundError(f"no surfacing {surfacing_id!r} in this collection")
+        conversation_id = Surfacing.model_validate(first).conversation_id
+        # The conversation's lock (never held across a search) orders the
+        # engagements of one conversation: each is recorded once, and two used
+        # together see each other.
+        with self._conversation_lock(collection, conversation_id):
+            held = self.store.get_states(collection, [key])
             if key not in held:
                 raise NotFoundError(f"no surfacing {surfacing_id!r} in this collection")
             record = Surfacing.model_validate(held[key])
@@ -554,8 +652,6 @@ class Surfacer:
                 raise ConflictError(
                     f"surfacing {surfacing_id!r} was already marked {record.engagement!r}"
                 )
-            learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
-            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
             with self.memory_lock(collection, record.memory_id):
                 found = self.store.get_memories(collection, [record.memory_id])
                 memory = found.get(record.memory_id)
@@ -569,42 +665,43 @@ class Surfacer:
                 self._link_used_together(collection, record, at)
             ctype = record.conversation_type
             bar_key = _foreseen(ctype) if record.foreseen else ctype
-            if cfg.learn:
-                learned.kinds.update(ctype, record.kind, success)
-                learned.confidence.update(record.features, success)
-                learned.thresholds.update(
-                    bar_key,
-                    ENGAGEMENT_RULES[engagement].miss,
-                    start=cfg.threshold(ctype),
-                    target=cfg.target_dismissal_rate,
-                    step=cfg.threshold_step,
-                    bounds=cfg.threshold_bounds,
-                )
-            counts = counters.of(ctype)
-            setattr(counts, engagement, getattr(counts, engagement) + 1)
-            due = len(record.features) > _DUE and record.features[_DUE] >= 0.5
-            counters.add_engagement(record.confidence, bool(success), due=due)
             record.engagement = engagement
             record.engaged_at = at
-            writes: dict[str, dict[str, Any]] = {
-                key: record.model_dump(mode="json"),
-                _COUNTERS_KEY: counters.model_dump(mode="json"),
-            }
-            if cfg.learn:
-                writes[_MODEL_KEY] = learned.model_dump(mode="json")
-            self.store.put_states(collection, writes)
+            threshold = cfg.threshold(ctype)
+
+            def change(learned: SurfaceModel, counters: SurfaceCounters) -> bool:
+                nonlocal threshold
+                if cfg.learn:
+                    learned.kinds.update(ctype, record.kind, success)
+                    learned.confidence.update(record.features, success)
+                    learned.thresholds.update(
+                        bar_key,
+                        ENGAGEMENT_RULES[engagement].miss,
+                        start=cfg.threshold(ctype),
+                        target=cfg.target_dismissal_rate,
+                        step=cfg.threshold_step,
+                        bounds=cfg.threshold_bounds,
+                    )
+                counts = counters.of(ctype)
+                setattr(counts, engagement, getattr(counts, engagement) + 1)
+                due = len(record.features) > _DUE and record.features[_DUE] >= 0.5
+                counters.add_engagement(record.confidence, bool(success), due=due)
+                threshold = learned.thresholds.value(bar_key, cfg.threshold(ctype))
+                return cfg.learn
+
+            self._learn(collection, change, {key: record.model_dump(mode="json")})
         return EngagementOutcome(
             surfacing_id=surfacing_id,
             engagement=engagement,
             memory=updated,
-            threshold=learned.thresholds.value(bar_key, cfg.threshold(ctype)),
+            threshold=threshold,
         )
 
     def _link_used_together(self, collection: str, record: Surfacing, at: datetime) -> None:
         """Insights used in the same conversation were used together: their
         ASSOCIATED edges get the seed's co-use reinforcement (+0.1, new at 0.3),
         as :meth:`Hippocampus.record_use` gives them. The caller holds the
-        collection's lock, so two engagements of one conversation see each other."""
+        conversation's lock, so two engagements of one conversation see each other."""
         key = _conversation_key(record.conversation_id)
         held = self.store.get_states(collection, [key])
         if key not in held:
@@ -686,38 +783,38 @@ class Surfacer:
         """
         _check_id(conversation_id, "conversation_id")
         memory_ids = [m.id for m in found]
-        with self._lock(collection):
-            key = _conversation_key(conversation_id)
-            held = self.store.get_states(collection, [key, _COUNTERS_KEY, _MODEL_KEY])
-            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
-            writes: dict[str, dict[str, Any]] = {}
-            before: list[tuple[str, int]] = []
-            if key in held:
-                state = ConversationState.model_validate(held[key])
-                early = state.topics[: -self.config.need_horizon]
-                if self.config.learn and early:
-                    learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
-                    for rank, memory in enumerate(found):
-                        meta = memory.retrieval
-                        learned.needs.learn(
-                            early, [*meta.concepts, *meta.triggers], 1.0 / (1 + rank)
-                        )
-                    writes[_MODEL_KEY] = learned.model_dump(mode="json")
-                first: dict[str, int] = {}
-                for item in state.surfaced:
-                    first.setdefault(item.memory_id, item.message)
-                # Offered in answer to the very message that asked: not before.
-                before = [
-                    (mid, state.messages - first[mid])
-                    for mid in memory_ids
-                    if mid in first and first[mid] < state.messages
-                ]
+        key = _conversation_key(conversation_id)
+        # Only the learned state and the counters change; the conversation is
+        # only read.
+        held = self.store.get_states(collection, [key])
+        before: list[tuple[str, int]] = []
+        early: list[list[str]] = []
+        if key in held:
+            state = ConversationState.model_validate(held[key])
+            early = state.topics[: -self.config.need_horizon]
+            first: dict[str, int] = {}
+            for item in state.surfaced:
+                first.setdefault(item.memory_id, item.message)
+            # Offered in answer to the very message that asked: not before.
+            before = [
+                (mid, state.messages - first[mid])
+                for mid in memory_ids
+                if mid in first and first[mid] < state.messages
+            ]
+
+        def change(learned: SurfaceModel, counters: SurfaceCounters) -> bool:
             counters.explicit_recalls += 1
             if before:
                 counters.surfaced_before_search += 1
                 counters.add_lead(max(lead for _, lead in before))
-            writes[_COUNTERS_KEY] = counters.model_dump(mode="json")
-            self.store.put_states(collection, writes)
+            if not (self.config.learn and early):
+                return False
+            for rank, memory in enumerate(found):
+                meta = memory.retrieval
+                learned.needs.learn(early, [*meta.concepts, *meta.triggers], 1.0 / (1 + rank))
+            return True
+
+        self._learn(collection, change, {})
         return before
 
     # -- reading ---------------------------------------------------------------------
