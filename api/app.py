@@ -36,7 +36,7 @@ from api.routers import (
 from engine.config import HippoSettings
 from engine.errors import HippoError
 from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from engine.store import GraphStore
 
 logger = logging.getLogger(__name__)
 
@@ -85,9 +85,8 @@ def create_app(
             logger.warning(
                 "no API keys configured (HIPPO_API_KEYS): only loopback clients are served"
             )
-        if isinstance(engine.store, EmbeddedStore):
-            # Each collection's indexes are built before its first request needs them.
-            threading.Thread(target=_warm, args=(engine.store,), daemon=True).start()
+        # Each collection is made ready before its first request needs it.
+        threading.Thread(target=_warm, args=(engine.store,), daemon=True).start()
         loop = MaintenanceLoop(engine, interval_s=settings.maintenance_interval_s)
         loop.start()
         try:
@@ -132,7 +131,7 @@ def create_app(
     return app
 
 
-def _warm(store: EmbeddedStore) -> None:
+def _warm(store: GraphStore) -> None:
     started = time.perf_counter()
     try:
         built = store.warm()

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from engine.retrieve.lexical import STOP_WORDS
+
 
 def ranks(scores: Mapping[str, float]) -> dict[str, int]:
     """1-based rank of each id by descending score (ties by id, for determinism)."""
@@ -174,6 +176,8 @@ FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 FIRST_PERSON_SPEAKERS = frozenset({"user", "human", "me"})
 """Speaker labels that stand for the person a conversation's assistant talks to:
 the first person of a query names them."""
+ROLE_SPEAKERS = FIRST_PERSON_SPEAKERS | {"assistant"}
+"""Speaker labels that name a role in a conversation rather than a person."""
 _CAPITALIZED = re.compile(r"\b[A-Z][^\W_]*")
 
 
@@ -185,12 +189,13 @@ def _words(text: str) -> set[str]:
 
 
 def could_name_speaker(query: str) -> bool:
-    """Whether ``query`` has a word that could name a speaker: the first person, or
-    a capitalized word other than "I" (a cheap test before any speaker is looked
-    up)."""
-    if _words(query) & FIRST_PERSON:
+    """Whether ``query`` has a word that could name a speaker: the first person, a
+    conversation role ("the assistant", "the user"), or a capitalized word that is
+    not a function word ("What", "Can", "I"); a cheap test before any speaker is
+    looked up."""
+    if _words(query) & (FIRST_PERSON | ROLE_SPEAKERS):
         return True
-    return any(w != "I" for w in _CAPITALIZED.findall(query))
+    return any(w.casefold() not in STOP_WORDS for w in _CAPITALIZED.findall(query))
 
 
 def speakers_named(query: str, speakers: set[str]) -> set[str]:

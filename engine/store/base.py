@@ -350,6 +350,17 @@ class GraphStore(Protocol):
         """Collections holding at least one memory."""
         ...
 
+    def warm(self) -> int:
+        """Make every collection ready to serve before its first request: a store
+        that builds in-process indexes on first use builds them all now (a server
+        runs this in the background as it starts); one that keeps none does
+        nothing.
+
+        Returns:
+            How many collections it made ready.
+        """
+        ...
+
     def stats(self, collection: str) -> StoreStats: ...
 
     def check(self) -> None:

@@ -1108,6 +1108,11 @@ class Neo4jStore:
 
     # -- collections ------------------------------------------------------------------
 
+    def warm(self) -> int:
+        """Nothing to build: the server keeps the indexes."""
+        self._check_open()
+        return 0
+
     def list_collections(self) -> list[str]:
         """Collections holding at least one memory, sorted."""
         rows = self._read("list collections", _records("memory/list_collections", {}))

@@ -76,6 +76,8 @@ def test_only_a_query_that_could_name_someone_looks_speakers_up() -> None:
     assert could_name_speaker("what did I decide")
     assert could_name_speaker("what did Melanie paint")
     assert not could_name_speaker("how do backups of the ledger work")
+    assert not could_name_speaker("What backs up the ledger?")  # a question word only
+    assert could_name_speaker("what did the assistant recommend")
     assert could_name_speaker("mine is broken")
 
 
