@@ -123,6 +123,8 @@ def retrieve(
         lexical = dict(store.search_text(collection, query, k=config.candidates, filters=filters))
 
     direct: dict[str, float] = {}
+    # Memories read on the way (their speakers), handed on so none is read twice.
+    read: dict[str, Memory] = {}
     if config.fusion == "calibrated":
         if dense and query_vector is not None:
             # Text matches outside the dense candidates have a similarity too.
@@ -138,7 +140,7 @@ def retrieve(
         if config.turn_context > 0.0 and direct:
             _in_context(store, collection, direct, dense, query_vector, filters, config)
         if config.speaker_lean > 0.0 and direct:
-            _lean_to_speakers(store, collection, query, direct, dense, config)
+            read = _lean_to_speakers(store, collection, query, direct, dense, config)
 
     hubs: list[HubMatch] = []
     graph: dict[str, float] = {}
@@ -174,9 +176,10 @@ def retrieve(
             dense.update(_similarities(store, collection, missing, query_vector))
     signals: dict[str, dict[str, float]] = {"dense": dense, "lexical": lexical, "graph": graph}
     pool = set(dense) | set(lexical) | set(graph)
-    memories: dict[str, Memory] = {}
+    memories = read
     if config.needs_metadata:
-        memories = store.get_memories(collection, sorted(pool))
+        unread = sorted(mid for mid in pool if mid not in read)
+        memories = {**read, **store.get_memories(collection, unread)}
         signals.update(_metadata_signals(memories, now, config))
 
     if config.fusion == "calibrated":
@@ -295,26 +298,29 @@ def _lean_to_speakers(
     direct: dict[str, float],
     dense: Mapping[str, float],
     config: SearchConfig,
-) -> None:
+) -> dict[str, Memory]:
     """Turns said by a speaker the query names gain ``speaker_lean`` spreads of
-    similarity. Only when the query has a word that could name one (a name, or
-    the first person), the candidates come from more than one speaker, and the
-    query names some of those speakers but not all of them. Updates ``direct``
-    in place."""
+    similarity. Only when the query has a word that could name one (a name, a
+    role, or the first person), the candidates come from more than one speaker,
+    and the query names some of those speakers but not all of them. Updates
+    ``direct`` in place.
+
+    Returns:
+        The candidates it read to learn their speakers (none when the query
+        names nobody), for the recall to use rather than read again.
+    """
     if not could_name_speaker(query):
-        return
+        return {}
     found = store.get_memories(collection, [mid for mid, _ in _top(direct, config.candidates)])
     speakers = {m.speaker for m in found.values() if m.speaker}
     named = speakers_named(query, speakers) if len(speakers) > 1 else set()
-    if not named or named == speakers:
-        return
     d_spread = spread(dense, config.spread_top) or spread(direct, config.spread_top)
-    if d_spread is None:
-        return
-    lean = config.speaker_lean * d_spread.std
-    for mid, memory in found.items():
-        if memory.speaker in named:
-            direct[mid] += lean
+    if named and named != speakers and d_spread is not None:
+        lean = config.speaker_lean * d_spread.std
+        for mid, memory in found.items():
+            if memory.speaker in named:
+                direct[mid] += lean
+    return found
 
 
 def _lexical_weight(query: str, config: SearchConfig) -> float:
