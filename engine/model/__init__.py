@@ -25,6 +25,7 @@ from engine.model.graph import (
 )
 from engine.model.memory import (
     KNOWN_CATEGORIES,
+    LEARNED_FIELDS,
     Memory,
     MemoryPatch,
     NewMemory,
@@ -35,6 +36,7 @@ from engine.model.memory import (
     faded_dismissals,
     normalize_content,
     utcnow,
+    with_learning_of,
 )
 from engine.model.recall import RecallFilters, RecallHit, RecallResult, SurfacedBefore
 from engine.model.resource import Resource
@@ -43,6 +45,7 @@ __all__ = [
     "HUB_EDGE",
     "HUB_OF_EDGE",
     "KNOWN_CATEGORIES",
+    "LEARNED_FIELDS",
     "MEMORY_EDGES",
     "MEMORY_NODE",
     "SEQUENCE_KIND",
@@ -75,4 +78,5 @@ __all__ = [
     "normalize_content",
     "target_kind",
     "utcnow",
+    "with_learning_of",
 ]

@@ -212,6 +212,40 @@ class MemoryPatch(BaseModel):
     speaker: str | None = None
 
 
+LEARNED_FIELDS = (
+    "confidence",
+    "usage_count",
+    "last_used",
+    "recent_dismissals",
+    "dismissed_at",
+    "review",
+    "irrelevant_contexts",
+    "usefulness",
+    "helpful_votes",
+    "unhelpful_votes",
+    "duplicates",
+    "conversation_ids",
+)
+"""The parts of a memory's retrieval metadata that only learning and merging
+change (engagement, feedback, a repeat merged in), never an edit."""
+
+
+def with_learning_of(memory: Memory, stored: Memory, *, tier: bool) -> Memory:
+    """``memory``, an edit made from an earlier read, with what learning has
+    recorded in ``stored`` (the memory as stored now): its :data:`LEARNED_FIELDS`,
+    and with ``tier`` its tier and ``promoted_at`` (which the tier pass moves). A
+    store applies this inside the edit's write, so an edit never undoes a learning
+    update that committed while it was being made."""
+    update: dict[str, object] = {name: getattr(stored.retrieval, name) for name in LEARNED_FIELDS}
+    top: dict[str, object] = {}
+    if tier:
+        update["promoted_at"] = stored.retrieval.promoted_at
+        top["tier"] = stored.tier
+    return memory.model_copy(
+        update={**top, "retrieval": memory.retrieval.model_copy(update=update)}
+    )
+
+
 def faded_dismissals(memory: Memory, now: datetime, half_life_days: float) -> float:
     """Recent dismissals as of ``now``: the stored count halved per half-life since
     it was last raised."""

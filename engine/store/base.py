@@ -7,7 +7,7 @@ above ``engine/store/`` knows which implementation it holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -54,6 +54,12 @@ class MemoryRecord:
     scores a memory by the best of ``vector`` and its passages. They are written
     with ``vector`` and replaced with it: a record with a vector and no passages
     leaves the memory none.
+
+    ``keep_learned`` and ``keep_tier`` are for :meth:`GraphStore.replace_memory`
+    too: an edit made from an earlier read keeps what learning recorded in the
+    stored memory meanwhile (:func:`~engine.model.memory.with_learning_of`; with
+    ``keep_tier`` as well, its tier and ``promoted_at``), taken inside the write's
+    transaction, so an edit never undoes a concurrent learning update.
     """
 
     memory: Memory
@@ -61,6 +67,36 @@ class MemoryRecord:
     edges: Sequence[Edge] = field(default_factory=tuple)
     drop_vector: bool = False
     passages: Vector | None = None
+    keep_learned: bool = False
+    keep_tier: bool = False
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What one learning update writes (see :meth:`GraphStore.learn`), all in one
+    transaction.
+
+    Attributes:
+        memories: memories with changed metadata (confidence, counts, review,
+            tier, ...). Their content, vector, edges and place in a conversation
+            (``occurred_at``, ``turn_of``) are as read: a learning update changes
+            what was learned about a memory, never what it says.
+        states: state documents to write, by key.
+        reinforce: edge reinforcements (:meth:`GraphStore.reinforce_edges`).
+        events: appended to the collection's event log.
+    """
+
+    memories: Sequence[Memory] = ()
+    states: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    reinforce: Sequence[EdgeUpdate] = ()
+    events: Sequence[Event] = ()
+
+
+LearnChange = Callable[[Mapping[str, Memory], Mapping[str, dict[str, Any]]], Learned]
+"""A learning update: given the memories and state documents it named, as stored
+now (absent ones left out), what to write. It may run more than once (a store
+runs a transaction that lost a race again) and must depend on nothing but its
+arguments; it raises to write nothing."""
 
 
 class StoreStats(BaseModel):
@@ -344,6 +380,41 @@ class GraphStore(Protocol):
         conversations and surfacings, one document each) be listed and moved."""
         ...
 
+    # -- learning -----------------------------------------------------------------
+
+    def learn(
+        self,
+        collection: str,
+        *,
+        memory_ids: Sequence[str] = (),
+        state_keys: Sequence[str] = (),
+        change: LearnChange,
+    ) -> Learned:
+        """Apply one learning update atomically: lock the memories and state
+        documents named against every other writer (other threads and other
+        processes sharing the store), read them as they are now, and write what
+        ``change`` makes of them (:class:`Learned`) in one transaction, before
+        any other update of them reads them.
+
+        So counts, confidence, review state, surfacing records and learned models
+        never lose an update to a concurrent one, in any number of processes:
+        each update is applied to the state the one before it left. The rules
+        themselves stay in Python, written once (:mod:`engine.learn`,
+        :mod:`engine.surface.rules`); the store makes each application of them
+        serial. Edge reinforcements are set-based increments, bounded by their
+        caps, as :meth:`reinforce_edges` applies them.
+
+        Returns:
+            What was written.
+
+        Raises:
+            whatever ``change`` raised (nothing is written).
+            InvalidInputError: ``change`` returned a memory that was not named
+                or not found, or changed a memory's content or place in its
+                conversation.
+        """
+        ...
+
     # -- collections ------------------------------------------------------------
 
     def list_collections(self) -> list[str]:
@@ -370,6 +441,32 @@ class GraphStore(Protocol):
     def close(self) -> None:
         """Release files, locks and connections. Idempotent."""
         ...
+
+
+def check_learned(collection: str, read: Mapping[str, Memory], learned: Learned) -> None:
+    """What a :data:`LearnChange` returned, checked alike by every store against
+    the memories it was given.
+
+    Raises:
+        InvalidInputError: see :meth:`GraphStore.learn`.
+    """
+    for memory in learned.memories:
+        was = read.get(memory.id)
+        if was is None or memory.collection != collection:
+            raise InvalidInputError(
+                f"memory {memory.id!r} was not read for this update", field="memory_ids"
+            )
+        if (memory.content_hash, memory.content, memory.occurred_at, memory.turn_of) != (
+            was.content_hash,
+            was.content,
+            was.occurred_at,
+            was.turn_of,
+        ):
+            raise InvalidInputError(
+                f"memory {memory.id!r}: a learning update cannot change its content"
+                " or its place in a conversation",
+                field="memories",
+            )
 
 
 def check_decay_pass(period: str, step: float, floor: float) -> None:

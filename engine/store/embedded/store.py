@@ -54,9 +54,18 @@ from engine.model import (
     Memory,
     RecallFilters,
     Tier,
+    with_learning_of,
 )
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
-from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
+from engine.store.base import (
+    LearnChange,
+    Learned,
+    MemoryRecord,
+    StoreStats,
+    Vector,
+    check_decay_pass,
+    check_learned,
+)
 from engine.store.embedded import graph_sql, integrity, turns
 from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
 from engine.store.embedded.index import CollectionIndex, IndexEntry
@@ -376,18 +385,8 @@ class EmbeddedStore:
     def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
         """The memories among ``ids`` that exist in the collection, by id, in the
         order asked."""
-        wanted = list(dict.fromkeys(ids))
-        docs: dict[str, str] = {}
         with self._reading("read memories") as conn:
-            for chunk in _chunks(wanted):
-                marks = ", ".join("?" * len(chunk))
-                docs.update(
-                    conn.execute(
-                        f"SELECT id, doc FROM memories WHERE collection = ? AND id IN ({marks})",
-                        (collection, *chunk),
-                    ).fetchall()
-                )
-        return {i: Memory.model_validate_json(docs[i]) for i in wanted if i in docs}
+            return _read_memories(conn, collection, list(dict.fromkeys(ids)))
 
     def replace_memory(self, collection: str, record: MemoryRecord, *, replace_edges: bool) -> None:
         """Overwrite an existing memory.
@@ -432,6 +431,11 @@ class EmbeddedStore:
             index = self._index(collection)
             with self._transaction("replace a memory") as conn:
                 key = {"c": collection, "i": memory.id}
+                if record.keep_learned:
+                    stored = _read_memories(conn, collection, [memory.id]).get(memory.id)
+                    if stored is None:
+                        raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
+                    memory = with_learning_of(memory, stored, tier=record.keep_tier)
                 columns = {
                     "category": memory.category,
                     "tier": Tier(memory.tier).value,
@@ -1010,24 +1014,8 @@ class EmbeddedStore:
         """Append to the collection's event log, in the order given."""
         if not events:
             return
-        rows = []
-        for event in events:
-            data = event.model_dump(mode="json")
-            rows.append(
-                (
-                    collection,
-                    event.type,
-                    data["at"],
-                    json.dumps(data["memory_ids"]),
-                    json.dumps(data["payload"], separators=(",", ":")),
-                )
-            )
         with self._write_lock, self._transaction("append events") as conn:
-            conn.executemany(
-                "INSERT INTO events (collection, type, at, memory_ids, payload)"
-                " VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
+            _insert_events(conn, collection, events)
 
     def iter_events(self, collection: str) -> Iterator[Event]:
         """The collection's event log, in the order it was appended. Streams in pages
@@ -1055,34 +1043,16 @@ class EmbeddedStore:
 
     def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """State documents by key; absent keys are left out."""
-        found: dict[str, dict[str, Any]] = {}
         with self._reading("read state") as conn:
-            for chunk in _chunks(list(dict.fromkeys(keys))):
-                marks = ", ".join("?" * len(chunk))
-                for key, value in conn.execute(
-                    f"SELECT key, value FROM states WHERE collection = ? AND key IN ({marks})",
-                    (collection, *chunk),
-                ):
-                    found[key] = json.loads(value)
-        return found
+            return _read_states(conn, collection, list(dict.fromkeys(keys)))
 
     def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
         """Write state documents in one transaction, replacing same-key ones."""
         if not items:
             return
-        rows = []
-        for key, value in items.items():
-            try:
-                text = json.dumps(value, separators=(",", ":"), allow_nan=False)
-            except (TypeError, ValueError) as e:
-                raise InvalidInputError(f"state {key!r} is not plain JSON: {e}") from e
-            rows.append((collection, key, text))
+        rows = _state_rows(collection, items)
         with self._write_lock, self._transaction("write state") as conn:
-            conn.executemany(
-                "INSERT INTO states (collection, key, value) VALUES (?, ?, ?)"
-                " ON CONFLICT (collection, key) DO UPDATE SET value = excluded.value",
-                rows,
-            )
+            conn.executemany(_UPSERT_STATE, rows)
 
     def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
         """Keys of state documents starting with ``prefix``, sorted."""
@@ -1093,6 +1063,55 @@ class EmbeddedStore:
                 (collection, len(prefix), prefix),
             ).fetchall()
         return [key for (key,) in rows]
+
+    # -- learning -------------------------------------------------------------------
+
+    def learn(
+        self,
+        collection: str,
+        *,
+        memory_ids: Sequence[str] = (),
+        state_keys: Sequence[str] = (),
+        change: LearnChange,
+    ) -> Learned:
+        """Apply one learning update atomically (see :meth:`GraphStore.learn`).
+
+        The write lock and the ``BEGIN IMMEDIATE`` transaction make the read, the
+        change and the write one step: no other write, in this process or
+        another, can come between them.
+        """
+        ids = list(dict.fromkeys(memory_ids))
+        keys = list(dict.fromkeys(state_keys))
+        with self._write_lock:
+            index = self._index(collection)
+            graph = self._graph(collection)
+            with self._transaction("learn") as conn:
+                read = _read_memories(conn, collection, ids)
+                states = _read_states(conn, collection, keys)
+                learned = change(read, states)
+                check_learned(collection, read, learned)
+                memories = list({m.id: m for m in learned.memories}.values())
+                conn.executemany(
+                    "UPDATE memories SET doc = json_set(?, '$.embedding_model', vector_model),"
+                    " category = ?, tier = ? WHERE collection = ? AND id = ?",
+                    [
+                        (m.model_dump_json(), m.category, Tier(m.tier).value, collection, m.id)
+                        for m in memories
+                    ],
+                )
+                if learned.states:
+                    conn.executemany(_UPSERT_STATE, _state_rows(collection, learned.states))
+                applied = graph_sql.reinforcements(graph, learned.reinforce)
+                if applied:
+                    graph_sql.reinforce(conn, collection, applied)
+                _insert_events(conn, collection, learned.events)
+            if memories:
+                # The stored vector (and its model) stay: the entries say only
+                # what the index filters on.
+                index.put([(IndexEntry.of(m), None, read[m.id].embedding_model) for m in memories])
+            if applied:
+                graph.reinforce(applied)
+        return learned
 
     # -- collections ----------------------------------------------------------------
 
@@ -1599,6 +1618,75 @@ def _delete_passages(conn: sqlite3.Connection, collection: str, ids: list[str]) 
     conn.executemany(
         "DELETE FROM passages WHERE collection = ? AND memory_id = ?",
         [(collection, memory_id) for memory_id in ids],
+    )
+
+
+_UPSERT_STATE = (
+    "INSERT INTO states (collection, key, value) VALUES (?, ?, ?)"
+    " ON CONFLICT (collection, key) DO UPDATE SET value = excluded.value"
+)
+
+
+def _state_rows(collection: str, items: Mapping[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """State documents as rows of ``states``.
+
+    Raises:
+        InvalidInputError: a document JSON cannot hold.
+    """
+    rows = []
+    for key, value in items.items():
+        try:
+            text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidInputError(f"state {key!r} is not plain JSON: {e}") from e
+        rows.append((collection, key, text))
+    return rows
+
+
+def _read_states(
+    conn: sqlite3.Connection, collection: str, keys: list[str]
+) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for chunk in _chunks(keys):
+        marks = ", ".join("?" * len(chunk))
+        for key, value in conn.execute(
+            f"SELECT key, value FROM states WHERE collection = ? AND key IN ({marks})",
+            (collection, *chunk),
+        ):
+            found[key] = json.loads(value)
+    return found
+
+
+def _read_memories(conn: sqlite3.Connection, collection: str, ids: list[str]) -> dict[str, Memory]:
+    """The memories among ``ids`` that exist, by id, in the order asked."""
+    docs: dict[str, str] = {}
+    for chunk in _chunks(ids):
+        marks = ", ".join("?" * len(chunk))
+        docs.update(
+            conn.execute(
+                f"SELECT id, doc FROM memories WHERE collection = ? AND id IN ({marks})",
+                (collection, *chunk),
+            ).fetchall()
+        )
+    return {i: Memory.model_validate_json(docs[i]) for i in ids if i in docs}
+
+
+def _insert_events(conn: sqlite3.Connection, collection: str, events: Sequence[Event]) -> None:
+    rows = []
+    for event in events:
+        data = event.model_dump(mode="json")
+        rows.append(
+            (
+                collection,
+                event.type,
+                data["at"],
+                json.dumps(data["memory_ids"]),
+                json.dumps(data["payload"], separators=(",", ":")),
+            )
+        )
+    conn.executemany(
+        "INSERT INTO events (collection, type, at, memory_ids, payload) VALUES (?, ?, ?, ?, ?)",
+        rows,
     )
 
 

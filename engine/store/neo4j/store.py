@@ -63,6 +63,7 @@ from engine.model import (
     Event,
     Memory,
     RecallFilters,
+    with_learning_of,
 )
 from engine.model.association import (
     Anchor,
@@ -75,10 +76,13 @@ from engine.model.association import (
 )
 from engine.store.base import (
     PASSAGE_MARGIN,
+    LearnChange,
+    Learned,
     MemoryRecord,
     StoreStats,
     Vector,
     check_decay_pass,
+    check_learned,
 )
 from engine.store.neo4j import convert
 from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
@@ -408,8 +412,18 @@ class Neo4jStore:
         }
 
         def work(tx: ManagedTransaction) -> None:
+            written = params
+            if record.keep_learned:
+                # Locked before it is read: no learning update commits between.
+                _run(tx, "learn/lock_memories", collection, ids=[memory.id])
             was = _stored(tx, collection, memory.id)
-            if not _run(tx, "memory/replace_memory", collection, **params):
+            if record.keep_learned and was is not None:
+                kept = with_learning_of(memory, was, tier=record.keep_tier)
+                written = {
+                    **params,
+                    "properties": convert.memory_properties(kept, vector, with_vector=False),
+                }
+            if not _run(tx, "memory/replace_memory", collection, **written):
                 raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
             if vector is not None or record.drop_vector:
                 _run(tx, "memory/set_passages", collection, items=[passages])
@@ -944,17 +958,11 @@ class Neo4jStore:
         ``last_co_occurred = at``. Updates whose memories do not exist, and memory
         edges from a memory to itself, are skipped; hubs are created when absent
         (by updates that may create)."""
-        rows = [row for u in updates if (row := convert.update_row(u)) is not None]
-        if not rows:
+        if not any(convert.update_row(u) is not None for u in updates):
             return
-        # Consecutive updates alike in `create` go in one statement; the runs go
-        # in order, so an edge named twice is updated in the order given.
-        runs = [list(run) for _, run in itertools.groupby(rows, key=lambda r: r["create"])]
 
         def work(tx: ManagedTransaction) -> None:
-            for run in runs:
-                which = "learn/reinforce_edges" if run[0]["create"] else "learn/strengthen_edges"
-                _run(tx, which, collection, updates=run)
+            _reinforce(tx, collection, updates)
 
         self._write("reinforce edges", work)
 
@@ -1105,6 +1113,71 @@ class Neo4jStore:
             "list state", _records("memory/list_state_keys", {"prefix": prefix}, collection)
         )
         return [row["key"] for row in rows]
+
+    # -- learning -------------------------------------------------------------------
+
+    def learn(
+        self,
+        collection: str,
+        *,
+        memory_ids: Sequence[str] = (),
+        state_keys: Sequence[str] = (),
+        change: LearnChange,
+    ) -> Learned:
+        """Apply one learning update atomically (see :meth:`GraphStore.learn`).
+
+        One write transaction first locks the memories, then the state documents
+        (``learn/lock_memories``, ``learn/lock_states``; each in sorted order), then
+        reads them, so every API process on this database applies its updates of
+        one memory or document one after another. A transaction the driver runs
+        again (a deadlock, a lost race) runs ``change`` again on what it reads then.
+        """
+        ids = sorted(set(memory_ids))
+        keys = sorted(set(state_keys))
+
+        def work(tx: ManagedTransaction) -> Learned:
+            if ids:
+                _run(tx, "learn/lock_memories", collection, ids=ids)
+            if keys:
+                _run(tx, "learn/lock_states", collection, keys=keys)
+            read = {
+                row["id"]: convert.memory_of(row["doc"], row["embedding_model"])
+                for row in (_run(tx, "memory/get_memories", collection, ids=ids) if ids else [])
+            }
+            states = {
+                row["key"]: convert.state_of(row["value"])
+                for row in (_run(tx, "memory/get_states", collection, keys=keys) if keys else [])
+                if row["value"] is not None
+            }
+            learned = change(read, states)
+            check_learned(collection, read, learned)
+            for memory in {m.id: m for m in learned.memories}.values():
+                _run(
+                    tx,
+                    "memory/replace_memory",
+                    collection,
+                    id=memory.id,
+                    properties=convert.memory_properties(memory, None, with_vector=False),
+                    embedding=None,
+                    embedding_model=None,
+                    drop_embedding=False,
+                )
+            if learned.states:
+                rows = [
+                    {"key": key, "value": convert.state_value(key, doc)}
+                    for key, doc in learned.states.items()
+                ]
+                _run(tx, "memory/put_states", collection, items=rows)
+            unwritten = [k for k in keys if k not in states and k not in learned.states]
+            if unwritten:
+                _run(tx, "learn/drop_unwritten_states", collection, keys=unwritten)
+            _reinforce(tx, collection, learned.reinforce)
+            if learned.events:
+                events = [convert.event_row(event) for event in learned.events]
+                _run(tx, "memory/append_events", collection, events=events)
+            return learned
+
+        return self._write("learn", work)
 
     # -- collections ------------------------------------------------------------------
 
@@ -1368,6 +1441,17 @@ def _link_turns(tx: ManagedTransaction, collection: str, memories: Sequence[Memo
             weight=SEQUENCE_WEIGHT,
             kind=SEQUENCE_KIND,
         )
+
+
+def _reinforce(tx: ManagedTransaction, collection: str, updates: Sequence[EdgeUpdate]) -> None:
+    """Run :meth:`Neo4jStore.reinforce_edges`'s statements in ``tx``."""
+    rows = [row for u in updates if (row := convert.update_row(u)) is not None]
+    # Consecutive updates alike in `create` go in one statement; the runs go in
+    # order, so an edge named twice is updated in the order given.
+    for _, run in itertools.groupby(rows, key=lambda r: r["create"]):
+        batch = list(run)
+        which = "learn/reinforce_edges" if batch[0]["create"] else "learn/strengthen_edges"
+        _run(tx, which, collection, updates=batch)
 
 
 def _run(

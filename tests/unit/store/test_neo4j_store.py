@@ -5,7 +5,9 @@ engine objects. What the Cypher itself does is the contract suite's job
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pytest
@@ -32,10 +34,10 @@ from engine.errors import (
     StoreFullError,
     StoreUnavailableError,
 )
-from engine.model import Edge, EdgeType, Memory, RecallFilters
+from engine.model import Edge, EdgeType, Event, Memory, RecallFilters
 from engine.model import content_hash as hash_of
 from engine.model.association import Anchor, ExpandParams
-from engine.store import GraphStore, MemoryRecord
+from engine.store import GraphStore, Learned, MemoryRecord
 from engine.store.neo4j import Neo4jStore
 from engine.store.neo4j.store import SCHEMA_OWNER, SCHEMA_VERSION
 from tests.unit.store.neo4j_fake import FakeDriver
@@ -816,3 +818,82 @@ def test_the_plan_checks_see_each_statement_a_store_runs_with_its_operators() ->
     Neo4jStore(profiling, dimensions=8).stats(C)  # type: ignore[arg-type]
     assert [p.name for p in profiling.planned] == ["memory/stats_events"]
     assert db_hits(profiling.plans_of("memory/stats_events")[0]) == 3
+
+
+def test_a_learning_update_locks_before_it_reads_and_writes_in_the_same_transaction() -> None:
+    stored = memory("a")
+    driver = FakeDriver(
+        answers={
+            "memory/get_memories": [
+                {"id": "a", "doc": stored.model_dump_json(), "embedding_model": None}
+            ],
+            # A document made by the lock itself has no value yet: it is absent.
+            "memory/get_states": [
+                {"key": "counter", "value": '{"n":1}'},
+                {"key": "new", "value": None},
+            ],
+            "memory/replace_memory": [{"id": "a"}],
+        }
+    )
+    store = make(driver)
+    given: dict[str, object] = {}
+
+    def change(memories: Mapping[str, Memory], states: Mapping[str, dict[str, Any]]) -> Learned:
+        given.update(states=dict(states))
+        meta = memories["a"].retrieval
+        return Learned(
+            memories=[
+                memories["a"].model_copy(
+                    update={"retrieval": meta.model_copy(update={"usage_count": 1})}
+                )
+            ],
+            states={"counter": {"n": 2}},
+            events=[Event(type="use", at=T0, memory_ids=["a"])],
+        )
+
+    store.learn(C, memory_ids=["a", "a"], state_keys=["new", "counter"], change=change)
+    assert given == {"states": {"counter": {"n": 1}}}
+    assert len(driver.committed) == 1
+    assert driver.committed[0][:2] == [
+        ("learn/lock_memories", {"ids": ["a"], "collection": C}),
+        ("learn/lock_states", {"keys": ["counter", "new"], "collection": C}),
+    ]
+    assert driver.ran()[2:] == [
+        "memory/get_memories",
+        "memory/get_states",
+        "memory/replace_memory",
+        "memory/put_states",
+        "learn/drop_unwritten_states",
+        "memory/append_events",
+    ]
+    assert driver.params_of("learn/drop_unwritten_states")["keys"] == ["new"]
+    written = Memory.model_validate_json(
+        driver.params_of("memory/replace_memory")["properties"]["doc"]
+    )
+    assert written.retrieval.usage_count == 1
+
+
+def test_an_edit_that_keeps_learning_locks_the_memory_before_reading_it() -> None:
+    stored = memory("a")
+    meta = stored.retrieval
+    learned = stored.model_copy(update={"retrieval": meta.model_copy(update={"usage_count": 7})})
+    driver = FakeDriver(
+        answers={
+            "memory/get_memories": [
+                {"id": "a", "doc": learned.model_dump_json(), "embedding_model": None}
+            ],
+            "memory/replace_memory": [{"id": "a"}],
+        }
+    )
+    store = make(driver)
+    edited = stored.model_copy(update={"importance": 0.9})
+    store.replace_memory(C, MemoryRecord(memory=edited, keep_learned=True), replace_edges=False)
+    assert driver.ran()[:3] == [
+        "learn/lock_memories",
+        "memory/get_memories",
+        "memory/replace_memory",
+    ]
+    written = Memory.model_validate_json(
+        driver.params_of("memory/replace_memory")["properties"]["doc"]
+    )
+    assert (written.importance, written.retrieval.usage_count) == (0.9, 7)
