@@ -115,8 +115,10 @@ class Hippocampus(
         self._latencies = {}
         self._feedback_lock = threading.Lock()
         self._feedback_grown = {}
-        # Held from reading a memory to writing it back (feedback, engagement, edits,
-        # tier moves): concurrent requests must not undo each other's changes.
+        # Held by an edit from reading a memory to writing it back, so that two
+        # edits of one memory in this process apply one after another. Learning
+        # (engagement, feedback, tier moves) is atomic in the store, and an edit
+        # keeps what it recorded meanwhile (MemoryRecord.keep_learned).
         self._memory_lock = StripedLock()
         self.scheduler = scheduler or FsrsScheduler()
         self.surfacer = Surfacer(
@@ -128,7 +130,6 @@ class Hippocampus(
             config=surfacing,
             seed=seed,
             on_engaged=self._count_feedback,
-            memory_lock=self._memory_lock,
         )
 
     @classmethod

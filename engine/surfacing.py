@@ -32,7 +32,7 @@ import random
 import re
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
@@ -44,10 +44,11 @@ from engine.extract.sanitize import has_control_characters
 from engine.learn.rules import REAL_USE, co_use_updates
 from engine.locks import StripedLock
 from engine.model import HUB_EDGE, Event, HubKind, Memory, RecallFilters, faded_dismissals
+from engine.model.association import EdgeUpdate
 from engine.retrieve.config import DEFAULT_RECIPE, EMBEDDER_DOWN_WARNING, RECIPES, without_dense
 from engine.retrieve.pipeline import Candidate, retrieve
 from engine.schedule import Engagement, Scheduler
-from engine.store import GraphStore, MemoryRecord, Vector
+from engine.store import GraphStore, Learned, Vector
 from engine.surface.conversation import ConversationState, SurfacedItem
 from engine.surface.metrics import SurfaceCounters, SurfaceMetrics
 from engine.surface.predict import SurfaceModel
@@ -195,11 +196,25 @@ stored now); says whether it changed the model."""
 
 
 class _Learning:
-    """A change waiting for the collection's learned state, with its own writes."""
+    """A change waiting for the collection's learned state, with its own writes.
 
-    def __init__(self, change: Learn, writes: dict[str, dict[str, Any]]) -> None:
+    ``expect`` holds state documents as the change's caller last read them: the
+    change applies only if they are still so when the learned state is written
+    (else it is ``stale`` and the caller takes its input in afresh).
+    """
+
+    def __init__(
+        self,
+        change: Learn,
+        writes: dict[str, dict[str, Any]],
+        events: Sequence[Event] = (),
+        expect: dict[str, dict[str, Any] | None] | None = None,
+    ) -> None:
         self.change = change
         self.writes = writes
+        self.events = events
+        self.expect = expect or {}
+        self.stale = False
         self.done = False
         self.failure: BaseException | None = None
 
@@ -220,6 +235,30 @@ def _message_learning(
     return change
 
 
+def _learned_batch(batch: Sequence[_Learning], held: Mapping[str, dict[str, Any]]) -> Learned:
+    """What a batch of waiting changes writes, applied in order to the learned
+    state as ``held`` now: each change that is not stale, with its writes and
+    events."""
+    current = dict(held)
+    learned = SurfaceModel.model_validate(current.get(_MODEL_KEY, {}))
+    counters = SurfaceCounters.model_validate(current.get(_COUNTERS_KEY, {}))
+    states: dict[str, dict[str, Any]] = {}
+    events: list[Event] = []
+    model_changed = False
+    for item in batch:
+        item.stale = any(current.get(k) != doc for k, doc in item.expect.items())
+        if item.stale:
+            continue
+        model_changed |= item.change(learned, counters)
+        states.update(item.writes)
+        current.update(item.writes)
+        events.extend(item.events)
+    states[_COUNTERS_KEY] = counters.model_dump(mode="json")
+    if model_changed:
+        states[_MODEL_KEY] = learned.model_dump(mode="json")
+    return Learned(states=states, events=events)
+
+
 class Surfacer:
     """Proactive surfacing over one store (see the module docstring).
 
@@ -234,10 +273,6 @@ class Surfacer:
         on_engaged: called with ``(collection, before, after)`` once an
             engagement's changes to a memory are written (the quality gate counts
             the memories that have feedback).
-        memory_lock: held, per ``(collection, memory id)``, from reading a memory
-            to writing it back, by everyone who does that in this process, so that
-            concurrent changes (an engagement, feedback, an edit) never undo each
-            other. Shared with the service; its own when not given.
     """
 
     def __init__(
@@ -251,7 +286,6 @@ class Surfacer:
         config: SurfaceConfig | None = None,
         seed: int = 0,
         on_engaged: Engaged | None = None,
-        memory_lock: StripedLock | None = None,
     ) -> None:
         self.store = store
         self.extractor = extractor
@@ -261,60 +295,60 @@ class Surfacer:
         self.config = config or SurfaceConfig()
         self.seed = seed
         self.on_engaged = on_engaged
-        self.memory_lock = memory_lock or StripedLock()
         # Held only around reads and writes of state documents, never across a
         # search, so that a slow message holds up neither other conversations
-        # nor engagements. Taken in this order: a conversation's, a memory's,
-        # the collection's learned state.
+        # nor engagements. Taken in this order: a conversation's, then the
+        # collection's learned state. They only batch and order this process's
+        # writes: every update of learned state is atomic in the store.
         self._conversation_lock = StripedLock()
         self._learned: dict[str, tuple[threading.Lock, list[_Learning]]] = {}
         self._learned_guard = threading.Lock()
 
-    def _learn(self, collection: str, change: Learn, writes: dict[str, dict[str, Any]]) -> None:
-        """Apply ``change`` to the collection's surface model and counters as
-        stored now, and write them with ``writes`` in one all-or-nothing write.
+    def _learn(self, collection: str, item: _Learning) -> bool:
+        """Apply ``item``'s change to the collection's surface model and counters
+        as stored now, and write them with its writes and events in one
+        all-or-nothing learning update (:meth:`GraphStore.learn`): atomic in the
+        store, so that updates from other threads and other API processes are
+        merged, never overwritten.
 
-        The shared learned state is read, changed and written back under its
-        collection's lock, never held across a search. Whoever takes that lock
-        applies every change waiting for it, in one read and one write, so that
-        a busy collection writes its learned state once per turn of the lock
-        rather than once per message (each change still lands, with its writes,
-        all or nothing).
+        Whoever takes the collection's lock here applies every change waiting
+        for it in one update, so that a busy collection writes its learned state
+        once per turn of the lock rather than once per message (each change
+        still lands, with its writes, all or nothing). The lock is never held
+        across a search.
+
+        Returns:
+            Whether the change applied: ``False`` when a document it expected
+            had changed (``item.stale``), and nothing of it was written.
 
         Raises:
             whatever reading or writing raised, to every caller in that write.
         """
         with self._learned_guard:
             lock, waiting = self._learned.setdefault(collection, (threading.Lock(), []))
-            mine = _Learning(change, writes)
-            waiting.append(mine)
+            waiting.append(item)
         with lock:
-            if not mine.done:
+            if not item.done:
                 with self._learned_guard:
                     batch = list(waiting)
                     waiting.clear()
+                expected = {key for queued in batch for key in queued.expect}
                 try:
-                    held = self.store.get_states(collection, [_MODEL_KEY, _COUNTERS_KEY])
-                    learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
-                    counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
-                    out: dict[str, dict[str, Any]] = {}
-                    model_changed = False
-                    for item in batch:
-                        model_changed |= item.change(learned, counters)
-                        out.update(item.writes)
-                    out[_COUNTERS_KEY] = counters.model_dump(mode="json")
-                    if model_changed:
-                        out[_MODEL_KEY] = learned.model_dump(mode="json")
-                    self.store.put_states(collection, out)
+                    self.store.learn(
+                        collection,
+                        state_keys=[_MODEL_KEY, _COUNTERS_KEY, *sorted(expected)],
+                        change=lambda _memories, held: _learned_batch(batch, held),
+                    )
                 except BaseException as e:
-                    for item in batch:
-                        item.failure = e
+                    for queued in batch:
+                        queued.failure = e
                     raise
                 finally:
-                    for item in batch:
-                        item.done = True
-        if mine.failure is not None:
-            raise mine.failure
+                    for queued in batch:
+                        queued.done = True
+        if item.failure is not None:
+            raise item.failure
+        return not item.stale
 
     # -- messages -----------------------------------------------------------------
 
@@ -402,30 +436,34 @@ class Surfacer:
                     collection, state, learned, predicted, heading, threshold, at, warnings
                 )
             records = self._record(state, chosen, at)
-            with lock:
-                if self.store.get_states(collection, [key]).get(key) != seen:
-                    logger.debug("conversation %s moved on meanwhile; again", conversation_id)
-                    continue
-                # This message's learning goes onto what is stored then, not onto
-                # the snapshot, so that concurrent messages keep each other's.
-                self._learn(
-                    collection,
-                    _message_learning(cfg.learn, ctype, previous, topics, len(chosen)),
-                    {**records, key: state.model_dump(mode="json")},
-                )
-            break
-        if chosen:
-            self.store.append_events(
-                collection,
-                [
+            events = []
+            if chosen:
+                events.append(
                     Event(
                         type="surfacing",
                         at=at,
                         memory_ids=[item.insight.memory.id for item in chosen],
                         payload={"conversation_id": state.id, "message": state.messages},
                     )
-                ],
-            )
+                )
+            # This message's learning goes onto what is stored then, not onto the
+            # snapshot, so that concurrent messages keep each other's; and only if
+            # no other message of this conversation was written meanwhile, here or
+            # in another process (else take it in afresh: its index, recent
+            # topics and what was surfaced changed).
+            with lock:
+                applied = self._learn(
+                    collection,
+                    _Learning(
+                        _message_learning(cfg.learn, ctype, previous, topics, len(chosen)),
+                        {**records, key: state.model_dump(mode="json")},
+                        events,
+                        expect={key: seen},
+                    ),
+                )
+            if applied:
+                break
+            logger.debug("conversation %s moved on meanwhile; again", conversation_id)
         insights = [item.insight for item in chosen]
         return MessageOutcome(
             insights=insights,
@@ -620,7 +658,11 @@ class Surfacer:
     def engage(
         self, collection: str, surfacing_id: str, engagement: str, *, at: datetime
     ) -> EngagementOutcome:
-        """Record how an offer was received and learn from it.
+        """Record how an offer was received and learn from it, all or nothing: the
+        memory's rule update, its edges, the surfacing record, the learned model
+        and counters and the event are one learning update
+        (:meth:`GraphStore.learn`). A retry after a crash finds the engagement
+        either recorded (a conflict) or not applied at all, never applied twice.
 
         Raises:
             NotFoundError: no such surfacing (or its memory is gone).
@@ -633,18 +675,21 @@ class Surfacer:
                 f"engagement is one of {', '.join(ENGAGEMENT_RULES)}", field="engagement"
             )
         cfg = self.config
+        rule = ENGAGEMENT_RULES[engagement]
         key = _surfacing_key(surfacing_id)
-        # Which conversation an offer belongs to never changes: read it first to
-        # know whose lock to take, then read the record again under it.
+        # Which memory and conversation an offer belongs to never changes: read
+        # them first to know what to lock, then read the record again under it.
         first = self.store.get_states(collection, [key]).get(key)
         if first is None:
             raise NotFoundError(f"no surfacing {surfacing_id!r} in this collection")
-        conversation_id = Surfacing.model_validate(first).conversation_id
-        # The conversation's lock (never held across a search) orders the
-        # engagements of one conversation: each is recorded once, and two used
-        # together see each other.
-        with self._conversation_lock(collection, conversation_id):
-            held = self.store.get_states(collection, [key])
+        offer = Surfacing.model_validate(first)
+        # Offers used in the same conversation were used together: the others of
+        # the conversation are read (and locked) with this one, so that of two
+        # engaged at once the second sees the first.
+        others = self._other_offers(collection, offer) if cfg.learn and rule.counts_as_use else []
+        seen: dict[str, Any] = {}
+
+        def change(memories: Mapping[str, Memory], held: Mapping[str, dict[str, Any]]) -> Learned:
             if key not in held:
                 raise NotFoundError(f"no surfacing {surfacing_id!r} in this collection")
             record = Surfacing.model_validate(held[key])
@@ -652,121 +697,121 @@ class Surfacer:
                 raise ConflictError(
                     f"surfacing {surfacing_id!r} was already marked {record.engagement!r}"
                 )
-            with self.memory_lock(collection, record.memory_id):
-                found = self.store.get_memories(collection, [record.memory_id])
-                memory = found.get(record.memory_id)
-                if memory is None:
-                    raise NotFoundError(f"memory {record.memory_id!r} is gone")
-                updated = self.apply(
-                    collection, memory, engagement, record.context, record.concepts, at
-                )
-            success = 1.0 if ENGAGEMENT_RULES[engagement].counts_as_use else 0.0
-            if cfg.learn and success:
-                self._link_used_together(collection, record, at)
-            ctype = record.conversation_type
-            bar_key = _foreseen(ctype) if record.foreseen else ctype
+            memory = memories.get(record.memory_id)
+            if memory is None:
+                raise NotFoundError(f"memory {record.memory_id!r} is gone")
+            updated, reinforce, event = self.engaged(
+                memory, engagement, record.context, record.concepts, at
+            )
+            used = sorted(
+                {
+                    str(held[other]["memory_id"])
+                    for other in others
+                    if other in held
+                    and ENGAGEMENT_RULES.get(
+                        str(held[other].get("engagement")), _NO_USE
+                    ).counts_as_use
+                }
+                - {record.memory_id}
+            )
+            # Each pair once: the pairs among the earlier ones were linked when the
+            # later of them was engaged.
+            for other in used:
+                reinforce.extend(co_use_updates([record.memory_id, other], at, REAL_USE))
             record.engagement = engagement
             record.engaged_at = at
-            threshold = cfg.threshold(ctype)
+            learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
+            counters = SurfaceCounters.model_validate(held.get(_COUNTERS_KEY, {}))
+            ctype = record.conversation_type
+            bar_key = _foreseen(ctype) if record.foreseen else ctype
+            success = 1.0 if rule.counts_as_use else 0.0
+            if cfg.learn:
+                learned.kinds.update(ctype, record.kind, success)
+                learned.confidence.update(record.features, success)
+                learned.thresholds.update(
+                    bar_key,
+                    rule.miss,
+                    start=cfg.threshold(ctype),
+                    target=cfg.target_dismissal_rate,
+                    step=cfg.threshold_step,
+                    bounds=cfg.threshold_bounds,
+                )
+            counts = counters.of(ctype)
+            setattr(counts, engagement, getattr(counts, engagement) + 1)
+            due = len(record.features) > _DUE and record.features[_DUE] >= 0.5
+            counters.add_engagement(record.confidence, bool(success), due=due)
+            states = {
+                key: record.model_dump(mode="json"),
+                _COUNTERS_KEY: counters.model_dump(mode="json"),
+            }
+            if cfg.learn:
+                states[_MODEL_KEY] = learned.model_dump(mode="json")
+            seen.update(
+                before=memory,
+                after=updated,
+                threshold=learned.thresholds.value(bar_key, cfg.threshold(ctype)),
+            )
+            return Learned(memories=[updated], states=states, reinforce=reinforce, events=[event])
 
-            def change(learned: SurfaceModel, counters: SurfaceCounters) -> bool:
-                nonlocal threshold
-                if cfg.learn:
-                    learned.kinds.update(ctype, record.kind, success)
-                    learned.confidence.update(record.features, success)
-                    learned.thresholds.update(
-                        bar_key,
-                        ENGAGEMENT_RULES[engagement].miss,
-                        start=cfg.threshold(ctype),
-                        target=cfg.target_dismissal_rate,
-                        step=cfg.threshold_step,
-                        bounds=cfg.threshold_bounds,
-                    )
-                counts = counters.of(ctype)
-                setattr(counts, engagement, getattr(counts, engagement) + 1)
-                due = len(record.features) > _DUE and record.features[_DUE] >= 0.5
-                counters.add_engagement(record.confidence, bool(success), due=due)
-                threshold = learned.thresholds.value(bar_key, cfg.threshold(ctype))
-                return cfg.learn
-
-            self._learn(collection, change, {key: record.model_dump(mode="json")})
+        self.store.learn(
+            collection,
+            memory_ids=[offer.memory_id],
+            state_keys=[key, _MODEL_KEY, _COUNTERS_KEY, *others],
+            change=change,
+        )
+        if self.on_engaged is not None:
+            self.on_engaged(collection, seen["before"], seen["after"])
         return EngagementOutcome(
             surfacing_id=surfacing_id,
             engagement=engagement,
-            memory=updated,
-            threshold=threshold,
+            memory=seen["after"],
+            threshold=seen["threshold"],
         )
 
-    def _link_used_together(self, collection: str, record: Surfacing, at: datetime) -> None:
-        """Insights used in the same conversation were used together: their
-        ASSOCIATED edges get the seed's co-use reinforcement (+0.1, new at 0.3),
-        as :meth:`Hippocampus.record_use` gives them. The caller holds the
-        conversation's lock, so two engagements of one conversation see each other."""
-        key = _conversation_key(record.conversation_id)
+    def _other_offers(self, collection: str, offer: Surfacing) -> list[str]:
+        """The state keys of the other offers of ``offer``'s conversation (of other
+        memories), as the conversation lists them now."""
+        key = _conversation_key(offer.conversation_id)
         held = self.store.get_states(collection, [key])
         if key not in held:
-            return
+            return []
         state = ConversationState.model_validate(held[key])
-        others = [
-            _surfacing_key(item.surfacing_id)
-            for item in state.surfaced
-            if item.surfacing_id != record.id and item.memory_id != record.memory_id
-        ]
-        if not others:
-            return
-        used = {
-            doc["memory_id"]
-            for doc in self.store.get_states(collection, others).values()
-            if ENGAGEMENT_RULES.get(str(doc.get("engagement")), _NO_USE).counts_as_use
-        }
-        # Each pair once: the pairs among the earlier ones were linked when the
-        # later of them was engaged.
-        updates = [
-            update
-            for other in sorted(used)
-            for update in co_use_updates([record.memory_id, other], at, REAL_USE)
-        ]
-        if updates:
-            self.store.reinforce_edges(collection, updates)
+        return sorted(
+            {
+                _surfacing_key(item.surfacing_id)
+                for item in state.surfaced
+                if item.surfacing_id != offer.id and item.memory_id != offer.memory_id
+            }
+        )
 
-    def apply(
+    def engaged(
         self,
-        collection: str,
         memory: Memory,
         engagement: str,
         context: str,
         concepts: Sequence[str],
         at: datetime,
-    ) -> Memory:
-        """Apply one engagement to a memory: the seed's metadata rules, its review
-        state, and (used / helpful, when learning) its edges to the context's
-        concepts, created at 0.3 when absent. Written before returning. The caller
-        read ``memory`` under, and still holds, its :attr:`memory_lock`."""
+    ) -> tuple[Memory, list[EdgeUpdate], Event]:
+        """What one engagement does, to be written in one learning update: the
+        memory after the seed's metadata rules and its review; its edges to the
+        context's concepts, created at 0.3 when absent (used / helpful, when
+        learning); the event. Pure: reads and writes nothing."""
         updated = engaged(memory, engagement, context, at, self.config.dismissal_half_life_days)
         review = self.scheduler.reviewed(memory, cast(Engagement, engagement), at)
         updated = updated.model_copy(
             update={"retrieval": updated.retrieval.model_copy(update={"review": review})}
         )
-        self.store.replace_memory(collection, MemoryRecord(memory=updated), replace_edges=False)
+        reinforce: list[EdgeUpdate] = []
         if self.config.learn and ENGAGEMENT_RULES[engagement].counts_as_use and concepts:
             anchors = [(HUB_EDGE[HubKind.CONCEPT], name) for name in concepts]
-            self.store.reinforce_edges(
-                collection, co_use_updates([memory.id], at, REAL_USE, anchors=anchors)
-            )
-        self.store.append_events(
-            collection,
-            [
-                Event(
-                    type="engagement",
-                    at=at,
-                    memory_ids=[memory.id],
-                    payload={"engagement": engagement, "context": context},
-                )
-            ],
+            reinforce = co_use_updates([memory.id], at, REAL_USE, anchors=anchors)
+        event = Event(
+            type="engagement",
+            at=at,
+            memory_ids=[memory.id],
+            payload={"engagement": engagement, "context": context},
         )
-        if self.on_engaged is not None:
-            self.on_engaged(collection, memory, updated)
-        return updated
+        return updated, reinforce, event
 
     # -- explicit recall -------------------------------------------------------------
 
@@ -814,7 +859,7 @@ class Surfacer:
                 learned.needs.learn(early, [*meta.concepts, *meta.triggers], 1.0 / (1 + rank))
             return True
 
-        self._learn(collection, change, {})
+        self._learn(collection, _Learning(change, {}))
         return before
 
     # -- reading ---------------------------------------------------------------------

@@ -4,7 +4,7 @@ from them."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from engine.jobs.maintenance import MaintenanceJobs
 from engine.jobs.records import RecordsJobs
 from engine.learn import REAL_USE, co_use_updates
 from engine.model import HUB_EDGE, Edge, EdgeType, Event, HubKind, Memory, utcnow
+from engine.store import Learned
 from engine.surfacing import EngagementOutcome
 
 # The service's one logger name, as before the split: log configuration keyed on
@@ -63,10 +64,11 @@ class FeedbackJobs(RecordsJobs, MaintenanceJobs):
         at = now or utcnow()
         anchors = [(HUB_EDGE[HubKind.CONCEPT], name) for name in names]
         self.flush_learning()
-        self.store.reinforce_edges(collection, co_use_updates(ids, at, REAL_USE, anchors=anchors))
-        self.store.append_events(
-            collection, [Event(type="use", at=at, memory_ids=ids, payload={"context": names})]
+        use = Learned(
+            reinforce=co_use_updates(ids, at, REAL_USE, anchors=anchors),
+            events=[Event(type="use", at=at, memory_ids=ids, payload={"context": names})],
         )
+        self.store.learn(collection, change=lambda _memories, _states: use)
         among = set(ids)
         edges: dict[tuple[str, str], Edge] = {}
         for mid in ids:
@@ -109,21 +111,29 @@ class FeedbackJobs(RecordsJobs, MaintenanceJobs):
             NotFoundError: no such memory.
         """
         self.check_collection(collection)
+        self.check_id(memory_id, "memory_id")
         names = list(unique_names(context, 50))
         at = now or utcnow()
+        engagement = "helpful" if helpful else "dismissed"
+        label = "feedback:" + ",".join(names[:5]) if names else "feedback"
+        seen: dict[str, Memory] = {}
+
+        def change(memories: Mapping[str, Memory], _states: Mapping[str, Any]) -> Learned:
+            memory = memories.get(memory_id)
+            if memory is None:
+                raise NotFoundError(f"no memory {memory_id!r} in this collection")
+            updated, reinforce, event = self.surfacer.engaged(memory, engagement, label, names, at)
+            seen.update(before=memory, after=updated)
+            return Learned(memories=[updated], reinforce=reinforce, events=[event])
+
         self.flush_learning()
-        with self._memory_lock(collection, memory_id):
-            memory = self.get(collection, memory_id)
-            updated = self.surfacer.apply(
-                collection,
-                memory,
-                "helpful" if helpful else "dismissed",
-                "feedback:" + ",".join(names[:5]) if names else "feedback",
-                names,
-                at,
-            )
+        # One learning update, atomic in the store: concurrent feedback and
+        # engagement on one memory, in any process, each apply to what the one
+        # before left.
+        self.store.learn(collection, memory_ids=[memory_id], change=change)
+        self._count_feedback(collection, seen["before"], seen["after"])
         self._retrain_after_feedback(collection, at)
-        return updated
+        return seen["after"]
 
     # -- feedback counted for the quality model ---------------------------------
 
@@ -146,16 +156,21 @@ class FeedbackJobs(RecordsJobs, MaintenanceJobs):
         feedback, and note the count for :meth:`_retrain_after_feedback`."""
         if feedback_label(before) is not None or feedback_label(after) is None:
             return
-        with self._feedback_lock:
-            held = self.store.get_states(collection, [FEEDBACK_COUNT_KEY]).get(FEEDBACK_COUNT_KEY)
-            if held is not None:
-                count = _feedback_memories(held) + 1
+
+        def counted(_memories: Mapping[str, Memory], held: Mapping[str, Any]) -> Learned:
+            if FEEDBACK_COUNT_KEY in held:
+                count = _feedback_memories(held[FEEDBACK_COUNT_KEY]) + 1
             else:
                 # No count yet (feedback older than the count): one scan, which
                 # already sees this memory's feedback.
                 count = self._scan_feedback(collection)
-            self.store.put_states(collection, {FEEDBACK_COUNT_KEY: {"memories": count}})
-            self._feedback_grown[collection] = count
+            return Learned(states={FEEDBACK_COUNT_KEY: {"memories": count}})
+
+        learned = self.store.learn(collection, state_keys=[FEEDBACK_COUNT_KEY], change=counted)
+        with self._feedback_lock:
+            self._feedback_grown[collection] = _feedback_memories(
+                dict(learned.states[FEEDBACK_COUNT_KEY])
+            )
 
     def _retrain_after_feedback(self, collection: str, at: datetime) -> None:
         """Retrain the quality model if the feedback just recorded brought enough

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -19,8 +20,8 @@ from engine.extract.quality import (
 from engine.jobs.core import FEEDBACK_COUNT_KEY, QUALITY_MODEL_KEY, TIER_PASS_KEY, ServiceCore
 from engine.learn import decay_period
 from engine.learn.tiers import TierChange, tier_change
-from engine.model import Event, Tier, utcnow
-from engine.store import MemoryRecord
+from engine.model import Event, Memory, Tier, utcnow
+from engine.store import LearnChange, Learned
 
 # The service's one logger name, as before the split: log configuration keyed on
 # "engine.service" keeps covering every job.
@@ -178,27 +179,13 @@ class MaintenanceJobs(ServiceCore):
                 changes.append(change)
         applied: list[TierChange] = []
         for change in changes:
-            # Read again: the memory may have been edited since the scan.
-            with self._memory_lock(collection, change.memory_id):
-                found = self.store.get_memories(collection, [change.memory_id])
-                current = found.get(change.memory_id)
-                if current is None or current.tier != change.before:
-                    continue
-                promoted_at = current.retrieval.promoted_at
-                if change.promote is not None or change.after != Tier.ACTIVE:
-                    promoted_at = at if change.promote else None
-                moved = current.model_copy(
-                    update={
-                        "tier": change.after,
-                        "updated_at": at,
-                        "retrieval": current.retrieval.model_copy(
-                            update={"promoted_at": promoted_at}
-                        ),
-                    }
-                )
-                self.store.replace_memory(
-                    collection, MemoryRecord(memory=moved), replace_edges=False
-                )
+            # Moved in one learning update, which reads the memory again: it may
+            # have been edited or moved since the scan.
+            learned = self.store.learn(
+                collection, memory_ids=[change.memory_id], change=_tier_move(change, at)
+            )
+            if not learned.memories:
+                continue
             applied.append(change)
             logger.info(
                 "memory %s in %s: %s -> %s (%s)",
@@ -363,3 +350,29 @@ class MaintenanceJobs(ServiceCore):
 
     def collections(self) -> list[str]:
         return self.store.list_collections()
+
+
+def _tier_move(change: TierChange, at: datetime) -> LearnChange:
+    """The learning update that makes ``change``: none when the memory is gone or
+    no longer in the tier the change moves it from."""
+
+    def move(memories: Mapping[str, Memory], _states: Mapping[str, Any]) -> Learned:
+        current = memories.get(change.memory_id)
+        if current is None or current.tier != change.before:
+            return Learned()
+        return Learned(memories=[_moved(current, change, at)])
+
+    return move
+
+
+def _moved(current: Memory, change: TierChange, at: datetime) -> Memory:
+    promoted_at = current.retrieval.promoted_at
+    if change.promote is not None or change.after != Tier.ACTIVE:
+        promoted_at = at if change.promote else None
+    return current.model_copy(
+        update={
+            "tier": change.after,
+            "updated_at": at,
+            "retrieval": current.retrieval.model_copy(update={"promoted_at": promoted_at}),
+        }
+    )

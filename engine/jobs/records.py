@@ -197,6 +197,10 @@ class RecordsJobs(RememberingJobs):
                 edges=_hub_edges(memory.id, given, at) if hubs_changed else (),
                 drop_vector=drop_vector,
                 passages=passage_vectors,
+                # What engagement, feedback or a tier move recorded while this
+                # edit was made stays (an edit that names a tier sets it).
+                keep_learned=True,
+                keep_tier=patch.tier is None,
             ),
             replace_edges=hubs_changed,
         )

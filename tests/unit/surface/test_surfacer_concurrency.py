@@ -186,11 +186,11 @@ def test_two_messages_of_one_conversation_at_once_are_both_taken_in(
 def test_a_failed_write_of_learned_state_leaves_the_message_unrecorded(
     svc: Hippocampus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(collection: str, items: object) -> None:
+    def refuse(collection: str, **update: object) -> None:
         raise StoreUnavailableError("disk gone")
 
     with monkeypatch.context() as m:
-        m.setattr(svc.store, "put_states", refuse)
+        m.setattr(svc.store, "learn", refuse)
         with pytest.raises(StoreUnavailableError):
             say(svc, "c1", MESSAGE, 0)
     with pytest.raises(NotFoundError):
@@ -199,3 +199,35 @@ def test_a_failed_write_of_learned_state_leaves_the_message_unrecorded(
     # Nothing was left waiting: the next message is taken in and counted.
     assert [i.memory.id for i in say(svc, "c1", MESSAGE, 2).insights] == ["pool"]
     assert svc.surfacing_metrics(C).surfaced == 1
+
+
+def test_concurrent_engagements_and_feedback_on_one_memory_lose_nothing(
+    svc: Hippocampus,
+) -> None:
+    # No lock of this process orders them: each is one learning update, atomic
+    # in the store.
+    offers = [say(svc, f"c{n}", MESSAGE, n).insights[0] for n in range(6)]
+    assert {o.memory.id for o in offers} == {"pool"}
+    start = threading.Barrier(12)
+
+    def engage(surfacing_id: str) -> object:
+        start.wait(WAIT)
+        return svc.engage(C, surfacing_id, "used", now=T0 + timedelta(hours=1))
+
+    def helpful() -> object:
+        start.wait(WAIT)
+        return svc.feedback(C, "pool", helpful=True, now=T0 + timedelta(hours=1))
+
+    jobs = [Job(lambda s=o.surfacing_id: engage(s)) for o in offers]
+    jobs += [Job(helpful) for _ in range(6)]
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.finish()
+    meta = svc.get(C, "pool").retrieval
+    assert (meta.usage_count, meta.helpful_votes) == (12, 12.0)
+    assert meta.confidence == pytest.approx(1.0)
+    metrics = svc.surfacing_metrics(C)
+    assert metrics.engagements["used"] == 6
+    events = [e for e in svc.store.iter_events(C) if e.type == "engagement"]
+    assert len(events) == 12
