@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -29,7 +29,7 @@ from engine.model import (
     content_hash,
     utcnow,
 )
-from engine.store import MemoryRecord, Vector
+from engine.store import Learned, MemoryRecord, Vector
 
 # The service's one logger name, as before the split: log configuration keyed on
 # "engine.service" keeps covering every job.
@@ -146,6 +146,7 @@ class RememberingJobs(ServiceCore):
         model = self.quality_model(collection)
         outcomes: list[RememberOutcome | None] = [None] * len(prepared)
         merged: dict[str, Memory] = {}  # stored memories this call merges into, by id
+        repeats: dict[str, list[NewMemory]] = {}  # and the items merged into each
         events: list[Event] = []
         first_in_batch: dict[str, int] = {}
         fresh: list[tuple[int, float]] = []  # (index, quality score)
@@ -157,6 +158,7 @@ class RememberingJobs(ServiceCore):
                 merged[stored.id] = merge_duplicate(
                     stored, p.item, at, max_tags=self.limits.max_tags
                 )
+                repeats.setdefault(stored.id, []).append(p.item)
                 outcomes[i] = RememberOutcome(
                     memory=merged[stored.id],
                     created=False,
@@ -225,9 +227,10 @@ class RememberingJobs(ServiceCore):
                     merged[target] = merge_duplicate(
                         stored_memory, p.item, at, max_tags=self.limits.max_tags
                     )
+                    repeats[target] = [p.item]
                     base = merged[target]
                 else:
-                    base = self._merge_target(target, p.item, at, created, merged)
+                    base = self._merge_target(target, p.item, at, created, merged, repeats)
                 outcomes[i] = RememberOutcome(
                     memory=base,
                     created=False,
@@ -314,7 +317,7 @@ class RememberingJobs(ServiceCore):
             first = outcomes[first_in_batch[p.digest]]
             assert first is not None and first.memory is not None
             target = first.duplicate_of or first.memory.id
-            base = self._merge_target(target, p.item, at, created, merged)
+            base = self._merge_target(target, p.item, at, created, merged, repeats)
             outcomes[i] = RememberOutcome(
                 memory=base,
                 created=False,
@@ -337,12 +340,15 @@ class RememberingJobs(ServiceCore):
         if records:
             self.store.add_memories(collection, records)
         # Merges after the insert: a refused insert (an id that exists) writes nothing.
-        for memory in merged.values():
-            self.store.replace_memory(collection, MemoryRecord(memory=memory), replace_edges=False)
+        if repeats or events:
+            learned = self.store.learn(
+                collection,
+                memory_ids=sorted(repeats),
+                change=lambda stored, _states: self._merged(stored, repeats, events, at),
+            )
+            merged = {m.id: m for m in learned.memories}
         if records and vectors is not None:
             self.embed_hubs(collection)
-        if events:
-            self.store.append_events(collection, events)
 
         # Every outcome shows its memory as written (later items may have merged into it).
         written = {m.id: m for m in created.values()} | merged
@@ -354,6 +360,27 @@ class RememberingJobs(ServiceCore):
             final.append(outcome)
         return final
 
+    def _merged(
+        self,
+        stored: Mapping[str, Memory],
+        repeats: Mapping[str, list[NewMemory]],
+        events: list[Event],
+        at: datetime,
+    ) -> Learned:
+        """The learning update that merges repeats into the stored memories as they
+        are now (another request may have merged into one, or engaged with it,
+        since this one read it), with this call's events. A memory forgotten
+        meanwhile takes no merge."""
+        written = []
+        for target, items in repeats.items():
+            memory = stored.get(target)
+            if memory is None:
+                continue
+            for item in items:
+                memory = merge_duplicate(memory, item, at, max_tags=self.limits.max_tags)
+            written.append(memory)
+        return Learned(memories=written, events=events)
+
     def _merge_target(
         self,
         target: str,
@@ -361,6 +388,7 @@ class RememberingJobs(ServiceCore):
         at: datetime,
         created: dict[int, Memory],
         merged: dict[str, Memory],
+        repeats: dict[str, list[NewMemory]],
     ) -> Memory:
         """Merge ``item`` into ``target``: a stored memory this call already merges
         into, or one it creates. Returns the merged memory."""
@@ -368,6 +396,7 @@ class RememberingJobs(ServiceCore):
             merged[target] = merge_duplicate(
                 merged[target], item, at, max_tags=self.limits.max_tags
             )
+            repeats[target].append(item)
             return merged[target]
         j = next(j for j, m in created.items() if m.id == target)
         created[j] = merge_duplicate(created[j], item, at, max_tags=self.limits.max_tags)

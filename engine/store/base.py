@@ -78,9 +78,10 @@ class Learned:
 
     Attributes:
         memories: memories with changed metadata (confidence, counts, review,
-            tier, ...). Their content, vector, edges and place in a conversation
-            (``occurred_at``, ``turn_of``) are as read: a learning update changes
-            what was learned about a memory, never what it says.
+            tier, the conversations a merged repeat came from, ...). Their content,
+            vector and hub edges are as read: a learning update changes what was
+            learned about a memory, never what it says. A memory whose place
+            among its conversation's turns changes is relinked there.
         states: state documents to write, by key.
         reinforce: edge reinforcements (:meth:`GraphStore.reinforce_edges`).
         events: appended to the collection's event log.
@@ -410,8 +411,7 @@ class GraphStore(Protocol):
         Raises:
             whatever ``change`` raised (nothing is written).
             InvalidInputError: ``change`` returned a memory that was not named
-                or not found, or changed a memory's content or place in its
-                conversation.
+                or not found, or changed a memory's content.
         """
         ...
 
@@ -456,15 +456,9 @@ def check_learned(collection: str, read: Mapping[str, Memory], learned: Learned)
             raise InvalidInputError(
                 f"memory {memory.id!r} was not read for this update", field="memory_ids"
             )
-        if (memory.content_hash, memory.content, memory.occurred_at, memory.turn_of) != (
-            was.content_hash,
-            was.content,
-            was.occurred_at,
-            was.turn_of,
-        ):
+        if (memory.content_hash, memory.content) != (was.content_hash, was.content):
             raise InvalidInputError(
-                f"memory {memory.id!r}: a learning update cannot change its content"
-                " or its place in a conversation",
+                f"memory {memory.id!r}: a learning update cannot change its content",
                 field="memories",
             )
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -100,11 +99,7 @@ def test_an_update_changes_what_was_learned_of_a_memory_never_what_it_says(
     def unnamed(memories: Mapping[str, Memory], _states: object) -> Learned:
         return Learned(memories=[used(memory("b", collection))], states={"s": {}})
 
-    def moved(memories: Mapping[str, Memory], _states: object) -> Learned:
-        later = memories["a"].occurred_at + timedelta(days=1)
-        return Learned(memories=[memories["a"].model_copy(update={"occurred_at": later})])
-
-    for change in (rewrite, unnamed, moved):
+    for change in (rewrite, unnamed):
         with pytest.raises(InvalidInputError):
             store.learn(collection, memory_ids=["a"], change=change)
     assert store.get_memories(collection, ["a", "b"]) == {
@@ -112,6 +107,40 @@ def test_an_update_changes_what_was_learned_of_a_memory_never_what_it_says(
         "b": memory("b", collection),
     }
     assert store.get_states(collection, ["s"]) == {}
+
+
+def test_a_memory_given_its_first_conversation_becomes_one_of_its_turns(
+    store: GraphStore, collection: str
+) -> None:
+    add(
+        store,
+        collection,
+        [
+            memory("t1", collection, minutes=1, conversations=["c"]),
+            memory("loose", collection, minutes=2),
+            memory("t3", collection, minutes=3, conversations=["c"]),
+        ],
+    )
+
+    def merged_in(memories: Mapping[str, Memory], _states: object) -> Learned:
+        meta = memories["loose"].retrieval
+        return Learned(
+            memories=[
+                memories["loose"].model_copy(
+                    update={
+                        "retrieval": meta.model_copy(
+                            update={"duplicates": 1, "conversation_ids": ["c"]}
+                        )
+                    }
+                )
+            ]
+        )
+
+    store.learn(collection, memory_ids=["loose"], change=merged_in)
+    assert store.neighbour_turns(collection, ["loose", "t1"], before=1, after=1) == {
+        "loose": (["t1"], ["t3"]),
+        "t1": ([], ["loose"]),
+    }
 
 
 def test_two_updates_of_one_memory_and_one_document_never_interleave(

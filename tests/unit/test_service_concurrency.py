@@ -1,8 +1,9 @@
 """Concurrent changes to one memory's metadata: none is lost.
 
-Feedback, engagement and edits each read a memory, change it and write it
-back; run from several threads at once (as the API's thread pool does), every
-increment must land.
+Feedback, engagement, merged repeats and edits each change what was learned of
+a memory; run from several threads at once (as the API's thread pool does),
+every increment must land. No lock of the process orders them but an edit's:
+learning updates are atomic in the store.
 """
 
 from __future__ import annotations
@@ -95,3 +96,32 @@ def test_an_edit_beside_feedback_keeps_both(svc: Hippocampus) -> None:
     memory = svc.get(C, memory_id)
     assert memory.retrieval.usage_count == (THREADS - 2) * EACH
     assert memory.tags == [f"tag-{EACH - 1}"]
+
+
+def test_repeats_merged_at_once_are_all_counted_beside_feedback(svc: Hippocampus) -> None:
+    memory_id = _memory(svc)
+
+    def repeat(n: int) -> Callable[[], None]:
+        def job() -> None:
+            for i in range(EACH):
+                out = svc.remember(
+                    C,
+                    NewMemory(
+                        content="Raise the redis pool size",
+                        source=OPERATOR,
+                        conversation_id=f"chat-{n}-{i}",
+                    ),
+                )
+                assert out.duplicate_of == memory_id
+
+        return job
+
+    def feedback() -> None:
+        for _ in range(EACH):
+            svc.feedback(C, memory_id, helpful=True)
+
+    _together(*[repeat(n) for n in range(THREADS - 2)], feedback, feedback)
+    meta = svc.get(C, memory_id).retrieval
+    assert meta.duplicates == (THREADS - 2) * EACH
+    assert len(meta.conversation_ids) == (THREADS - 2) * EACH
+    assert meta.usage_count == 2 * EACH

@@ -1093,12 +1093,32 @@ class EmbeddedStore:
                 memories = list({m.id: m for m in learned.memories}.values())
                 conn.executemany(
                     "UPDATE memories SET doc = json_set(?, '$.embedding_model', vector_model),"
-                    " category = ?, tier = ? WHERE collection = ? AND id = ?",
+                    " category = ?, tier = ?, occurred_at = ?, turn_of = ?"
+                    " WHERE collection = ? AND id = ?",
                     [
-                        (m.model_dump_json(), m.category, Tier(m.tier).value, collection, m.id)
+                        (
+                            m.model_dump_json(),
+                            m.category,
+                            Tier(m.tier).value,
+                            _micros(m.occurred_at),
+                            m.turn_of,
+                            collection,
+                            m.id,
+                        )
                         for m in memories
                     ],
                 )
+                # A merged repeat can make a memory a turn of its conversation.
+                moved = [
+                    place
+                    for m in memories
+                    if _place(m) != _place(read[m.id])
+                    for place in _turn_keys(
+                        [MemoryRecord(memory=m), MemoryRecord(memory=read[m.id])]
+                    )
+                ]
+                if moved:
+                    turns.relink(conn, collection, moved, _micros(_now()))
                 if learned.states:
                     conn.executemany(_UPSERT_STATE, _state_rows(collection, learned.states))
                 applied = graph_sql.reinforcements(graph, learned.reinforce)
@@ -1711,6 +1731,10 @@ def _memory_row(collection: str, memory: Memory, vector: Vector | None) -> tuple
         _micros(memory.occurred_at),
         memory.turn_of,
     )
+
+
+def _place(memory: Memory) -> tuple[str | None, int]:
+    return memory.turn_of, _micros(memory.occurred_at)
 
 
 def _turn_keys(records: Sequence[MemoryRecord]) -> list[turns.TurnKey]:

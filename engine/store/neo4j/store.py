@@ -1151,7 +1151,8 @@ class Neo4jStore:
             }
             learned = change(read, states)
             check_learned(collection, read, learned)
-            for memory in {m.id: m for m in learned.memories}.values():
+            memories = list({m.id: m for m in learned.memories}.values())
+            for memory in memories:
                 _run(
                     tx,
                     "memory/replace_memory",
@@ -1162,6 +1163,10 @@ class Neo4jStore:
                     embedding_model=None,
                     drop_embedding=False,
                 )
+            # A merged repeat can make a memory a turn of its conversation.
+            moved = [m for m in memories if _turn_place(m) != _turn_place(read[m.id])]
+            if moved:
+                _link_turns(tx, collection, [*moved, *(read[m.id] for m in moved)])
             if learned.states:
                 rows = [
                     {"key": key, "value": convert.state_value(key, doc)}
