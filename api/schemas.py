@@ -1048,7 +1048,11 @@ class StatsOut(BaseModel):
     pending_embeddings: int
     hubs: dict[str, int]
     edges: dict[str, int]
-    events: int
+    events: int = Field(description="Events ever logged, those compacted away included.")
+    events_retained: int = Field(
+        default=0,
+        description="Events the log still holds: the retention (HIPPO_EVENTS__*) drops the others.",
+    )
     embedder: str
     extractor: str
     quality: QualityOut

@@ -1,10 +1,11 @@
-"""Maintenance: decay, re-embedding, tiers, the quality model and collection stats."""
+"""Maintenance: decay, re-embedding, tiers, the event log's retention, the quality
+model and collection stats."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
@@ -62,7 +63,10 @@ class CollectionStats(BaseModel):
     pending_embeddings: int
     hubs: dict[str, int]
     edges: dict[str, int]
-    events: int
+    events: int = Field(description="Events ever logged, those compacted away included.")
+    events_retained: int = Field(
+        default=0, description="Events the log still holds (the retention drops the others)."
+    )
     embedder: str
     extractor: str
     quality: QualityStats
@@ -96,6 +100,26 @@ class MaintenanceJobs(ServiceCore):
             floor=policy.floor,
             types=policy.edge_types,
         )
+
+    def compact_events(self, collection: str, *, now: datetime | None = None) -> int:
+        """Drop the events the retention (:class:`~engine.model.EventRetention`) no
+        longer keeps: older than ``max_age_days``, or beyond the newest
+        ``max_events``. The log's totals in :meth:`stats` do not change.
+
+        Returns:
+            How many events were dropped.
+        """
+        self.check_collection(collection)
+        retention = self.event_retention
+        at = now or utcnow()
+        before = at - timedelta(days=retention.max_age_days) if retention.max_age_days else None
+        keep = retention.max_events or None
+        if before is None and keep is None:
+            return 0
+        dropped = self.store.compact_events(collection, before=before, keep=keep)
+        if dropped:
+            logger.info("event log of %s: %d events compacted away", collection, dropped)
+        return dropped
 
     def reindex(
         self,
@@ -345,6 +369,7 @@ class MaintenanceJobs(ServiceCore):
             hubs=s.hubs,
             edges=s.edges,
             events=s.events,
+            events_retained=s.events_retained,
             # Rounded: a running sum drifts in the last bits with the order of writes.
             average_quality=round(s.quality_sum / s.quality_scored, 6)
             if s.quality_scored

@@ -73,7 +73,10 @@ class StoreStats(BaseModel):
     hubs: dict[str, int] = Field(default_factory=dict)
     edges: dict[str, int] = Field(default_factory=dict)
     events: int = 0
+    """Events ever appended, those compacted away included (as ``events_by_type``)."""
     events_by_type: dict[str, int] = Field(default_factory=dict)
+    events_retained: int = 0
+    """Events the log still holds (what :meth:`GraphStore.iter_events` yields)."""
     quality_scored: int = 0
     quality_sum: float = 0.0
     """Memories with a quality score, and the sum of their scores (kept as a
@@ -322,6 +325,24 @@ class GraphStore(Protocol):
 
     def iter_events(self, collection: str) -> Iterator[Event]:
         """The collection's event log, in the order it was appended."""
+        ...
+
+    def compact_events(
+        self, collection: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Drop events the log need not keep: those that happened (``Event.at``)
+        before ``before``, and beyond the newest ``keep`` (in the order they were
+        appended) the older ones. ``None`` leaves a bound off. The totals
+        :meth:`stats` reports (``events``, ``events_by_type``) do not change: they
+        count every event appended, dropped or not; ``events_retained`` counts
+        those still held.
+
+        Returns:
+            How many events were dropped.
+
+        Raises:
+            InvalidInputError: a negative ``keep``.
+        """
         ...
 
     # -- state ----------------------------------------------------------------------

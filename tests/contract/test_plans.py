@@ -162,6 +162,7 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
         replace_edges=True,
     )
     store.delete_memory(c, "m3")
+    store.compact_events(c, before=at - timedelta(days=1), keep=10)
     store.drop_collection(c)
 
     ran = {p.name for p in driver.planned}
@@ -169,6 +170,8 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
         "memory/iter_memories",
         "memory/stats_memories",
         "learn/decay_edges",
+        "memory/compact_events",
+        "memory/stats_compacted_events",
         "memory/drop_collection",
     ):
         assert name in ran, name

@@ -57,6 +57,7 @@ from engine.model import (
 )
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
+from engine.store.embedded import events as event_log
 from engine.store.embedded import graph_sql, integrity, turns
 from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
 from engine.store.embedded.index import CollectionIndex, IndexEntry
@@ -66,12 +67,13 @@ logger = logging.getLogger(__name__)
 
 DB_FILE = "hippo.sqlite3"
 LOCK_FILE = "hippo.lock"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SYNC_MODES = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 _BUSY_TIMEOUT_S = 10.0
 _CHUNK = 500  # ids per IN (...) list, rows per page when streaming
 _MAX_IDLE_READERS = 32
+_COMPACT_BATCH = 5_000  # events dropped per transaction
 _WRITER_CACHE_KIB = 64 * 1024
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HUB_KIND = {edge_type: kind for kind, edge_type in HUB_EDGE.items()}
@@ -1020,12 +1022,13 @@ class EmbeddedStore:
                     data["at"],
                     json.dumps(data["memory_ids"]),
                     json.dumps(data["payload"], separators=(",", ":")),
+                    _micros(event.at),
                 )
             )
         with self._write_lock, self._transaction("append events") as conn:
             conn.executemany(
-                "INSERT INTO events (collection, type, at, memory_ids, payload)"
-                " VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO events (collection, type, at, memory_ids, payload, at_us)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
@@ -1050,6 +1053,32 @@ class EmbeddedStore:
             if len(page) < _CHUNK:
                 return
             after = page[-1][0]
+
+    def compact_events(
+        self, collection: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Drop the events that happened before ``before`` and the oldest beyond the
+        newest ``keep``; the totals :meth:`stats` reports stay as they were (see
+        :mod:`engine.store.embedded.events`). Works in transactions of at most
+        ``_COMPACT_BATCH`` events, so writes wait for one batch at most.
+
+        Raises:
+            InvalidInputError: a negative ``keep``.
+        """
+        if keep is not None and keep < 0:
+            raise InvalidInputError("keep must not be negative", field="keep")
+        if before is None and keep is None:
+            return 0
+        cutoff = _micros(before) if before is not None else None
+        dropped = 0
+        while True:
+            with self._write_lock, self._transaction("compact the event log") as conn:
+                n = event_log.compact(
+                    conn, collection, before=cutoff, keep=keep, limit=_COMPACT_BATCH
+                )
+            dropped += n
+            if n < _COMPACT_BATCH:
+                return dropped
 
     # -- state ----------------------------------------------------------------------
 
@@ -1129,7 +1158,8 @@ class EmbeddedStore:
         scan of the memory rows, vectors and all, would take most of a second at
         100k); hubs, edges and events from SQLite. ``pending_embeddings`` counts
         memories with no vector at all. Events by type and the quality total are
-        running totals kept by triggers (schema.sql)."""
+        running totals kept by triggers (schema.sql); events count those compacted
+        away too (:meth:`compact_events`)."""
         memories, by_category, by_tier, vectorless = self._index(collection).counts()
         with self._reading("read stats") as conn:
 
@@ -1138,11 +1168,13 @@ class EmbeddedStore:
 
             hubs = counts("SELECT kind, count(*) FROM hubs WHERE collection = ? GROUP BY kind")
             edges = counts("SELECT type, count(*) FROM edges WHERE collection = ? GROUP BY type")
-            by_type = counts("SELECT type, n FROM event_totals WHERE collection = ? AND n > 0")
+            held = counts("SELECT type, n FROM event_totals WHERE collection = ? AND n > 0")
+            compacted = counts("SELECT type, n FROM events_compacted WHERE collection = ?")
             quality = conn.execute(
                 "SELECT scored, total FROM quality_totals WHERE collection = ?", (collection,)
             ).fetchone()
         scored, total = quality if quality is not None else (0, 0.0)
+        by_type = {t: held.get(t, 0) + compacted.get(t, 0) for t in sorted({*held, *compacted})}
         return StoreStats(
             memories=memories,
             by_category=by_category,
@@ -1152,6 +1184,7 @@ class EmbeddedStore:
             edges=edges,
             events=sum(by_type.values()),
             events_by_type=by_type,
+            events_retained=sum(held.values()),
             quality_scored=scored,
             quality_sum=total if scored else 0.0,
         )

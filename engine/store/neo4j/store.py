@@ -14,6 +14,7 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
     (:Memory)-[:NEXT]->(:Memory)          a conversation's turns, in the order they happened
     (:Event {collection, type, at, memory_ids, payload, ...})
     (:EventLog {collection, next})           numbers events in commit order
+    (:CompactedEvents {collection, type, n}) events of a type the retention dropped
     (:DecayPass {collection, period, ...})   (:SchemaVersion {name, version})
     (:State {collection, key, value})        value: the document as JSON text
     (:Passage {collection, memory_id, n, model, embedding})-[:PART_OF]->(:Memory)
@@ -89,10 +90,12 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
 ``_MIGRATIONS`` and bumps this. Version 3 adds passages: their key and vector
-index, which the schema statements create (no data changes)."""
+index, which the schema statements create (no data changes). Version 4 adds the
+event log's retention: events indexed by time, and the counts of compacted
+events, keyed by collection and type (no data changes)."""
 SCHEMA_OWNER = "hippocampus"
 VECTOR_INDEX = "memory_embedding"
 PASSAGE_INDEX = "passage_embedding"
@@ -113,6 +116,8 @@ _SCHEMA: tuple[str, ...] = (
     "schema/event_order",
     "schema/event_seq",
     "schema/event_log_key",
+    "schema/event_time",
+    "schema/compacted_events_key",
     "schema/memory_embedding",
     "schema/memory_content",
     "schema/passage_key",
@@ -129,8 +134,9 @@ commit order, and reads the log by number."""
 _PAGE = 500
 _RACE_RETRIES = 3
 _WRITE_BATCH = 1_000
-"""Memories per decay transaction, nodes per drop transaction: bounded work per
-transaction, whatever the collection's size."""
+"""Memories per decay transaction, nodes per drop transaction, events per
+compaction transaction: bounded work per transaction, whatever the collection's
+size."""
 _SEARCH_OVERSAMPLE = 10
 _MIN_CANDIDATES = 100
 _MAX_CANDIDATES = 10_000
@@ -1079,6 +1085,36 @@ class Neo4jStore:
                 return
             after = int(page[-1]["seq"])
 
+    def compact_events(
+        self, collection: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Drop the events that happened before ``before`` and those beyond the
+        newest ``keep``, ``_WRITE_BATCH`` per transaction; each type dropped is
+        counted on the collection's ``CompactedEvents`` node in the same
+        transaction, so the totals :meth:`stats` reports stay as they were.
+
+        Raises:
+            InvalidInputError: a negative ``keep``.
+        """
+        if keep is not None and keep < 0:
+            raise InvalidInputError("keep must not be negative", field="keep")
+        if before is None and keep is None:
+            return 0
+        params = {
+            "before": convert.maybe_utc(before),
+            "keep": keep,
+            "limit": _WRITE_BATCH,
+        }
+        dropped = 0
+        while True:
+            (row,) = self._write(
+                "compact the event log", _records("memory/compact_events", params, collection)
+            )
+            n = int(row["dropped"])
+            dropped += n
+            if n < _WRITE_BATCH:
+                return dropped
+
     # -- state ------------------------------------------------------------------------
 
     def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -1142,10 +1178,18 @@ class Neo4jStore:
             stats.edges = {
                 row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_edges", collection)
             }
-            stats.events_by_type = {
+            held = {
                 row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_events", collection)
             }
+            compacted = {
+                row["type"]: int(row["n"])
+                for row in _run(tx, "memory/stats_compacted_events", collection)
+            }
+            stats.events_by_type = {
+                t: held.get(t, 0) + compacted.get(t, 0) for t in sorted({*held, *compacted})
+            }
             stats.events = sum(stats.events_by_type.values())
+            stats.events_retained = sum(held.values())
             return stats
 
         return self._read("read stats", work)

@@ -114,9 +114,10 @@ _INDEXED_AFTER_COLLECTION = {
     "Domain": ("name",),
     "Trigger": ("name",),
     "Concept": ("name",),
-    "Event": ("appended_at", "seq"),
+    "Event": ("appended_at", "seq", "at"),
     "DecayPass": ("period",),
     "State": ("key",),
+    "CompactedEvents": ("type",),
 }
 """The second properties of the composite indexes that begin with ``collection``
 (schema/*.cypher). EventLog's key is ``collection`` alone."""

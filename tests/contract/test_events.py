@@ -1,0 +1,117 @@
+"""The store contract: the event log's retention (``GraphStore.compact_events``)
+drops old events and never changes the totals the store reports."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from engine.errors import InvalidInputError
+from engine.model import Event
+from engine.store import GraphStore
+from tests.contract.helpers import T0
+
+
+def _log(days: list[int], kinds: tuple[str, ...] = ("retrieval", "use")) -> list[Event]:
+    """One event per entry of ``days`` (its time: T0 plus that many days), the
+    types taking turns, numbered in the payload so each is told apart."""
+    return [
+        Event(type=kinds[i % len(kinds)], at=T0 + timedelta(days=d), payload={"n": i})
+        for i, d in enumerate(days)
+    ]
+
+
+def test_events_older_than_the_bound_go_and_the_totals_stay(
+    store: GraphStore, collection: str
+) -> None:
+    events = _log([0, 1, 2, 3, 4, 5])
+    store.append_events(collection, events)
+    before = store.stats(collection)
+    assert (before.events, before.events_retained) == (6, 6)
+
+    assert store.compact_events(collection, before=T0 + timedelta(days=3)) == 3
+    assert list(store.iter_events(collection)) == events[3:]
+    after = store.stats(collection)
+    assert after.events == 6
+    assert after.events_by_type == before.events_by_type == {"retrieval": 3, "use": 3}
+    assert after.events_retained == 3
+    # Nothing more is that old: a second pass drops nothing.
+    assert store.compact_events(collection, before=T0 + timedelta(days=3)) == 0
+    assert store.stats(collection) == after
+
+
+def test_the_age_bound_goes_by_when_events_happened_not_when_they_came(
+    store: GraphStore, collection: str
+) -> None:
+    # An imported conversation: appended last, dated first.
+    late = _log([10, 11])
+    early = _log([1, 2])
+    store.append_events(collection, late)
+    store.append_events(collection, early)
+    assert store.compact_events(collection, before=T0 + timedelta(days=5)) == 2
+    assert list(store.iter_events(collection)) == late
+
+
+def test_beyond_the_newest_kept_the_oldest_appended_go(store: GraphStore, collection: str) -> None:
+    events = _log([5, 0, 3, 1, 4])
+    store.append_events(collection, events[:2])
+    store.append_events(collection, events[2:])
+    assert store.compact_events(collection, keep=2) == 3
+    assert list(store.iter_events(collection)) == events[3:]
+    assert store.compact_events(collection, keep=2) == 0
+    assert store.compact_events(collection, keep=0) == 2
+    assert list(store.iter_events(collection)) == []
+    stats = store.stats(collection)
+    assert (stats.events, stats.events_retained) == (5, 0)
+    assert stats.events_by_type == {"retrieval": 3, "use": 2}
+
+
+def test_both_bounds_together_drop_what_either_would(store: GraphStore, collection: str) -> None:
+    events = _log([0, 9, 1, 8, 7, 6])
+    store.append_events(collection, events)
+    # keep=4 drops the first two appended (days 0, 9); the age bound day 2 also
+    # drops the one of day 1.
+    assert store.compact_events(collection, before=T0 + timedelta(days=2), keep=4) == 3
+    assert list(store.iter_events(collection)) == events[3:]
+
+
+def test_totals_go_on_counting_after_a_compaction(store: GraphStore, collection: str) -> None:
+    store.append_events(collection, _log([0, 0, 0], kinds=("retrieval",)))
+    store.compact_events(collection, keep=1)
+    store.append_events(collection, _log([1, 1], kinds=("retrieval", "surfaced")))
+    stats = store.stats(collection)
+    assert stats.events_by_type == {"retrieval": 4, "surfaced": 1}
+    assert (stats.events, stats.events_retained) == (5, 3)
+
+
+def test_a_long_log_is_compacted_whole(store: GraphStore, collection: str) -> None:
+    """More events than one transaction of either store drops."""
+    events = _log([i // 100 for i in range(2_600)], kinds=("retrieval", "use", "surfaced"))
+    store.append_events(collection, events)
+    assert store.compact_events(collection, keep=100) == 2_500
+    assert list(store.iter_events(collection)) == events[-100:]
+    stats = store.stats(collection)
+    assert stats.events == 2_600
+    assert stats.events_retained == 100
+    assert sum(stats.events_by_type.values()) == 2_600
+
+
+def test_compaction_keeps_to_its_collection(store: GraphStore, collection: str, other: str) -> None:
+    store.append_events(collection, _log([0, 1]))
+    store.append_events(other, _log([0, 1]))
+    assert store.compact_events(collection, before=T0 + timedelta(days=5)) == 2
+    assert len(list(store.iter_events(other))) == 2
+    assert store.stats(other).events_retained == 2
+
+
+def test_no_bound_drops_nothing_and_a_negative_count_is_refused(
+    store: GraphStore, collection: str
+) -> None:
+    store.append_events(collection, _log([0]))
+    assert store.compact_events(collection) == 0
+    with pytest.raises(InvalidInputError):
+        store.compact_events(collection, keep=-1)
+    assert store.stats(collection).events_retained == 1
+    # A collection with no log at all.
+    assert store.compact_events(f"{collection}-none", keep=0, before=T0) == 0
