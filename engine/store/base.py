@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from engine.errors import InvalidInputError
 from engine.model import Edge, EdgeType, Event, Memory, RecallFilters
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
+from engine.schedule import IndexedSchedule
 
 Vector = npt.NDArray[np.float32]
 
@@ -129,6 +130,22 @@ class GraphStore(Protocol):
 
     def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
         """Ids of memories whose normalized content hashes to ``content_hash``."""
+        ...
+
+    def due_memories(
+        self, collection: str, *, schedule: IndexedSchedule, now: datetime, limit: int
+    ) -> list[Memory]:
+        """Active memories due for spaced repetition at ``now``, from the due dates
+        the store keeps with every memory (:func:`engine.schedule.due_keys`,
+        stored by every write) under ``schedule`` (the built-in scheduler of that
+        name, standard parameters): those due at or before ``now``, the most
+        valuable first (``DueKeys.value``), then the most overdue (urgency
+        ``1 + (now - due) / span``), then by id; the first ``limit``. Served by
+        an index on the due dates, never a scan of the collection's documents.
+
+        Raises:
+            InvalidInputError: an unknown schedule.
+        """
         ...
 
     def neighbour_turns(

@@ -163,6 +163,8 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
     )
     store.delete_memory(c, "m3")
     store.compact_events(c, before=at - timedelta(days=1), keep=10)
+    store.due_memories(c, schedule="seed", now=at, limit=5)
+    store.due_memories(c, schedule="fsrs", now=at, limit=5)
     store.drop_collection(c)
 
     ran = {p.name for p in driver.planned}
@@ -172,6 +174,7 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
         "learn/decay_edges",
         "memory/compact_events",
         "memory/stats_compacted_events",
+        "memory/due_memories",
         "memory/drop_collection",
     ):
         assert name in ran, name

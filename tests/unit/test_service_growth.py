@@ -1,4 +1,5 @@
-"""Bounded growth: the event log's retention run by maintenance."""
+"""Bounded growth: the event log's retention run by maintenance, and resurfacing
+answered from the store's due dates."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from api.maintenance import MaintenanceLoop
 from engine.embed import HashingEmbedder
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
-from engine.model import Event, EventRetention, NewMemory
+from engine.model import Event, EventRetention, MemoryPatch, NewMemory, Tier
+from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler, indexed_as
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
 
@@ -78,3 +80,51 @@ def test_the_maintenance_round_compacts_every_collection(svc: Hippocampus) -> No
     stats = svc.stats(C)
     assert stats.events_retained == 0
     assert stats.events == 2
+
+
+# -- resurfacing from the store's due dates ----------------------------------------------
+
+
+class _OwnFsrs(FsrsScheduler):
+    """The FSRS-style scheduler as a caller's own: no stored dates answer for it,
+    so its due memories are found by a scan."""
+
+
+@pytest.mark.parametrize("scheduler", [FsrsScheduler(), SeedScheduler()], ids=["fsrs", "seed"])
+def test_resurfacing_from_the_due_dates_finds_what_a_scan_finds(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor, scheduler: Scheduler
+) -> None:
+    service = _service(tmp_path, spacy_extractor, scheduler=scheduler)
+    try:
+        texts = [f"Runbook note {i}: restart the {w} worker" for i, w in enumerate("abcdefghij")]
+        made = []
+        for day, text in enumerate(texts):
+            out = service.remember(
+                C, NewMemory(content=text, source=OPERATOR), now=T0 + timedelta(days=day)
+            )
+            made.append(out.memory.id)
+        # Use some (usage, review state, confidence), reject one, archive one.
+        for i, mid in enumerate(made[:4]):
+            service.feedback(C, mid, helpful=True, now=T0 + timedelta(days=12 + i))
+        service.feedback(C, made[4], helpful=False, now=T0 + timedelta(days=13))
+        service.update(C, made[5], MemoryPatch(importance=0.95), now=T0 + timedelta(days=13))
+        service.update(C, made[6], MemoryPatch(tier=Tier.ARCHIVED), now=T0 + timedelta(days=13))
+        own = _OwnFsrs() if isinstance(scheduler, FsrsScheduler) else _OwnSeed()
+        assert indexed_as(scheduler) is not None and indexed_as(own) is None
+        for day in (10, 14, 20, 60):
+            now = T0 + timedelta(days=day)
+            for limit in (1, 3, 10):
+                indexed = service.resurface(C, limit=limit, now=now)
+                service.scheduler = own
+                try:
+                    scanned = service.resurface(C, limit=limit, now=now)
+                finally:
+                    service.scheduler = scheduler
+                assert [(m.id, u) for m, u in indexed] == [(m.id, u) for m, u in scanned]
+        assert service.resurface(C, limit=10, now=T0 + timedelta(days=60))
+    finally:
+        service.close()
+
+
+class _OwnSeed(SeedScheduler):
+    """The seed rule as a caller's own (scanned, as :class:`_OwnFsrs`)."""

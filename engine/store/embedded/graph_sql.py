@@ -23,6 +23,7 @@ from engine.model import (
     EdgeType,
 )
 from engine.model.association import EdgeUpdate
+from engine.store.embedded import due
 from engine.store.embedded.graph import (
     EDGE_TYPE_CODES,
     WALKED_EDGES,
@@ -132,6 +133,8 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
         _to_version_3(conn)
     if version < 4:
         _to_version_4(conn)
+    if version < 5:
+        _to_version_5(conn)
 
 
 def _to_version_2(conn: sqlite3.Connection) -> None:
@@ -228,6 +231,21 @@ def _to_version_4(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
         raise
     logger.info("database migrated to schema version 4")
+
+
+def _to_version_5(conn: sqlite3.Connection) -> None:
+    """Version 5: memories get their due dates for resurfacing (see
+    :mod:`engine.store.embedded.due`), computed from their documents."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        due.migrate_columns(conn)
+        conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    logger.info("database migrated to schema version 5")
 
 
 # -- the in-memory graph -----------------------------------------------------------------

@@ -56,9 +56,11 @@ from engine.model import (
     Tier,
 )
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
+from engine.schedule import IndexedSchedule
 from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
+from engine.store.embedded import due, graph_sql, integrity, turns
 from engine.store.embedded import events as event_log
-from engine.store.embedded import graph_sql, integrity, turns
+from engine.store.embedded.due import DueEntry, DueIndex
 from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
 from engine.store.embedded.index import CollectionIndex, IndexEntry
 from engine.store.embedded.text_index import TextIndex
@@ -67,7 +69,7 @@ logger = logging.getLogger(__name__)
 
 DB_FILE = "hippo.sqlite3"
 LOCK_FILE = "hippo.lock"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SYNC_MODES = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 _BUSY_TIMEOUT_S = 10.0
@@ -100,11 +102,11 @@ _UNAVAILABLE_HINTS = (
 _PROBE_BYTES = 16 * 1024
 """What the readiness check writes (and deletes) after a write was refused."""
 
-_INSERT_MEMORY = """
+_INSERT_MEMORY = f"""
 INSERT INTO memories
     (collection, id, doc, category, tier, content_hash, created_at, vector, vector_model,
-     occurred_at, turn_of)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     occurred_at, turn_of, {due.DUE_COLUMNS})
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 # Edge statements take an _EdgeRow's first ten fields as ?1 … ?10: ?9 is the given
 # creation (micros, or NULL), ?10 the last co-occurrence (micros, or NULL). A new
@@ -254,6 +256,8 @@ class EmbeddedStore:
         self._texts: dict[str, TextIndex] = {}
         # The walked graph per collection, built and published with its index.
         self._graphs: dict[str, CollectionGraph] = {}
+        # Due dates for resurfacing per collection, built and published with its index.
+        self._dues: dict[str, DueIndex] = {}
         # Why the latest write was refused (disk full, read-only), until one succeeds.
         self._writes_refused: StoreUnavailableError | None = None
         try:
@@ -316,6 +320,7 @@ class EmbeddedStore:
         rows: list[tuple[Any, ...]] = []
         edges: list[_EdgeRow] = []
         entries: list[tuple[IndexEntry, Vector | None, str | None]] = []
+        dues: list[DueEntry] = []
         passages: dict[str, Vector] = {}
         seen: set[str] = set()
         repeated: list[str] = []
@@ -339,7 +344,9 @@ class EmbeddedStore:
             checked = _as_passages(record.passages, vector, memory.id)
             if checked is not None:
                 passages[memory.id] = checked
-            rows.append(_memory_row(collection, memory, vector))
+            columns = due.due_columns(memory)
+            rows.append((*_memory_row(collection, memory, vector), *columns.values()))
+            dues.append(DueEntry.of(memory, columns))
             edges.extend(
                 _edges_of_record(collection, memory.id, record.edges, _micros(memory.created_at))
             )
@@ -374,6 +381,7 @@ class EmbeddedStore:
             self._graphs[collection].add_memories(
                 [r.memory.id for r in records], _walked(edges), self._indexes[collection]
             )
+            self._dues[collection].put(dues)
 
     def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
         """The memories among ``ids`` that exist in the collection, by id, in the
@@ -434,6 +442,7 @@ class EmbeddedStore:
             index = self._index(collection)
             with self._transaction("replace a memory") as conn:
                 key = {"c": collection, "i": memory.id}
+                due_columns = due.due_columns(memory)
                 columns = {
                     "category": memory.category,
                     "tier": Tier(memory.tier).value,
@@ -441,14 +450,15 @@ class EmbeddedStore:
                     "created": _micros(memory.created_at),
                     "occurred": _micros(memory.occurred_at),
                     "turn_of": memory.turn_of,
+                    **due_columns,
                 }
                 was = turns.key_of(conn, collection, memory.id)
                 if vector is not None:
                     cursor = conn.execute(
                         "UPDATE memories SET doc = :doc, category = :category, tier = :tier,"
                         " content_hash = :hash, created_at = :created, vector = :vector,"
-                        " vector_model = :model, occurred_at = :occurred, turn_of = :turn_of"
-                        " WHERE collection = :c AND id = :i",
+                        " vector_model = :model, occurred_at = :occurred, turn_of = :turn_of,"
+                        f" {due.SET_DUE_COLUMNS} WHERE collection = :c AND id = :i",
                         {
                             **key,
                             **columns,
@@ -461,8 +471,8 @@ class EmbeddedStore:
                     cursor = conn.execute(
                         "UPDATE memories SET doc = :doc, category = :category, tier = :tier,"
                         " content_hash = :hash, created_at = :created, vector = NULL,"
-                        " vector_model = NULL, occurred_at = :occurred, turn_of = :turn_of"
-                        " WHERE collection = :c AND id = :i",
+                        " vector_model = NULL, occurred_at = :occurred, turn_of = :turn_of,"
+                        f" {due.SET_DUE_COLUMNS} WHERE collection = :c AND id = :i",
                         {**key, **columns, "doc": memory.model_dump_json()},
                     )
                 else:
@@ -471,8 +481,8 @@ class EmbeddedStore:
                         "UPDATE memories SET"
                         " doc = json_set(:doc, '$.embedding_model', vector_model),"
                         " category = :category, tier = :tier, content_hash = :hash,"
-                        " created_at = :created, occurred_at = :occurred, turn_of = :turn_of"
-                        " WHERE collection = :c AND id = :i",
+                        " created_at = :created, occurred_at = :occurred, turn_of = :turn_of,"
+                        f" {due.SET_DUE_COLUMNS} WHERE collection = :c AND id = :i",
                         {**key, **columns, "doc": memory.model_dump_json()},
                     )
                 if cursor.rowcount == 0:
@@ -512,6 +522,7 @@ class EmbeddedStore:
                 index, entries, rebuild, {memory.id: passages} if passages is not None else None
             )
             self._texts[collection].replace(memory.id, memory.content)
+            self._dues[collection].put([DueEntry.of(memory, due_columns)])
             if replace_edges:
                 graph = self._graphs[collection]
                 graph.remove_hub_edges(memory.id)
@@ -548,6 +559,7 @@ class EmbeddedStore:
             # The graph before the index too: a walk filters by index slots, and a
             # slot the index has freed may soon name another memory.
             self._graphs[collection].remove_memory(memory_id)
+            self._dues[collection].remove(memory_id)
             index.remove(memory_id)
             return True
 
@@ -587,6 +599,30 @@ class EmbeddedStore:
         index seek per list."""
         with self._reading("read neighbouring turns") as conn:
             return turns.neighbours(conn, collection, ids, max(0, before), max(0, after))
+
+    def due_memories(
+        self, collection: str, *, schedule: IndexedSchedule, now: datetime, limit: int
+    ) -> list[Memory]:
+        """Active memories due at ``now`` by their stored due dates under
+        ``schedule``, the ``limit`` most valuable first (then the most overdue,
+        then by id), from the in-memory due index
+        (:mod:`engine.store.embedded.due`); the documents of those only are read.
+
+        Raises:
+            InvalidInputError: an unknown schedule.
+        """
+        if schedule not in ("seed", "fsrs"):
+            raise InvalidInputError(f"no stored due dates for {schedule!r}", field="schedule")
+        self._index(collection)
+        dues = self._dues.get(collection)
+        if dues is None:  # closed since _index() returned
+            self._check_open()
+            raise StoreUnavailableError(f"the store at {self._data_dir} is closing")
+        ids = dues.due(schedule, _micros(now), limit)
+        found = self.get_memories(collection, ids)
+        # A memory deleted or edited since the index was read is left out, or
+        # comes as it now is: the caller checks what it gets.
+        return [found[i] for i in ids if i in found]
 
     def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
         """Ids of memories whose normalized content hashes to ``content_hash``, oldest
@@ -1248,6 +1284,7 @@ class EmbeddedStore:
                 problems += integrity.collection_problems(
                     conn, collection, index, self._texts[collection], self._graphs[collection]
                 )
+                problems += due.problems(conn, collection, self._dues[collection])
         return problems
 
     def close(self) -> None:
@@ -1265,6 +1302,7 @@ class EmbeddedStore:
             self._indexes.clear()
             self._texts.clear()
             self._graphs.clear()
+            self._dues.clear()
             for conn in [*idle, self._writer]:
                 if conn is None:
                     continue
@@ -1409,6 +1447,8 @@ class EmbeddedStore:
                 # index (the unlocked fast path above) finds them too.
                 self._texts[collection] = self._build_text_index(collection)
                 self._graphs[collection] = self._build_graph(collection, index)
+                with self._reading("build the due index") as conn:
+                    self._dues[collection] = due.load(conn, collection)
                 self._indexes[collection] = index
             return index
 

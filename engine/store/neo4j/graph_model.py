@@ -73,6 +73,10 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "key": "State: the document's key, unique within its collection",
     "value": "State: the document as JSON text (Neo4j has no map properties)",
     "memory_id": "Passage: the id of the memory it is part of",
+    "seed_due": "Memory: when it falls due for resurfacing by the seed scheduler (microseconds)",
+    "seed_span": "Memory: the length of that interval (microseconds)",
+    "fsrs_due": "Memory: when it falls due by the FSRS-style scheduler (microseconds)",
+    "fsrs_span": "Memory: the length of that interval (microseconds)",
     "n": "Passage: its place in the memory (1: the second passage; the first is the memory's);"
     " CompactedEvents: how many events of its type were dropped",
     "model": "Passage: the model of its embedding (the memory's embedding_model)",

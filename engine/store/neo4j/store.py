@@ -74,6 +74,7 @@ from engine.model.association import (
     HubMatch,
     PathStep,
 )
+from engine.schedule import IndexedSchedule
 from engine.store.base import (
     PASSAGE_MARGIN,
     MemoryRecord,
@@ -90,12 +91,14 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
 ``_MIGRATIONS`` and bumps this. Version 3 adds passages: their key and vector
 index, which the schema statements create (no data changes). Version 4 adds the
 event log's retention: events indexed by time, and the counts of compacted
-events, keyed by collection and type (no data changes)."""
+events, keyed by collection and type (no data changes). Version 5 stores due
+dates for resurfacing on every memory, indexed (setup computes those of the
+memories written before: :meth:`Neo4jStore._date_memories`)."""
 SCHEMA_OWNER = "hippocampus"
 VECTOR_INDEX = "memory_embedding"
 PASSAGE_INDEX = "passage_embedding"
@@ -113,6 +116,8 @@ _SCHEMA: tuple[str, ...] = (
     "schema/memory_hash",
     "schema/memory_created",
     "schema/memory_turn",
+    "schema/memory_seed_due",
+    "schema/memory_fsrs_due",
     "schema/event_order",
     "schema/event_seq",
     "schema/event_log_key",
@@ -275,6 +280,8 @@ class Neo4jStore:
         for step in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
             for name in _MIGRATIONS.get(step, ()):
                 self._write(f"migrate the schema from version {step}", _runner(name, {}))
+        if version is not None and version < 5:
+            self._date_memories()
         self._write(
             "record the schema version",
             _runner(
@@ -282,6 +289,39 @@ class Neo4jStore:
             ),
         )
         logger.info("neo4j schema version %d is set up", SCHEMA_VERSION)
+
+    def _date_memories(self) -> None:
+        """Store the due dates of memories written before schema version 5, a page
+        per transaction, collection by collection (resumable: a page done stays
+        done)."""
+        dated = 0
+        for collection in self.list_collections():
+            after = ""
+            while True:
+                rows = self._read(
+                    "list undated memories",
+                    _records(
+                        "schema/list_undated_memories",
+                        {"after": after, "limit": _WRITE_BATCH},
+                        collection,
+                    ),
+                )
+                if not rows:
+                    break
+                items = [
+                    {"id": row["id"], **convert.due_properties(convert.memory_of(row["doc"], None))}
+                    for row in rows
+                ]
+                self._write(
+                    "date memories",
+                    _records("schema/date_memories", {"items": items}, collection),
+                )
+                dated += len(rows)
+                if len(rows) < _WRITE_BATCH:
+                    break
+                after = str(rows[-1]["id"])
+        if dated:
+            logger.info("due dates stored for %d memories written before schema version 5", dated)
 
     def _await_indexes(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -488,6 +528,24 @@ class Neo4jStore:
             if len(page) < _PAGE:
                 return
             after_at, after_id = page[-1]["created_at"], page[-1]["id"]
+
+    def due_memories(
+        self, collection: str, *, schedule: IndexedSchedule, now: datetime, limit: int
+    ) -> list[Memory]:
+        """Active memories due at ``now`` by the due dates stored on them under
+        ``schedule``, the ``limit`` most valuable first (then the most overdue,
+        then by id), through the schedule's index on due dates.
+
+        Raises:
+            InvalidInputError: an unknown schedule.
+        """
+        if schedule not in ("seed", "fsrs"):
+            raise InvalidInputError(f"no stored due dates for {schedule!r}", field="schedule")
+        if limit <= 0:
+            return []
+        params = {"schedule": schedule, "now": convert.micros(now), "limit": limit}
+        rows = self._read("list due memories", _records("memory/due_memories", params, collection))
+        return [convert.memory_of(row["doc"], row["embedding_model"]) for row in rows]
 
     def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
         """Ids of memories whose normalized content hashes to ``content_hash``, oldest
