@@ -100,6 +100,9 @@ class HippoSettings(BaseSettings):
         tiers: when memories are archived or quarantined.
         events: how much of each collection's event log the maintenance pass
             keeps (``HIPPO_EVENTS__MAX_AGE_DAYS``, ``HIPPO_EVENTS__MAX_EVENTS``).
+        graph_health_max_age_s: how old the graph health ``/stats`` shows may
+            grow before the maintenance round computes it again (seconds at
+            100k memories, so it is kept rather than computed per request).
         records_min_score: the least similarity a record needs to be returned by
             ``/ai/rag-search``.
         summary_min_score: the least similarity a result needs to appear in a
@@ -123,6 +126,7 @@ class HippoSettings(BaseSettings):
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     log_level: str = "INFO"
     maintenance_interval_s: float = Field(default=60.0, ge=0.0)
+    graph_health_max_age_s: float = Field(default=600.0, ge=0.0)
     scheduler: Literal["fsrs", "seed"] = "fsrs"
     limits: Limits = Limits()
     quality: QualityConfig = QualityConfig()

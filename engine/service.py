@@ -74,6 +74,8 @@ class Hippocampus(
         dedup: when a new memory duplicates or contradicts a stored one.
         tiers: when memories are archived or quarantined.
         events: how much of each collection's event log maintenance keeps.
+        graph_health_max_age_s: how old the graph health of ``/stats`` may be
+            before maintenance computes it again.
         records_min_score: the least similarity a record needs to be found by
             :meth:`search_records`.
         summary_min_score: the least similarity a result needs to be in a
@@ -96,6 +98,7 @@ class Hippocampus(
         dedup: DedupConfig | None = None,
         tiers: TierPolicy | None = None,
         events: EventRetention | None = None,
+        graph_health_max_age_s: float = 600.0,
         records_min_score: float = 0.3,
         summary_min_score: float = 0.7,
         surfacing: SurfaceConfig | None = None,
@@ -112,6 +115,8 @@ class Hippocampus(
         self.dedup = dedup or DedupConfig()
         self.tiers = tiers or TierPolicy()
         self.event_retention = events or EventRetention()
+        self.graph_health_max_age_s = graph_health_max_age_s
+        self._graph_health_lock = threading.Lock()
         self.records_min_score = records_min_score
         self.summary_min_score = summary_min_score
         self._pending = {}
@@ -183,6 +188,7 @@ class Hippocampus(
             dedup=settings.dedup,
             tiers=settings.tiers,
             events=settings.events,
+            graph_health_max_age_s=settings.graph_health_max_age_s,
             records_min_score=settings.records_min_score,
             summary_min_score=settings.summary_min_score,
             scheduler=FsrsScheduler() if settings.scheduler == "fsrs" else SeedScheduler(),

@@ -84,6 +84,8 @@ class ServiceCore:
     dedup: DedupConfig
     tiers: TierPolicy
     event_retention: EventRetention
+    graph_health_max_age_s: float
+    _graph_health_lock: threading.Lock
     records_min_score: float
     summary_min_score: float
     scheduler: Scheduler

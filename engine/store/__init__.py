@@ -1,5 +1,5 @@
 """Storage backends behind the :class:`GraphStore` contract."""
 
-from engine.store.base import GraphStore, MemoryRecord, StoreStats, Vector
+from engine.store.base import EdgeEnds, GraphStore, MemoryRecord, StoreStats, Vector
 
-__all__ = ["GraphStore", "MemoryRecord", "StoreStats", "Vector"]
+__all__ = ["EdgeEnds", "GraphStore", "MemoryRecord", "StoreStats", "Vector"]

@@ -23,6 +23,9 @@ from engine.schedule import IndexedSchedule
 
 Vector = npt.NDArray[np.float32]
 
+EdgeEnds = tuple[str, str, str, float]
+"""An edge's ``(source, type, target, weight)``: :meth:`GraphStore.iter_edge_ends`."""
+
 
 PASSAGE_MARGIN = 0.15
 """How much better than its memory's own vector a later passage must match the
@@ -321,6 +324,14 @@ class GraphStore(Protocol):
 
     def iter_edges(self, collection: str) -> Iterator[Edge]:
         """Every edge of the collection (each ASSOCIATED edge once)."""
+        ...
+
+    def iter_edge_ends(self, collection: str) -> Iterator[EdgeEnds]:
+        """``(source, type, target, weight)`` of every edge of the collection, as
+        :meth:`iter_edges` gives them (each ASSOCIATED edge once, ordered by
+        source, type, target), without building an :class:`Edge` of each: what
+        whole-graph figures read (graph health), where a million edges made into
+        objects cost more than the figures."""
         ...
 
     # -- edges ------------------------------------------------------------------

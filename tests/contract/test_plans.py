@@ -112,6 +112,7 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
     list(store.iter_memories(c))
     store.find_by_hash(c, memory("m0", c).content_hash)
     list(store.iter_edges(c))
+    list(store.iter_edge_ends(c))
     store.edges_of(c, "m1")
     list(store.iter_events(c))
     store.get_states(c, ["conversation:x"])

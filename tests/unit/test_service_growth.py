@@ -128,3 +128,44 @@ def test_resurfacing_from_the_due_dates_finds_what_a_scan_finds(
 
 class _OwnSeed(SeedScheduler):
     """The seed rule as a caller's own (scanned, as :class:`_OwnFsrs`)."""
+
+
+# -- graph health, kept --------------------------------------------------------------------
+
+
+def test_maintenance_computes_the_graph_health_again_once_it_is_too_old(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    service = _service(tmp_path, spacy_extractor, graph_health_max_age_s=3600.0)
+    try:
+        for text in ("redis pool size", "redis eviction policy"):
+            service.remember(C, NewMemory(content=text, concepts=["redis"], source=OPERATOR))
+        assert service.graph_health_due(C)
+        MaintenanceLoop(service, interval_s=3600).run_once()
+        assert not service.graph_health_due(C)
+        kept = service.stats_graph_health(C)
+        assert kept.components == 1 and kept.age_s < 60.0
+        service.remember(
+            C, NewMemory(content="kafka lag alarms", concepts=["kafka"], source=OPERATOR)
+        )
+        # Within the hour: served as kept, even across maintenance rounds.
+        MaintenanceLoop(service, interval_s=3600).run_once()
+        assert service.stats_graph_health(C).computed_at == kept.computed_at
+        later = kept.computed_at + timedelta(hours=2)
+        assert service.graph_health_due(C, now=later)
+        aged = service.stats_graph_health(C, now=later)
+        assert aged.age_s == pytest.approx(7200.0) and aged.components == 1
+        service.graph_health_max_age_s = 0.0
+        MaintenanceLoop(service, interval_s=3600).run_once()
+        fresh = service.stats_graph_health(C)
+        assert fresh.computed_at > kept.computed_at
+        assert fresh.components == service.graph_health(C).components > 1
+    finally:
+        service.close()
+
+
+def test_kept_figures_of_another_shape_are_computed_again(svc: Hippocampus) -> None:
+    svc.remember(C, NewMemory(content="redis pool size", concepts=["redis"], source=OPERATOR))
+    svc.store.put_states(C, {"graph_health": {"computed_at": "yesterday"}})
+    health = svc.stats_graph_health(C)
+    assert health.nodes_by_kind["Memory"] == 1 and health.age_s < 60.0

@@ -376,6 +376,27 @@ def edge_page(
     return conn.execute(_ITER_EDGES_NEXT, (collection, *after, limit)).fetchall()
 
 
+_EDGE_ENDS_FIRST = """
+SELECT source, type, target, weight FROM edges WHERE collection = ?
+ORDER BY source, type, target LIMIT ?
+"""
+_EDGE_ENDS_NEXT = """
+SELECT source, type, target, weight FROM edges
+WHERE collection = ? AND (source, type, target) > (?, ?, ?)
+ORDER BY source, type, target LIMIT ?
+"""
+
+
+def edge_ends_page(
+    conn: sqlite3.Connection, collection: str, after: tuple[str, str, str] | None, limit: int
+) -> list[tuple[str, str, str, float]]:
+    """Up to ``limit`` edges as ``(source, type, target, weight)`` after the key
+    ``after``, in key order."""
+    if after is None:
+        return conn.execute(_EDGE_ENDS_FIRST, (collection, limit)).fetchall()
+    return conn.execute(_EDGE_ENDS_NEXT, (collection, *after, limit)).fetchall()
+
+
 def hubs_without_vectors(
     conn: sqlite3.Connection, collection: str, model: str, limit: int
 ) -> list[tuple[str, str]]:

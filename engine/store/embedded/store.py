@@ -57,7 +57,7 @@ from engine.model import (
 )
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 from engine.schedule import IndexedSchedule
-from engine.store.base import MemoryRecord, StoreStats, Vector, check_decay_pass
+from engine.store.base import EdgeEnds, MemoryRecord, StoreStats, Vector, check_decay_pass
 from engine.store.embedded import due, graph_sql, integrity, turns
 from engine.store.embedded import events as event_log
 from engine.store.embedded.due import DueEntry, DueIndex
@@ -76,6 +76,7 @@ _BUSY_TIMEOUT_S = 10.0
 _CHUNK = 500  # ids per IN (...) list, rows per page when streaming
 _MAX_IDLE_READERS = 32
 _COMPACT_BATCH = 5_000  # events dropped per transaction
+_EDGE_PAGE = 5_000  # rows per page of iter_edge_ends: plain tuples, cheap to hold
 _WRITER_CACHE_KIB = 64 * 1024
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HUB_KIND = {edge_type: kind for kind, edge_type in HUB_EDGE.items()}
@@ -875,6 +876,18 @@ class EmbeddedStore:
             for row in page:
                 yield graph_sql.edge_of_row(row)
             if len(page) < _CHUNK:
+                return
+            after = (page[-1][0], page[-1][1], page[-1][2])
+
+    def iter_edge_ends(self, collection: str) -> Iterator[EdgeEnds]:
+        """``(source, type, target, weight)`` of every edge, as :meth:`iter_edges`
+        orders them; streamed in pages of plain rows."""
+        after: tuple[str, str, str] | None = None
+        while True:
+            with self._reading("list edges") as conn:
+                page = graph_sql.edge_ends_page(conn, collection, after, _EDGE_PAGE)
+            yield from page
+            if len(page) < _EDGE_PAGE:
                 return
             after = (page[-1][0], page[-1][1], page[-1][2])
 

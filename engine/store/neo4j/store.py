@@ -77,6 +77,7 @@ from engine.model.association import (
 from engine.schedule import IndexedSchedule
 from engine.store.base import (
     PASSAGE_MARGIN,
+    EdgeEnds,
     MemoryRecord,
     StoreStats,
     Vector,
@@ -1095,6 +1096,23 @@ class Neo4jStore:
             for row in page:
                 for entry in row["edges"]:
                     yield convert.edge_of(row["source"], entry)
+            if len(page) < _PAGE:
+                return
+            after = page[-1]["source"]
+
+    def iter_edge_ends(self, collection: str) -> Iterator[EdgeEnds]:
+        """``(source, type, target, weight)`` of every edge, as :meth:`iter_edges`
+        orders them; streams in pages of memories."""
+        after = ""
+        while True:
+            page = self._read(
+                "list edges",
+                _records("memory/iter_edge_ends", {"after": after, "limit": _PAGE}, collection),
+            )
+            for row in page:
+                source = row["source"]
+                for edge_type, target, weight in row["edges"]:
+                    yield (source, edge_type, target, float(weight))
             if len(page) < _PAGE:
                 return
             after = page[-1]["source"]

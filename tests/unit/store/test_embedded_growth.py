@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.model import Event, Memory, RetrievalMeta, Tier, content_hash
+from engine.model import Edge, EdgeType, Event, Memory, RetrievalMeta, Tier, content_hash
 from engine.schedule import DueKeys
 from engine.store import MemoryRecord
 from engine.store.embedded import EmbeddedStore
@@ -180,3 +180,24 @@ def _memory(
         content_hash=content_hash(text),
         retrieval=RetrievalMeta(last_used=last_used, usage_count=uses),
     )
+
+
+def test_edge_ends_stream_page_after_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "_EDGE_PAGE", 3)
+    with EmbeddedStore(tmp_path) as store:
+        store.add_memories(
+            C,
+            [
+                MemoryRecord(
+                    memory=_memory(f"m{i}", days=0),
+                    edges=[
+                        Edge(source=f"m{i}", type=EdgeType.ABOUT, target=f"c{j}", weight=0.5)
+                        for j in range(i % 3 + 1)
+                    ],
+                )
+                for i in range(7)
+            ],
+        )
+        ends = list(store.iter_edge_ends(C))
+        assert ends == [(e.source, e.type.value, e.target, e.weight) for e in store.iter_edges(C)]
+        assert len(ends) == 13  # 1 + 2 + 3 + 1 + 2 + 3 + 1

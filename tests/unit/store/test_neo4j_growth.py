@@ -151,3 +151,20 @@ def test_setup_dates_the_memories_of_a_version_4_database_page_by_page(
     ]
     assert [item["id"] for item in dated] == ["m0", "m1", "m2"]
     assert dated[2]["seed_due"] == due_keys(olds[2]).seed_due
+
+
+def test_edge_ends_come_page_by_page_as_plain_tuples() -> None:
+    from engine.store.neo4j.store import _PAGE
+
+    def page(params: dict[str, object]) -> list[dict[str, object]]:
+        start = 0 if params["after"] == "" else int(str(params["after"])[1:]) + 1
+        return [
+            {"source": f"m{i:04d}", "edges": [["ABOUT", "redis", 0.5]] if i % 2 else []}
+            for i in range(start, min(start + _PAGE, _PAGE + 2))
+        ]
+
+    driver = FakeDriver(answers={"memory/iter_edge_ends": page})
+    ends = list(make(driver).iter_edge_ends(C))
+    assert len(ends) == (_PAGE + 2) // 2
+    assert ends[0] == ("m0001", "ABOUT", "redis", 0.5)
+    assert driver.ran() == ["memory/iter_edge_ends"] * 2
