@@ -646,6 +646,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         ("memories", stats.memories),
         ("pending embeddings", stats.pending_embeddings),
         ("events", stats.events),
+        ("events retained", stats.events_retained),
         ("embedder", stats.embedder),
         ("extractor", stats.extractor),
         ("quality min score", stats.quality.min_score),

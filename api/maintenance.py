@@ -16,8 +16,11 @@ class MaintenanceLoop:
     """Every ``interval_s``: write queued retrieval reinforcements, then on every
     collection run the decay pass (the store applies it once per day, so most
     runs change nothing), the tier pass once a day (which also retrains the
-    quality model when enough feedback came in), and re-embed a bounded batch of
-    memories still waiting for a vector from the current model. A failing
+    quality model when enough feedback came in), drop the events the log's
+    retention no longer keeps (one index seek when there are none), compute
+    the graph health ``/stats`` shows once what is kept is older than
+    ``graph_health_max_age_s``, and re-embed a bounded batch of memories still
+    waiting for a vector from the current model. A failing
     embedder is given a chance to recover first (a model missing at start is
     loaded once it is there); while it still fails, re-embedding waits.
 
@@ -86,6 +89,9 @@ class MaintenanceLoop:
                     report.quarantined,
                     report.restored,
                 )
+        service.compact_events(collection)
+        if service.graph_health_due(collection):
+            service.refresh_graph_health(collection)
         if reindex and self._reindex_batch > 0 and service.pending_count(collection):
             service.reindex(collection, limit=self._reindex_batch)
 

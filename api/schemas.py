@@ -29,7 +29,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from engine.config import Limits
 from engine.extract.quality import TrainingRun
-from engine.metrics import GraphHealth
+from engine.metrics import CachedGraphHealth
 from engine.model import (
     MEMORY_NODE,
     Edge,
@@ -984,16 +984,24 @@ def work_item_id(resource_id: str) -> int | str:
 
 
 class GraphHealthOut(BaseModel):
+    """Counts as they are now; the structural figures (clustering, components,
+    largest_component, weight_histogram) as computed `age_s` seconds ago."""
+
     nodes: int
     nodes_by_kind: dict[str, int]
     edges: int
     edges_by_type: dict[str, int]
     mean_degree: float
-    clustering: float
-    clustering_sampled: bool
-    components: int
-    largest_component: int
-    weight_histogram: list[int] = Field(description="Edges per weight decile, 0.0-0.1 first.")
+    clustering: float = Field(description="Average clustering coefficient, as of computed_at.")
+    clustering_sampled: bool = Field(description="Whether clustering is estimated by sampling.")
+    components: int = Field(description="Connected components, as of computed_at.")
+    largest_component: int = Field(description="Nodes in the largest one, as of computed_at.")
+    weight_histogram: list[int] = Field(
+        description="Edges per weight decile, 0.0-0.1 first, as of computed_at."
+    )
+    computed_at: datetime = Field(description="When the structural figures were computed.")
+    age_s: float = Field(description="How old they are, in seconds.")
+    took_s: float = Field(description="How long computing them took, in seconds.")
 
 
 class QualityOut(BaseModel):
@@ -1048,7 +1056,11 @@ class StatsOut(BaseModel):
     pending_embeddings: int
     hubs: dict[str, int]
     edges: dict[str, int]
-    events: int
+    events: int = Field(description="Events ever logged, those compacted away included.")
+    events_retained: int = Field(
+        default=0,
+        description="Events the log still holds: the retention (HIPPO_EVENTS__*) drops the others.",
+    )
     embedder: str
     extractor: str
     quality: QualityOut
@@ -1067,7 +1079,7 @@ class StatsOut(BaseModel):
     def from_engine(
         cls,
         stats: CollectionStats,
-        health: GraphHealth | None,
+        health: CachedGraphHealth | None,
         surfacing: SurfaceMetrics | None = None,
         latency: Latency | None = None,
     ) -> StatsOut:

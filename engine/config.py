@@ -19,6 +19,7 @@ from engine.errors import ConfigError
 from engine.extract.dedup import DedupConfig
 from engine.extract.quality import QualityConfig
 from engine.learn.tiers import TierPolicy
+from engine.model.event import EventRetention
 
 # \Z, not $: $ also matches before a final newline, which "team:a\n" would slip through.
 COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}\Z")
@@ -97,6 +98,11 @@ class HippoSettings(BaseSettings):
             ``HIPPO_QUALITY__SOURCE_TRUST='{"human": 1.0}'`` ...).
         dedup: when a memory duplicates or contradicts a stored one.
         tiers: when memories are archived or quarantined.
+        events: how much of each collection's event log the maintenance pass
+            keeps (``HIPPO_EVENTS__MAX_AGE_DAYS``, ``HIPPO_EVENTS__MAX_EVENTS``).
+        graph_health_max_age_s: how old the graph health ``/stats`` shows may
+            grow before the maintenance round computes it again (seconds at
+            100k memories, so it is kept rather than computed per request).
         records_min_score: the least similarity a record needs to be returned by
             ``/ai/rag-search``.
         summary_min_score: the least similarity a result needs to appear in a
@@ -120,11 +126,13 @@ class HippoSettings(BaseSettings):
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     log_level: str = "INFO"
     maintenance_interval_s: float = Field(default=60.0, ge=0.0)
+    graph_health_max_age_s: float = Field(default=600.0, ge=0.0)
     scheduler: Literal["fsrs", "seed"] = "fsrs"
     limits: Limits = Limits()
     quality: QualityConfig = QualityConfig()
     dedup: DedupConfig = DedupConfig()
     tiers: TierPolicy = TierPolicy()
+    events: EventRetention = EventRetention()
     records_min_score: float = Field(default=0.3, ge=-1.0, le=1.0)
     summary_min_score: float = Field(default=0.7, ge=-1.0, le=1.0)
     neo4j: Neo4jSettings = Neo4jSettings()

@@ -44,6 +44,7 @@ from engine.jobs.transfer import PORTABLE_STATE_PREFIXES as PORTABLE_STATE_PREFI
 from engine.learn import LearningConfig
 from engine.learn.tiers import TierPolicy
 from engine.locks import StripedLock
+from engine.model import EventRetention
 from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from engine.store import GraphStore
 from engine.store.factory import open_store
@@ -72,6 +73,9 @@ class Hippocampus(
         quality: the quality gate (threshold, source trust, retraining).
         dedup: when a new memory duplicates or contradicts a stored one.
         tiers: when memories are archived or quarantined.
+        events: how much of each collection's event log maintenance keeps.
+        graph_health_max_age_s: how old the graph health of ``/stats`` may be
+            before maintenance computes it again.
         records_min_score: the least similarity a record needs to be found by
             :meth:`search_records`.
         summary_min_score: the least similarity a result needs to be in a
@@ -93,6 +97,8 @@ class Hippocampus(
         quality: QualityConfig | None = None,
         dedup: DedupConfig | None = None,
         tiers: TierPolicy | None = None,
+        events: EventRetention | None = None,
+        graph_health_max_age_s: float = 600.0,
         records_min_score: float = 0.3,
         summary_min_score: float = 0.7,
         surfacing: SurfaceConfig | None = None,
@@ -108,6 +114,9 @@ class Hippocampus(
         self.quality_config = quality or QualityConfig()
         self.dedup = dedup or DedupConfig()
         self.tiers = tiers or TierPolicy()
+        self.event_retention = events or EventRetention()
+        self.graph_health_max_age_s = graph_health_max_age_s
+        self._graph_health_lock = threading.Lock()
         self.records_min_score = records_min_score
         self.summary_min_score = summary_min_score
         self._pending = {}
@@ -179,6 +188,8 @@ class Hippocampus(
             quality=settings.quality,
             dedup=settings.dedup,
             tiers=settings.tiers,
+            events=settings.events,
+            graph_health_max_age_s=settings.graph_health_max_age_s,
             records_min_score=settings.records_min_score,
             summary_min_score=settings.summary_min_score,
             scheduler=FsrsScheduler() if settings.scheduler == "fsrs" else SeedScheduler(),

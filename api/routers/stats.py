@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from api.auth import AccessDep
 from api.deps import CollectionDep, ServiceDep, unwritten_collection_warnings
@@ -13,15 +15,32 @@ router = APIRouter(prefix="/v1/collections/{collection}", tags=["stats"], respon
 
 @router.get("/stats", response_model=StatsOut)
 def stats(
-    collection: CollectionDep, service: ServiceDep, access: AccessDep, graph: bool = True
+    collection: CollectionDep,
+    service: ServiceDep,
+    access: AccessDep,
+    graph: bool = True,
+    graph_max_age_s: Annotated[
+        float | None,
+        Query(
+            ge=0.0,
+            description="Compute graph health again if what is kept is older than this "
+            "(seconds); by default it is served as kept, with its age.",
+        ),
+    ] = None,
 ) -> StatsOut:
     """Memories by category and tier, pending embeddings, hubs, edges, events, and
-    (unless `graph=false`) graph health: nodes, edges by type, mean degree,
-    clustering coefficient, components, weight histogram; proactive surfacing
-    (precision, dismissal rates, recall-before-search, lead time) and recall
-    latency. A collection that holds no memories says so in `warnings`."""
+    (unless `graph=false`) graph health: nodes, edges by type, mean degree as they
+    are now; clustering coefficient, components and weight histogram as last
+    computed (`computed_at`, `age_s`: maintenance computes them again every
+    HIPPO_GRAPH_HEALTH_MAX_AGE_S); proactive surfacing (precision, dismissal
+    rates, recall-before-search, lead time) and recall latency. A collection
+    that holds no memories says so in `warnings`."""
     counts = service.stats(collection)
-    health = service.graph_health(collection) if graph else None
+    health = (
+        service.stats_graph_health(collection, counts=counts, max_age_s=graph_max_age_s)
+        if graph
+        else None
+    )
     out = StatsOut.from_engine(
         counts, health, service.surfacing_metrics(collection), service.latency(collection)
     )

@@ -32,6 +32,10 @@ CALL () {
   UNION ALL
   MATCH (n:EventLog {collection: $collection})
   RETURN n
+  UNION ALL
+  MATCH (n:CompactedEvents {collection: $collection})
+  WHERE n.type IS NOT NULL
+  RETURN n
 }
 WITH n
 LIMIT $limit

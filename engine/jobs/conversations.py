@@ -3,13 +3,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from engine.errors import InvalidInputError
 from engine.jobs.core import ServiceCore
 from engine.model import Memory, Tier, utcnow
+from engine.schedule import indexed_as
 from engine.surface import SurfaceMetrics
 from engine.surfacing import ConversationView, MessageOutcome
+
+_EDGE = timedelta(milliseconds=1)
+"""How far past ``now`` the store's due dates are read: they are rounded to the
+microsecond, and the scheduler has the last word on each candidate."""
+_SPARE = 8
+"""Candidates asked for beyond the limit, for those the scheduler finds not due
+after all (at most the memories within ``_EDGE`` of falling due)."""
 
 
 class ConversationJobs(ServiceCore):
@@ -58,7 +67,9 @@ class ConversationJobs(ServiceCore):
     ) -> list[tuple[Memory, float]]:
         """Memories due for spaced repetition by the configured scheduler, the most
         valuable first (confidence × importance), with how overdue each is (due
-        at 1.0). Active memories only.
+        at 1.0). Active memories only. A built-in scheduler with its standard
+        parameters is answered from the store's index of due dates; any other
+        scheduler by a scan of the collection.
 
         Raises:
             InvalidInputError: a bad limit.
@@ -67,8 +78,19 @@ class ConversationJobs(ServiceCore):
         if not 1 <= limit <= self.limits.max_recall_limit:
             raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
         at = now or utcnow()
+        schedule = indexed_as(self.scheduler)
+        candidates: Iterable[Memory]
+        if schedule is not None:
+            # The store's due dates pick the candidates; each is checked here with
+            # the scheduler itself, so a memory at the edge (a microsecond's
+            # rounding) is judged as a scan would judge it.
+            candidates = self.store.due_memories(
+                collection, schedule=schedule, now=at + _EDGE, limit=limit + _SPARE
+            )
+        else:
+            candidates = self.store.iter_memories(collection)
         due = []
-        for memory in self.store.iter_memories(collection):
+        for memory in candidates:
             if memory.tier != Tier.ACTIVE:
                 continue
             urgency = self.scheduler.urgency(memory, at)

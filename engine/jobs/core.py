@@ -25,7 +25,7 @@ from engine.extract.sanitize import has_control_characters
 from engine.learn import LearningConfig
 from engine.learn.tiers import TierPolicy
 from engine.locks import StripedLock
-from engine.model import HUB_EDGE, Edge, EdgeUpdate, Event, HubKind, NewMemory
+from engine.model import HUB_EDGE, Edge, EdgeUpdate, Event, EventRetention, HubKind, NewMemory
 from engine.model.memory import MAX_SPEAKER_CHARS
 from engine.schedule import Scheduler
 from engine.store import GraphStore, Vector
@@ -83,6 +83,9 @@ class ServiceCore:
     quality_config: QualityConfig
     dedup: DedupConfig
     tiers: TierPolicy
+    event_retention: EventRetention
+    graph_health_max_age_s: float
+    _graph_health_lock: threading.Lock
     records_min_score: float
     summary_min_score: float
     scheduler: Scheduler

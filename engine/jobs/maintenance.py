@@ -1,14 +1,17 @@
-"""Maintenance: decay, re-embedding, tiers, the quality model and collection stats."""
+"""Maintenance: decay, re-embedding, tiers, the event log's retention, the quality
+model, collection stats and graph health."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from engine.errors import StoreUnavailableError
 from engine.extract.quality import (
     QualityAssessment,
     TrainingRun,
@@ -20,12 +23,17 @@ from engine.extract.quality import (
 from engine.jobs.core import FEEDBACK_COUNT_KEY, QUALITY_MODEL_KEY, TIER_PASS_KEY, ServiceCore
 from engine.learn import decay_period
 from engine.learn.tiers import TierChange, tier_change
-from engine.model import Event, Memory, Tier, utcnow
+from engine.metrics import CachedGraphHealth, GraphHealth, graph_health
+from engine.model import Event, HubKind, Memory, Tier, utcnow
 from engine.store import LearnChange, Learned
 
 # The service's one logger name, as before the split: log configuration keyed on
 # "engine.service" keeps covering every job.
 logger = logging.getLogger("engine.service")
+
+GRAPH_HEALTH_KEY = "graph_health"
+"""State document holding a collection's graph health as last computed: the
+figures, when, and how long it took (:meth:`MaintenanceJobs.refresh_graph_health`)."""
 
 
 class QualityStats(BaseModel):
@@ -63,7 +71,10 @@ class CollectionStats(BaseModel):
     pending_embeddings: int
     hubs: dict[str, int]
     edges: dict[str, int]
-    events: int
+    events: int = Field(description="Events ever logged, those compacted away included.")
+    events_retained: int = Field(
+        default=0, description="Events the log still holds (the retention drops the others)."
+    )
     embedder: str
     extractor: str
     quality: QualityStats
@@ -97,6 +108,26 @@ class MaintenanceJobs(ServiceCore):
             floor=policy.floor,
             types=policy.edge_types,
         )
+
+    def compact_events(self, collection: str, *, now: datetime | None = None) -> int:
+        """Drop the events the retention (:class:`~engine.model.EventRetention`) no
+        longer keeps: older than ``max_age_days``, or beyond the newest
+        ``max_events``. The log's totals in :meth:`stats` do not change.
+
+        Returns:
+            How many events were dropped.
+        """
+        self.check_collection(collection)
+        retention = self.event_retention
+        at = now or utcnow()
+        before = at - timedelta(days=retention.max_age_days) if retention.max_age_days else None
+        keep = retention.max_events or None
+        if before is None and keep is None:
+            return 0
+        dropped = self.store.compact_events(collection, before=before, keep=keep)
+        if dropped:
+            logger.info("event log of %s: %d events compacted away", collection, dropped)
+        return dropped
 
     def reindex(
         self,
@@ -332,6 +363,7 @@ class MaintenanceJobs(ServiceCore):
             hubs=s.hubs,
             edges=s.edges,
             events=s.events,
+            events_retained=s.events_retained,
             # Rounded: a running sum drifts in the last bits with the order of writes.
             average_quality=round(s.quality_sum / s.quality_scored, 6)
             if s.quality_scored
@@ -350,6 +382,121 @@ class MaintenanceJobs(ServiceCore):
 
     def collections(self) -> list[str]:
         return self.store.list_collections()
+
+    # -- graph health -------------------------------------------------------------
+
+    def graph_health(self, collection: str) -> GraphHealth:
+        """Nodes, edges by type, mean degree, clustering, components, weights,
+        computed now from every edge (seconds at 100k memories: ``/stats`` shows
+        them as last computed, :meth:`stats_graph_health`)."""
+        self.check_collection(collection)
+        memories = self.store.stats(collection).memories
+        return graph_health(self.store.iter_edge_ends(collection), memories)
+
+    def stats_graph_health(
+        self,
+        collection: str,
+        *,
+        counts: CollectionStats | None = None,
+        max_age_s: float | None = None,
+        now: datetime | None = None,
+    ) -> CachedGraphHealth:
+        """Graph health as ``/stats`` shows it, in well under a second however
+        large the collection: nodes, edges and mean degree as they are now (from
+        ``counts``, the collection's :meth:`stats`, when the caller has them), the
+        structural figures (clustering, components, largest component, weight
+        histogram) as last computed, with their age. They are kept in the store
+        (every API process, and a restart, sees them) and computed again by the
+        maintenance round once older than ``graph_health_max_age_s``; here only
+        when there are none yet, or they are older than ``max_age_s``.
+        """
+        self.check_collection(collection)
+        at = now or utcnow()
+        counts = counts or self.stats(collection)
+        if not counts.memories:
+            # Nothing to measure, and nothing kept for a collection that may be a
+            # misspelt name: a read writes nothing there.
+            empty = graph_health([], 0)
+            return CachedGraphHealth(**empty.model_dump(), computed_at=at, age_s=0.0, took_s=0.0)
+        cached = self._stored_graph_health(collection, at)
+        if cached is None or (max_age_s is not None and cached.age_s > max_age_s):
+            cached = self.refresh_graph_health(collection, now=at, unless_younger_than=max_age_s)
+        nodes_by_kind = {"Memory": counts.memories} if counts.memories else {}
+        nodes_by_kind.update(
+            {k.value: counts.hubs[k.value] for k in HubKind if counts.hubs.get(k.value)}
+        )
+        nodes = sum(nodes_by_kind.values())
+        edges = sum(counts.edges.values())
+        return cached.model_copy(
+            update={
+                "nodes": nodes,
+                "nodes_by_kind": nodes_by_kind,
+                "edges": edges,
+                "edges_by_type": dict(sorted((t, n) for t, n in counts.edges.items() if n)),
+                "mean_degree": (2.0 * edges / nodes) if nodes else 0.0,
+            }
+        )
+
+    def graph_health_due(self, collection: str, *, now: datetime | None = None) -> bool:
+        """Whether the collection's graph health was never computed, or is older
+        than ``graph_health_max_age_s`` (the maintenance round then computes it)."""
+        cached = self._stored_graph_health(collection, now or utcnow())
+        return cached is None or cached.age_s >= self.graph_health_max_age_s
+
+    def refresh_graph_health(
+        self,
+        collection: str,
+        *,
+        now: datetime | None = None,
+        unless_younger_than: float | None = None,
+    ) -> CachedGraphHealth:
+        """Compute the collection's graph health now and keep it (one computation
+        at a time: a caller that waited for another's takes its figures when they
+        are younger than ``unless_younger_than`` seconds).
+        """
+        self.check_collection(collection)
+        with self._graph_health_lock:
+            if unless_younger_than is not None:
+                cached = self._stored_graph_health(collection, now or utcnow())
+                if cached is not None and cached.age_s <= unless_younger_than:
+                    return cached
+            started = time.perf_counter()
+            health = self.graph_health(collection)
+            took = time.perf_counter() - started
+            at = now or utcnow()
+            kept = {
+                "computed_at": at.isoformat(),
+                "took_s": round(took, 3),
+                "health": health.model_dump(mode="json"),
+            }
+            try:
+                self.store.put_states(collection, {GRAPH_HEALTH_KEY: kept})
+            except StoreUnavailableError as e:
+                # Reads go on while writes are refused: the figures are served
+                # all the same, and computed again next time.
+                logger.warning("graph health of %s not kept: %s", collection, e.message)
+        logger.info("graph health of %s computed in %.2f s", collection, took)
+        return CachedGraphHealth(
+            **health.model_dump(), computed_at=at, age_s=0.0, took_s=round(took, 3)
+        )
+
+    def _stored_graph_health(self, collection: str, now: datetime) -> CachedGraphHealth | None:
+        held = self.store.get_states(collection, [GRAPH_HEALTH_KEY]).get(GRAPH_HEALTH_KEY)
+        if held is None:
+            return None
+        try:
+            computed_at = datetime.fromisoformat(str(held["computed_at"]))
+            health = GraphHealth.model_validate(held["health"])
+            took = float(held.get("took_s", 0.0))
+        except (KeyError, TypeError, ValueError):
+            # A document of another shape (another version wrote it): computed again.
+            return None
+        return CachedGraphHealth(
+            **health.model_dump(),
+            computed_at=computed_at,
+            age_s=max(0.0, (now - computed_at).total_seconds()),
+            took_s=max(0.0, took),
+        )
 
 
 def _tier_move(change: TierChange, at: datetime) -> LearnChange:

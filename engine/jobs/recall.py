@@ -14,7 +14,6 @@ from engine.errors import EmbeddingError, InvalidInputError, LimitExceededError,
 from engine.extract import unique_names
 from engine.jobs.core import ServiceCore
 from engine.learn import BARE_RETRIEVAL, co_use_updates
-from engine.metrics import GraphHealth, graph_health
 from engine.model import (
     MEMORY_NODE,
     Anchor,
@@ -484,14 +483,6 @@ class RecallJobs(ServiceCore):
         if not self.store.get_memories(collection, [center]):
             raise NotFoundError(f"no memory {center!r} in this collection")
         return (MEMORY_NODE, center)
-
-    def graph_health(self, collection: str) -> GraphHealth:
-        """Nodes, edges by type, mean degree, clustering, components, weights."""
-        self.check_collection(collection)
-        return graph_health(
-            self.store.iter_edges(collection),
-            (m.id for m in self.store.iter_memories(collection)),
-        )
 
     def latency(self, collection: str) -> Latency:
         """p50 / p95 of this process's recent recalls of the collection."""

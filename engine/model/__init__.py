@@ -10,7 +10,7 @@ from engine.model.association import (
     HubMatch,
     PathStep,
 )
-from engine.model.event import Event
+from engine.model.event import Event, EventRetention
 from engine.model.graph import (
     HUB_EDGE,
     HUB_OF_EDGE,
@@ -56,6 +56,7 @@ __all__ = [
     "EdgeType",
     "EdgeUpdate",
     "Event",
+    "EventRetention",
     "ExpandParams",
     "Expansion",
     "GraphPath",

@@ -3,19 +3,27 @@
 from engine.model import Review
 from engine.schedule.spaced import (
     ENGAGEMENTS,
+    DueKeys,
     Engagement,
     FsrsScheduler,
+    IndexedSchedule,
     Scheduler,
     SeedScheduler,
+    due_keys,
+    indexed_as,
     seed_decay_score,
 )
 
 __all__ = [
     "ENGAGEMENTS",
+    "DueKeys",
     "Engagement",
     "FsrsScheduler",
+    "IndexedSchedule",
     "Review",
     "Scheduler",
     "SeedScheduler",
+    "due_keys",
+    "indexed_as",
     "seed_decay_score",
 ]

@@ -18,8 +18,8 @@ the spirit of FSRS's published defaults, not a fitted model.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Literal, NamedTuple, Protocol
 
 from engine.model import Memory, Review
 
@@ -66,6 +66,13 @@ class SeedScheduler:
     def urgency(self, memory: Memory, now: datetime) -> float:
         return seed_decay_score(memory, now) / self.threshold
 
+    def window(self, memory: Memory) -> tuple[datetime, float]:
+        """When the memory's interval runs from (its last use, else its creation)
+        and how many days it lasts: :meth:`urgency` is the days since over these
+        days, so the memory falls due when they have passed."""
+        since = memory.retrieval.last_used or memory.created_at
+        return since, self.threshold * (memory.retrieval.usage_count + 1)
+
     def reviewed(self, memory: Memory, engagement: Engagement, now: datetime) -> Review | None:
         return memory.retrieval.review
 
@@ -101,6 +108,17 @@ class FsrsScheduler:
 
     def due_at(self, review: Review) -> datetime:
         return review.last_review + timedelta(days=self.interval_days(review.stability))
+
+    def window(self, memory: Memory) -> tuple[datetime, float]:
+        """When the memory's interval runs from and how many days it lasts, as
+        :meth:`urgency` counts them (its last review and the interval its
+        stability gives; never reviewed, its last use or creation and a "good"
+        first interval)."""
+        review = memory.retrieval.review
+        if review is None:
+            start = memory.retrieval.last_used or memory.created_at
+            return start, max(self.interval_days(self.initial_stability[2]), 1e-9)
+        return review.last_review, max(self.interval_days(review.stability), 1e-9)
 
     def urgency(self, memory: Memory, now: datetime) -> float:
         review = memory.retrieval.review
@@ -149,3 +167,75 @@ class FsrsScheduler:
 
 def _clamp(value: float, low: float, high: float) -> float:
     return max(low, min(high, value))
+
+
+# -- the stored due dates ---------------------------------------------------------------
+
+IndexedSchedule = Literal["seed", "fsrs"]
+
+_STANDARD_SEED = SeedScheduler()
+_STANDARD_FSRS = FsrsScheduler()
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_DAY_US = 86_400_000_000
+_LATEST_US = 1 << 62  # due dates past this (thousands of years) are kept at it
+
+
+class DueKeys(NamedTuple):
+    """What a store keeps beside a memory so that ``/resurface`` is answered from
+    an index instead of a scan of the collection: the memory's value and, under
+    each built-in scheduler with its standard parameters, when it falls due and
+    how long its interval is. Times and spans in microseconds since the epoch.
+
+    A store orders the due memories by value, then by urgency at ``now``, which
+    is ``1 + (now - due) / span`` (:meth:`Scheduler.urgency`'s elapsed time over
+    the interval); the engine checks each candidate exactly with its scheduler.
+    """
+
+    value: float
+    """confidence × importance: what resurfacing ranks by."""
+    seed_due: int
+    seed_span: int
+    fsrs_due: int
+    fsrs_span: int
+
+
+def due_keys(memory: Memory) -> DueKeys:
+    """The :class:`DueKeys` of a memory as it is now.
+
+    Every write of a memory's fields stores them (whichever path writes:
+    remember, edit, feedback, engagement, tier moves, import), so this is the
+    one place they are computed; they change only with the memory.
+    """
+    seed_due, seed_span = _due_and_span(_STANDARD_SEED.window(memory))
+    fsrs_due, fsrs_span = _due_and_span(_STANDARD_FSRS.window(memory))
+    return DueKeys(
+        value=memory.retrieval.confidence * memory.importance,
+        seed_due=seed_due,
+        seed_span=seed_span,
+        fsrs_due=fsrs_due,
+        fsrs_span=fsrs_span,
+    )
+
+
+def indexed_as(scheduler: Scheduler) -> IndexedSchedule | None:
+    """Which stored due dates (:class:`DueKeys`) answer for ``scheduler``:
+    ``"seed"`` or ``"fsrs"`` for a built-in scheduler with the standard
+    parameters, ``None`` for any other (its due memories are found by a scan)."""
+    if type(scheduler) is SeedScheduler and scheduler.threshold == _STANDARD_SEED.threshold:
+        return "seed"
+    if (
+        type(scheduler) is FsrsScheduler
+        and scheduler.retention == _STANDARD_FSRS.retention
+        and scheduler.initial_stability[2] == _STANDARD_FSRS.initial_stability[2]
+    ):
+        return "fsrs"
+    return None
+
+
+def _due_and_span(window: tuple[datetime, float]) -> tuple[int, int]:
+    start, days = window
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    span = max(1, min(_LATEST_US, round(days * _DAY_US)))
+    begin = (start - _EPOCH) // timedelta(microseconds=1)
+    return min(_LATEST_US, begin + span), span

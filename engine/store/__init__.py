@@ -1,5 +1,21 @@
 """Storage backends behind the :class:`GraphStore` contract."""
 
-from engine.store.base import GraphStore, LearnChange, Learned, MemoryRecord, StoreStats, Vector
+from engine.store.base import (
+    EdgeEnds,
+    GraphStore,
+    LearnChange,
+    Learned,
+    MemoryRecord,
+    StoreStats,
+    Vector,
+)
 
-__all__ = ["GraphStore", "LearnChange", "Learned", "MemoryRecord", "StoreStats", "Vector"]
+__all__ = [
+    "EdgeEnds",
+    "GraphStore",
+    "LearnChange",
+    "Learned",
+    "MemoryRecord",
+    "StoreStats",
+    "Vector",
+]

@@ -19,8 +19,12 @@ from pydantic import BaseModel, Field
 from engine.errors import InvalidInputError
 from engine.model import Edge, EdgeType, Event, Memory, RecallFilters
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
+from engine.schedule import IndexedSchedule
 
 Vector = npt.NDArray[np.float32]
+
+EdgeEnds = tuple[str, str, str, float]
+"""An edge's ``(source, type, target, weight)``: :meth:`GraphStore.iter_edge_ends`."""
 
 
 PASSAGE_MARGIN = 0.15
@@ -110,7 +114,10 @@ class StoreStats(BaseModel):
     hubs: dict[str, int] = Field(default_factory=dict)
     edges: dict[str, int] = Field(default_factory=dict)
     events: int = 0
+    """Events ever appended, those compacted away included (as ``events_by_type``)."""
     events_by_type: dict[str, int] = Field(default_factory=dict)
+    events_retained: int = 0
+    """Events the log still holds (what :meth:`GraphStore.iter_events` yields)."""
     quality_scored: int = 0
     quality_sum: float = 0.0
     """Memories with a quality score, and the sum of their scores (kept as a
@@ -163,6 +170,22 @@ class GraphStore(Protocol):
 
     def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
         """Ids of memories whose normalized content hashes to ``content_hash``."""
+        ...
+
+    def due_memories(
+        self, collection: str, *, schedule: IndexedSchedule, now: datetime, limit: int
+    ) -> list[Memory]:
+        """Active memories due for spaced repetition at ``now``, from the due dates
+        the store keeps with every memory (:func:`engine.schedule.due_keys`,
+        stored by every write) under ``schedule`` (the built-in scheduler of that
+        name, standard parameters): those due at or before ``now``, the most
+        valuable first (``DueKeys.value``), then the most overdue (urgency
+        ``1 + (now - due) / span``), then by id; the first ``limit``. Served by
+        an index on the due dates, never a scan of the collection's documents.
+
+        Raises:
+            InvalidInputError: an unknown schedule.
+        """
         ...
 
     def neighbour_turns(
@@ -340,6 +363,14 @@ class GraphStore(Protocol):
         """Every edge of the collection (each ASSOCIATED edge once)."""
         ...
 
+    def iter_edge_ends(self, collection: str) -> Iterator[EdgeEnds]:
+        """``(source, type, target, weight)`` of every edge of the collection, as
+        :meth:`iter_edges` gives them (each ASSOCIATED edge once, ordered by
+        source, type, target), without building an :class:`Edge` of each: what
+        whole-graph figures read (graph health), where a million edges made into
+        objects cost more than the figures."""
+        ...
+
     # -- edges ------------------------------------------------------------------
 
     def edges_of(self, collection: str, memory_id: str) -> list[Edge]:
@@ -359,6 +390,24 @@ class GraphStore(Protocol):
 
     def iter_events(self, collection: str) -> Iterator[Event]:
         """The collection's event log, in the order it was appended."""
+        ...
+
+    def compact_events(
+        self, collection: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Drop events the log need not keep: those appended before ``before`` (by
+        the store's clock, whatever time the event itself names), and beyond the
+        newest ``keep`` (in the order they were appended) the older ones. ``None``
+        leaves a bound off. The totals :meth:`stats` reports (``events``,
+        ``events_by_type``) do not change: they count every event appended,
+        dropped or not; ``events_retained`` counts those still held.
+
+        Returns:
+            How many events were dropped.
+
+        Raises:
+            InvalidInputError: a negative ``keep``.
+        """
         ...
 
     # -- state ----------------------------------------------------------------------

@@ -5,8 +5,10 @@ to Neo4j and back, or a collection to a new name in the same store). Copied, in
 this order: memories with their vectors and passage vectors (each memory whole: tier, retrieval
 metadata such as merged duplicates, quality score and review state), then every
 edge (weights, counters and dates as they are; conflicts included), then hub
-name vectors, then the event log, then the state documents the caller names,
-by key or by a key prefix (``list_state_keys``: conversations, surfacings).
+name vectors, then the event log (the events it holds: those its retention
+dropped are counted in the source's totals only), then the state documents the
+caller names, by key or by a key prefix (``list_state_keys``: conversations,
+surfacings).
 The decay passes already applied are not: the first pass in the target runs
 even if the source ran one for the same period.
 """

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from tests.api.helpers import ADMIN, ALPHA, remember
+from engine.service import Hippocampus
+from tests.api.helpers import ADMIN, ALPHA, OPERATOR, remember
 
 
 def test_stats_counts_memories_by_category_and_tier(client: TestClient) -> None:
@@ -44,3 +45,31 @@ def test_stats_of_a_collection_never_written_say_so(client: TestClient) -> None:
         "'team:alpah' holds no memories" in warning and "1 collection you may read holds" in warning
     )
     assert client.get("/v1/collections/team:alpha/stats", headers=ALPHA).json()["warnings"] == []
+
+
+def test_graph_health_is_kept_and_shows_its_age(client: TestClient, service: Hippocampus) -> None:
+    base = "/v1/collections/team:alpha/stats"
+    for text in ("a", "b"):
+        remember(client, text, concepts=["redis"], triggers=[], domains=[], source=OPERATOR)
+    first = client.get(base, headers=ALPHA).json()["graph"]
+    assert (first["nodes"], first["components"]) == (3, 1)
+    assert 0.0 <= first["age_s"] < 60.0 and first["took_s"] >= 0.0
+    remember(client, "c", concepts=["kafka"], triggers=[], domains=[], source=OPERATOR)
+    kept = client.get(base, headers=ALPHA).json()["graph"]
+    # Counts as they are; the structure as computed, at the same moment as before.
+    assert (kept["nodes"], kept["edges"]) == (5, 3)
+    assert kept["nodes_by_kind"] == {"Memory": 3, "Concept": 2}
+    assert (kept["components"], kept["computed_at"]) == (1, first["computed_at"])
+    assert kept["age_s"] >= first["age_s"]
+    fresh = client.get(base, params={"graph_max_age_s": 0}, headers=ALPHA).json()["graph"]
+    assert (fresh["components"], fresh["largest_component"]) == (2, 3)
+    assert fresh["computed_at"] > first["computed_at"]
+    assert client.get(base, params={"graph_max_age_s": -1}, headers=ALPHA).status_code == 422
+
+
+def test_stats_of_an_empty_collection_keep_nothing_there(
+    client: TestClient, service: Hippocampus
+) -> None:
+    graph = client.get("/v1/collections/team:alpha/stats", headers=ALPHA).json()["graph"]
+    assert (graph["nodes"], graph["components"]) == (0, 0)
+    assert service.store.list_state_keys("team:alpha") == []

@@ -142,6 +142,35 @@ def test_iter_edges_gives_every_edge_once(store: GraphStore, collection: str, ot
     assert [e.source for e in store.iter_edges(other)] == ["m0"]
 
 
+def test_edge_ends_are_the_edges_without_the_rest(
+    store: GraphStore, collection: str, other: str
+) -> None:
+    ids = [f"m{i}" for i in range(6)]
+    add(
+        store,
+        collection,
+        ids,
+        [edge(m, ABOUT, f"c{i % 2}", 0.25 + i / 10) for i, m in enumerate(ids)]
+        + [edge("m3", IN_DOMAIN, "ops"), edge("m4", HAS_TRIGGER, "deploy", 0.9)],
+    )
+    store.upsert_edges(
+        collection,
+        [
+            edge("m5", ASSOCIATED, "m0", 0.4),
+            Edge(source="m2", type=EdgeType.SYNTHESIZED_FROM, target="m3"),
+            Edge(source="m1", type=EdgeType.CONFLICTS_WITH, target="m2"),
+        ],
+    )
+    add(store, other, ["m0"], [edge("m0", ABOUT, "c0")])
+    ends = list(store.iter_edge_ends(collection))
+    assert ends == [
+        (e.source, e.type.value, e.target, e.weight) for e in store.iter_edges(collection)
+    ]
+    assert len(ends) == 11 and ("m0", "ASSOCIATED", "m5", 0.4) in ends
+    assert list(store.iter_edge_ends(other)) == [("m0", "ABOUT", "c0", 0.5)]
+    assert list(store.iter_edge_ends(f"{collection}-none")) == []
+
+
 def test_events_are_kept_in_the_order_appended(
     store: GraphStore, collection: str, other: str
 ) -> None:

@@ -112,6 +112,7 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
     list(store.iter_memories(c))
     store.find_by_hash(c, memory("m0", c).content_hash)
     list(store.iter_edges(c))
+    list(store.iter_edge_ends(c))
     store.edges_of(c, "m1")
     list(store.iter_events(c))
     store.get_states(c, ["conversation:x"])
@@ -162,6 +163,9 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
         replace_edges=True,
     )
     store.delete_memory(c, "m3")
+    store.compact_events(c, before=at - timedelta(days=1), keep=10)
+    store.due_memories(c, schedule="seed", now=at, limit=5)
+    store.due_memories(c, schedule="fsrs", now=at, limit=5)
     store.drop_collection(c)
 
     ran = {p.name for p in driver.planned}
@@ -169,6 +173,9 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
         "memory/iter_memories",
         "memory/stats_memories",
         "learn/decay_edges",
+        "memory/compact_events",
+        "memory/stats_compacted_events",
+        "memory/due_memories",
         "memory/drop_collection",
     ):
         assert name in ran, name

@@ -68,3 +68,14 @@ def test_settings_keep_keys_and_passwords_out_of_repr_and_errors(
     with pytest.raises(ValidationError) as caught:
         HippoSettings(api_keys="s3cret-key-0002=team:alpha", port="s3cret-port")
     assert "s3cret" not in str(caught.value)
+
+
+def test_the_event_log_retention_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert HippoSettings().events.max_age_days == 90
+    monkeypatch.setenv("HIPPO_EVENTS__MAX_AGE_DAYS", "0.5")
+    monkeypatch.setenv("HIPPO_EVENTS__MAX_EVENTS", "1000")
+    s = HippoSettings()
+    assert (s.events.max_age_days, s.events.max_events) == (0.5, 1000)
+    monkeypatch.setenv("HIPPO_EVENTS__MAX_EVENTS", "-1")
+    with pytest.raises(ValueError, match="max_events"):
+        HippoSettings()

@@ -23,6 +23,7 @@ from engine.model import (
     EdgeType,
 )
 from engine.model.association import EdgeUpdate
+from engine.store.embedded import due
 from engine.store.embedded.graph import (
     EDGE_TYPE_CODES,
     WALKED_EDGES,
@@ -130,6 +131,10 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
         _to_version_2(conn)
     if version < 3:
         _to_version_3(conn)
+    if version < 4:
+        _to_version_4(conn)
+    if version < 5:
+        _to_version_5(conn)
 
 
 def _to_version_2(conn: sqlite3.Connection) -> None:
@@ -203,6 +208,45 @@ def _to_version_3(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
         raise
     logger.info("database migrated to schema version 3")
+
+
+def _to_version_4(conn: sqlite3.Connection) -> None:
+    """Version 4: events get ``appended_at``, when they were appended, in
+    microseconds, indexed, so that the retention finds the events older than its
+    bound with one seek. The events already there were not timed as they came:
+    their own time (``at``) stands in for it."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("ALTER TABLE events ADD COLUMN appended_at INTEGER")
+        # julianday reads ISO 8601 with a zone offset or Z, to the millisecond:
+        # enough for a bound counted in days.
+        conn.execute(
+            "UPDATE events SET appended_at ="
+            " CAST(round((julianday(at) - 2440587.5) * 86400000000.0) AS INTEGER)"
+        )
+        conn.execute("CREATE INDEX IF NOT EXISTS events_by_age ON events (collection, appended_at)")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    logger.info("database migrated to schema version 4")
+
+
+def _to_version_5(conn: sqlite3.Connection) -> None:
+    """Version 5: memories get their due dates for resurfacing (see
+    :mod:`engine.store.embedded.due`), computed from their documents."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        due.migrate_columns(conn)
+        conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    logger.info("database migrated to schema version 5")
 
 
 # -- the in-memory graph -----------------------------------------------------------------
@@ -331,6 +375,27 @@ def edge_page(
     if after is None:
         return conn.execute(_ITER_EDGES_FIRST, (collection, limit)).fetchall()
     return conn.execute(_ITER_EDGES_NEXT, (collection, *after, limit)).fetchall()
+
+
+_EDGE_ENDS_FIRST = """
+SELECT source, type, target, weight FROM edges WHERE collection = ?
+ORDER BY source, type, target LIMIT ?
+"""
+_EDGE_ENDS_NEXT = """
+SELECT source, type, target, weight FROM edges
+WHERE collection = ? AND (source, type, target) > (?, ?, ?)
+ORDER BY source, type, target LIMIT ?
+"""
+
+
+def edge_ends_page(
+    conn: sqlite3.Connection, collection: str, after: tuple[str, str, str] | None, limit: int
+) -> list[tuple[str, str, str, float]]:
+    """Up to ``limit`` edges as ``(source, type, target, weight)`` after the key
+    ``after``, in key order."""
+    if after is None:
+        return conn.execute(_EDGE_ENDS_FIRST, (collection, limit)).fetchall()
+    return conn.execute(_EDGE_ENDS_NEXT, (collection, *after, limit)).fetchall()
 
 
 def hubs_without_vectors(

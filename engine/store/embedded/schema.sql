@@ -175,3 +175,13 @@ CREATE TRIGGER IF NOT EXISTS event_totals_delete AFTER DELETE ON events
 BEGIN
     UPDATE event_totals SET n = n - 1 WHERE collection = OLD.collection AND type = OLD.type;
 END;
+
+-- Events the retention dropped (events.compact), by type: event_totals counts
+-- the events the log holds, and the log's totals (stats) are the two together,
+-- so compaction never changes them.
+CREATE TABLE IF NOT EXISTS events_compacted (
+    collection TEXT    NOT NULL,
+    type       TEXT    NOT NULL,
+    n          INTEGER NOT NULL,
+    PRIMARY KEY (collection, type)
+) WITHOUT ROWID;

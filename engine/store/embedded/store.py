@@ -57,7 +57,9 @@ from engine.model import (
     with_learning_of,
 )
 from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
+from engine.schedule import IndexedSchedule
 from engine.store.base import (
+    EdgeEnds,
     LearnChange,
     Learned,
     MemoryRecord,
@@ -66,7 +68,9 @@ from engine.store.base import (
     check_decay_pass,
     check_learned,
 )
-from engine.store.embedded import graph_sql, integrity, turns
+from engine.store.embedded import due, graph_sql, integrity, turns
+from engine.store.embedded import events as event_log
+from engine.store.embedded.due import DueEntry, DueIndex
 from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
 from engine.store.embedded.index import CollectionIndex, IndexEntry
 from engine.store.embedded.text_index import TextIndex
@@ -75,12 +79,14 @@ logger = logging.getLogger(__name__)
 
 DB_FILE = "hippo.sqlite3"
 LOCK_FILE = "hippo.lock"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 _SYNC_MODES = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 _BUSY_TIMEOUT_S = 10.0
 _CHUNK = 500  # ids per IN (...) list, rows per page when streaming
 _MAX_IDLE_READERS = 32
+_COMPACT_BATCH = 5_000  # events dropped per transaction
+_EDGE_PAGE = 5_000  # rows per page of iter_edge_ends: plain tuples, cheap to hold
 _WRITER_CACHE_KIB = 64 * 1024
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HUB_KIND = {edge_type: kind for kind, edge_type in HUB_EDGE.items()}
@@ -107,11 +113,11 @@ _UNAVAILABLE_HINTS = (
 _PROBE_BYTES = 16 * 1024
 """What the readiness check writes (and deletes) after a write was refused."""
 
-_INSERT_MEMORY = """
+_INSERT_MEMORY = f"""
 INSERT INTO memories
     (collection, id, doc, category, tier, content_hash, created_at, vector, vector_model,
-     occurred_at, turn_of)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     occurred_at, turn_of, {due.DUE_COLUMNS})
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 # Edge statements take an _EdgeRow's first ten fields as ?1 … ?10: ?9 is the given
 # creation (micros, or NULL), ?10 the last co-occurrence (micros, or NULL). A new
@@ -261,6 +267,8 @@ class EmbeddedStore:
         self._texts: dict[str, TextIndex] = {}
         # The walked graph per collection, built and published with its index.
         self._graphs: dict[str, CollectionGraph] = {}
+        # Due dates for resurfacing per collection, built and published with its index.
+        self._dues: dict[str, DueIndex] = {}
         # Why the latest write was refused (disk full, read-only), until one succeeds.
         self._writes_refused: StoreUnavailableError | None = None
         try:
@@ -323,6 +331,7 @@ class EmbeddedStore:
         rows: list[tuple[Any, ...]] = []
         edges: list[_EdgeRow] = []
         entries: list[tuple[IndexEntry, Vector | None, str | None]] = []
+        dues: list[DueEntry] = []
         passages: dict[str, Vector] = {}
         seen: set[str] = set()
         repeated: list[str] = []
@@ -346,7 +355,9 @@ class EmbeddedStore:
             checked = _as_passages(record.passages, vector, memory.id)
             if checked is not None:
                 passages[memory.id] = checked
-            rows.append(_memory_row(collection, memory, vector))
+            columns = due.due_columns(memory)
+            rows.append((*_memory_row(collection, memory, vector), *columns.values()))
+            dues.append(DueEntry.of(memory, columns))
             edges.extend(
                 _edges_of_record(collection, memory.id, record.edges, _micros(memory.created_at))
             )
@@ -381,6 +392,7 @@ class EmbeddedStore:
             self._graphs[collection].add_memories(
                 [r.memory.id for r in records], _walked(edges), self._indexes[collection]
             )
+            self._dues[collection].put(dues)
 
     def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
         """The memories among ``ids`` that exist in the collection, by id, in the
@@ -436,6 +448,7 @@ class EmbeddedStore:
                     if stored is None:
                         raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
                     memory = with_learning_of(memory, stored, tier=record.keep_tier)
+                due_columns = due.due_columns(memory)
                 columns = {
                     "category": memory.category,
                     "tier": Tier(memory.tier).value,
@@ -443,14 +456,15 @@ class EmbeddedStore:
                     "created": _micros(memory.created_at),
                     "occurred": _micros(memory.occurred_at),
                     "turn_of": memory.turn_of,
+                    **due_columns,
                 }
                 was = turns.key_of(conn, collection, memory.id)
                 if vector is not None:
                     cursor = conn.execute(
                         "UPDATE memories SET doc = :doc, category = :category, tier = :tier,"
                         " content_hash = :hash, created_at = :created, vector = :vector,"
-                        " vector_model = :model, occurred_at = :occurred, turn_of = :turn_of"
-                        " WHERE collection = :c AND id = :i",
+                        " vector_model = :model, occurred_at = :occurred, turn_of = :turn_of,"
+                        f" {due.SET_DUE_COLUMNS} WHERE collection = :c AND id = :i",
                         {
                             **key,
                             **columns,
@@ -463,8 +477,8 @@ class EmbeddedStore:
                     cursor = conn.execute(
                         "UPDATE memories SET doc = :doc, category = :category, tier = :tier,"
                         " content_hash = :hash, created_at = :created, vector = NULL,"
-                        " vector_model = NULL, occurred_at = :occurred, turn_of = :turn_of"
-                        " WHERE collection = :c AND id = :i",
+                        " vector_model = NULL, occurred_at = :occurred, turn_of = :turn_of,"
+                        f" {due.SET_DUE_COLUMNS} WHERE collection = :c AND id = :i",
                         {**key, **columns, "doc": memory.model_dump_json()},
                     )
                 else:
@@ -473,8 +487,8 @@ class EmbeddedStore:
                         "UPDATE memories SET"
                         " doc = json_set(:doc, '$.embedding_model', vector_model),"
                         " category = :category, tier = :tier, content_hash = :hash,"
-                        " created_at = :created, occurred_at = :occurred, turn_of = :turn_of"
-                        " WHERE collection = :c AND id = :i",
+                        " created_at = :created, occurred_at = :occurred, turn_of = :turn_of,"
+                        f" {due.SET_DUE_COLUMNS} WHERE collection = :c AND id = :i",
                         {**key, **columns, "doc": memory.model_dump_json()},
                     )
                 if cursor.rowcount == 0:
@@ -514,6 +528,7 @@ class EmbeddedStore:
                 index, entries, rebuild, {memory.id: passages} if passages is not None else None
             )
             self._texts[collection].replace(memory.id, memory.content)
+            self._dues[collection].put([DueEntry.of(memory, due_columns)])
             if replace_edges:
                 graph = self._graphs[collection]
                 graph.remove_hub_edges(memory.id)
@@ -550,6 +565,7 @@ class EmbeddedStore:
             # The graph before the index too: a walk filters by index slots, and a
             # slot the index has freed may soon name another memory.
             self._graphs[collection].remove_memory(memory_id)
+            self._dues[collection].remove(memory_id)
             index.remove(memory_id)
             return True
 
@@ -589,6 +605,30 @@ class EmbeddedStore:
         index seek per list."""
         with self._reading("read neighbouring turns") as conn:
             return turns.neighbours(conn, collection, ids, max(0, before), max(0, after))
+
+    def due_memories(
+        self, collection: str, *, schedule: IndexedSchedule, now: datetime, limit: int
+    ) -> list[Memory]:
+        """Active memories due at ``now`` by their stored due dates under
+        ``schedule``, the ``limit`` most valuable first (then the most overdue,
+        then by id), from the in-memory due index
+        (:mod:`engine.store.embedded.due`); the documents of those only are read.
+
+        Raises:
+            InvalidInputError: an unknown schedule.
+        """
+        if schedule not in ("seed", "fsrs"):
+            raise InvalidInputError(f"no stored due dates for {schedule!r}", field="schedule")
+        self._index(collection)
+        dues = self._dues.get(collection)
+        if dues is None:  # closed since _index() returned
+            self._check_open()
+            raise StoreUnavailableError(f"the store at {self._data_dir} is closing")
+        ids = dues.due(schedule, _micros(now), limit)
+        found = self.get_memories(collection, ids)
+        # A memory deleted or edited since the index was read is left out, or
+        # comes as it now is: the caller checks what it gets.
+        return [found[i] for i in ids if i in found]
 
     def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
         """Ids of memories whose normalized content hashes to ``content_hash``, oldest
@@ -844,6 +884,18 @@ class EmbeddedStore:
                 return
             after = (page[-1][0], page[-1][1], page[-1][2])
 
+    def iter_edge_ends(self, collection: str) -> Iterator[EdgeEnds]:
+        """``(source, type, target, weight)`` of every edge, as :meth:`iter_edges`
+        orders them; streamed in pages of plain rows."""
+        after: tuple[str, str, str] | None = None
+        while True:
+            with self._reading("list edges") as conn:
+                page = graph_sql.edge_ends_page(conn, collection, after, _EDGE_PAGE)
+            yield from page
+            if len(page) < _EDGE_PAGE:
+                return
+            after = (page[-1][0], page[-1][1], page[-1][2])
+
     # -- hubs -----------------------------------------------------------------------
 
     def match_hubs(self, collection: str, names: Sequence[str]) -> list[HubMatch]:
@@ -1039,6 +1091,32 @@ class EmbeddedStore:
                 return
             after = page[-1][0]
 
+    def compact_events(
+        self, collection: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Drop the events appended before ``before`` and the oldest beyond the
+        newest ``keep``; the totals :meth:`stats` reports stay as they were (see
+        :mod:`engine.store.embedded.events`). Works in transactions of at most
+        ``_COMPACT_BATCH`` events, so writes wait for one batch at most.
+
+        Raises:
+            InvalidInputError: a negative ``keep``.
+        """
+        if keep is not None and keep < 0:
+            raise InvalidInputError("keep must not be negative", field="keep")
+        if before is None and keep is None:
+            return 0
+        cutoff = _micros(before) if before is not None else None
+        dropped = 0
+        while True:
+            with self._write_lock, self._transaction("compact the event log") as conn:
+                n = event_log.compact(
+                    conn, collection, before=cutoff, keep=keep, limit=_COMPACT_BATCH
+                )
+            dropped += n
+            if n < _COMPACT_BATCH:
+                return dropped
+
     # -- state ----------------------------------------------------------------------
 
     def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -1091,20 +1169,23 @@ class EmbeddedStore:
                 learned = change(read, states)
                 check_learned(collection, read, learned)
                 memories = list({m.id: m for m in learned.memories}.values())
+                dues = {m.id: due.due_columns(m) for m in memories}
                 conn.executemany(
-                    "UPDATE memories SET doc = json_set(?, '$.embedding_model', vector_model),"
-                    " category = ?, tier = ?, occurred_at = ?, turn_of = ?"
-                    " WHERE collection = ? AND id = ?",
+                    "UPDATE memories SET doc = json_set(:doc, '$.embedding_model', vector_model),"
+                    " category = :category, tier = :tier, occurred_at = :occurred,"
+                    f" turn_of = :turn_of, {due.SET_DUE_COLUMNS}"
+                    " WHERE collection = :c AND id = :i",
                     [
-                        (
-                            m.model_dump_json(),
-                            m.category,
-                            Tier(m.tier).value,
-                            _micros(m.occurred_at),
-                            m.turn_of,
-                            collection,
-                            m.id,
-                        )
+                        {
+                            "doc": m.model_dump_json(),
+                            "category": m.category,
+                            "tier": Tier(m.tier).value,
+                            "occurred": _micros(m.occurred_at),
+                            "turn_of": m.turn_of,
+                            "c": collection,
+                            "i": m.id,
+                            **dues[m.id],
+                        }
                         for m in memories
                     ],
                 )
@@ -1129,6 +1210,7 @@ class EmbeddedStore:
                 # The stored vector (and its model) stay: the entries say only
                 # what the index filters on.
                 index.put([(IndexEntry.of(m), None, read[m.id].embedding_model) for m in memories])
+                self._dues[collection].put([DueEntry.of(m, dues[m.id]) for m in memories])
             if applied:
                 graph.reinforce(applied)
         return learned
@@ -1168,7 +1250,8 @@ class EmbeddedStore:
         scan of the memory rows, vectors and all, would take most of a second at
         100k); hubs, edges and events from SQLite. ``pending_embeddings`` counts
         memories with no vector at all. Events by type and the quality total are
-        running totals kept by triggers (schema.sql)."""
+        running totals kept by triggers (schema.sql); events count those compacted
+        away too (:meth:`compact_events`)."""
         memories, by_category, by_tier, vectorless = self._index(collection).counts()
         with self._reading("read stats") as conn:
 
@@ -1177,11 +1260,13 @@ class EmbeddedStore:
 
             hubs = counts("SELECT kind, count(*) FROM hubs WHERE collection = ? GROUP BY kind")
             edges = counts("SELECT type, count(*) FROM edges WHERE collection = ? GROUP BY type")
-            by_type = counts("SELECT type, n FROM event_totals WHERE collection = ? AND n > 0")
+            held = counts("SELECT type, n FROM event_totals WHERE collection = ? AND n > 0")
+            compacted = counts("SELECT type, n FROM events_compacted WHERE collection = ?")
             quality = conn.execute(
                 "SELECT scored, total FROM quality_totals WHERE collection = ?", (collection,)
             ).fetchone()
         scored, total = quality if quality is not None else (0, 0.0)
+        by_type = {t: held.get(t, 0) + compacted.get(t, 0) for t in sorted({*held, *compacted})}
         return StoreStats(
             memories=memories,
             by_category=by_category,
@@ -1191,6 +1276,7 @@ class EmbeddedStore:
             edges=edges,
             events=sum(by_type.values()),
             events_by_type=by_type,
+            events_retained=sum(held.values()),
             quality_scored=scored,
             quality_sum=total if scored else 0.0,
         )
@@ -1254,6 +1340,7 @@ class EmbeddedStore:
                 problems += integrity.collection_problems(
                     conn, collection, index, self._texts[collection], self._graphs[collection]
                 )
+                problems += due.problems(conn, collection, self._dues[collection])
         return problems
 
     def close(self) -> None:
@@ -1271,6 +1358,7 @@ class EmbeddedStore:
             self._indexes.clear()
             self._texts.clear()
             self._graphs.clear()
+            self._dues.clear()
             for conn in [*idle, self._writer]:
                 if conn is None:
                     continue
@@ -1415,6 +1503,8 @@ class EmbeddedStore:
                 # index (the unlocked fast path above) finds them too.
                 self._texts[collection] = self._build_text_index(collection)
                 self._graphs[collection] = self._build_graph(collection, index)
+                with self._reading("build the due index") as conn:
+                    self._dues[collection] = due.load(conn, collection)
                 self._indexes[collection] = index
             return index
 
@@ -1704,9 +1794,11 @@ def _insert_events(conn: sqlite3.Connection, collection: str, events: Sequence[E
                 json.dumps(data["payload"], separators=(",", ":")),
             )
         )
+    appended = _micros(_now())
     conn.executemany(
-        "INSERT INTO events (collection, type, at, memory_ids, payload) VALUES (?, ?, ?, ?, ?)",
-        rows,
+        "INSERT INTO events (collection, type, at, memory_ids, payload, appended_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [(*row, appended) for row in rows],
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -27,9 +27,11 @@ from engine.model import (
     RecallFilters,
     Tier,
 )
+from engine.schedule import due_keys
 from engine.store.base import Vector
 
 _LUCENE_WORD = re.compile(r"[^\W_]+")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_QUERY_TERMS = 256  # well under Lucene's 1024 clauses per query
 _HUB_TYPES = frozenset(t.value for t in HUB_EDGE.values())
 
@@ -37,6 +39,12 @@ _HUB_TYPES = frozenset(t.value for t in HUB_EDGE.values())
 def utc(moment: datetime) -> datetime:
     """``moment`` with a timezone; naive datetimes are taken as UTC."""
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def micros(moment: datetime) -> int:
+    """Microseconds since the epoch (a naive datetime is taken as UTC): how the
+    due dates on memories are kept (:func:`due_properties`)."""
+    return (utc(moment) - _EPOCH) // timedelta(microseconds=1)
 
 
 def maybe_utc(moment: datetime | None) -> datetime | None:
@@ -93,7 +101,8 @@ def memory_properties(
     memory: Memory, vector: Vector | None, *, with_vector: bool = True
 ) -> dict[str, Any]:
     """Every property of a Memory node. ``doc`` holds the memory whole (read back as
-    is); the other properties are copies for queries, indexes and Neo4j Browser.
+    is); the other properties are copies for queries, indexes and Neo4j Browser,
+    and its due dates for resurfacing (:func:`due_properties`).
     ``embedding_model`` is the model of ``vector`` (``None`` without one); with
     ``with_vector`` false, neither it nor ``embedding`` is included."""
     r = memory.retrieval
@@ -128,10 +137,25 @@ def memory_properties(
         "synthesized_from": list(r.synthesized_from),
         "doc": doc.model_dump_json(),
     }
+    props.update(due_properties(memory))
     if with_vector:
         props["embedding"] = vector_value(vector) if vector is not None else None
         props["embedding_model"] = model
     return props
+
+
+def due_properties(memory: Memory) -> dict[str, int]:
+    """The due dates and spans (microseconds) a Memory node keeps for resurfacing
+    (:func:`engine.schedule.due_keys`; the value is ``confidence * importance``,
+    which the node holds already): part of every write of a memory's
+    properties, :func:`memory_properties`."""
+    keys = due_keys(memory)
+    return {
+        "seed_due": keys.seed_due,
+        "seed_span": keys.seed_span,
+        "fsrs_due": keys.fsrs_due,
+        "fsrs_span": keys.fsrs_span,
+    }
 
 
 def memory_of(doc: str, embedding_model: str | None) -> Memory:

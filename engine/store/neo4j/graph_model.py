@@ -29,6 +29,9 @@ EVENT_LOG_LABEL = "EventLog"
 """One node per collection holding the number its next event gets."""
 PASSAGE_LABEL = "Passage"
 """One node per passage of a long memory after its first, with its vector."""
+COMPACTED_EVENTS_LABEL = "CompactedEvents"
+"""One node per collection and event type counting the events the retention
+dropped from the log (the log's totals count them still)."""
 PART_OF = "PART_OF"
 """From a passage to its memory."""
 
@@ -41,6 +44,7 @@ LABELS: tuple[str, ...] = (
     STATE_LABEL,
     EVENT_LOG_LABEL,
     PASSAGE_LABEL,
+    COMPACTED_EVENTS_LABEL,
 )
 RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
 STORE_RELATIONSHIP_TYPES: tuple[str, ...] = (PART_OF,)
@@ -69,7 +73,12 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "key": "State: the document's key, unique within its collection",
     "value": "State: the document as JSON text (Neo4j has no map properties)",
     "memory_id": "Passage: the id of the memory it is part of",
-    "n": "Passage: its place in the memory (1: the second passage; the first is the memory's)",
+    "seed_due": "Memory: when it falls due for resurfacing by the seed scheduler (microseconds)",
+    "seed_span": "Memory: the length of that interval (microseconds)",
+    "fsrs_due": "Memory: when it falls due by the FSRS-style scheduler (microseconds)",
+    "fsrs_span": "Memory: the length of that interval (microseconds)",
+    "n": "Passage: its place in the memory (1: the second passage; the first is the memory's);"
+    " CompactedEvents: how many events of its type were dropped",
     "model": "Passage: the model of its embedding (the memory's embedding_model)",
 }
 

@@ -14,6 +14,7 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
     (:Memory)-[:NEXT]->(:Memory)          a conversation's turns, in the order they happened
     (:Event {collection, type, at, memory_ids, payload, ...})
     (:EventLog {collection, next})           numbers events in commit order
+    (:CompactedEvents {collection, type, n}) events of a type the retention dropped
     (:DecayPass {collection, period, ...})   (:SchemaVersion {name, version})
     (:State {collection, key, value})        value: the document as JSON text
     (:Passage {collection, memory_id, n, model, embedding})-[:PART_OF]->(:Memory)
@@ -74,8 +75,10 @@ from engine.model.association import (
     HubMatch,
     PathStep,
 )
+from engine.schedule import IndexedSchedule
 from engine.store.base import (
     PASSAGE_MARGIN,
+    EdgeEnds,
     LearnChange,
     Learned,
     MemoryRecord,
@@ -93,10 +96,14 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
 ``_MIGRATIONS`` and bumps this. Version 3 adds passages: their key and vector
-index, which the schema statements create (no data changes)."""
+index, which the schema statements create (no data changes). Version 4 adds the
+event log's retention: the counts of compacted events, keyed by collection and
+type (no data changes; events are found by age through event_order). Version 5 stores due
+dates for resurfacing on every memory, indexed (setup computes those of the
+memories written before: :meth:`Neo4jStore._date_memories`)."""
 SCHEMA_OWNER = "hippocampus"
 VECTOR_INDEX = "memory_embedding"
 PASSAGE_INDEX = "passage_embedding"
@@ -114,9 +121,12 @@ _SCHEMA: tuple[str, ...] = (
     "schema/memory_hash",
     "schema/memory_created",
     "schema/memory_turn",
+    "schema/memory_seed_due",
+    "schema/memory_fsrs_due",
     "schema/event_order",
     "schema/event_seq",
     "schema/event_log_key",
+    "schema/compacted_events_key",
     "schema/memory_embedding",
     "schema/memory_content",
     "schema/passage_key",
@@ -133,8 +143,9 @@ commit order, and reads the log by number."""
 _PAGE = 500
 _RACE_RETRIES = 3
 _WRITE_BATCH = 1_000
-"""Memories per decay transaction, nodes per drop transaction: bounded work per
-transaction, whatever the collection's size."""
+"""Memories per decay transaction, nodes per drop transaction, events per
+compaction transaction: bounded work per transaction, whatever the collection's
+size."""
 _SEARCH_OVERSAMPLE = 10
 _MIN_CANDIDATES = 100
 _MAX_CANDIDATES = 10_000
@@ -273,6 +284,8 @@ class Neo4jStore:
         for step in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
             for name in _MIGRATIONS.get(step, ()):
                 self._write(f"migrate the schema from version {step}", _runner(name, {}))
+        if version is not None and version < 5:
+            self._date_memories()
         self._write(
             "record the schema version",
             _runner(
@@ -280,6 +293,39 @@ class Neo4jStore:
             ),
         )
         logger.info("neo4j schema version %d is set up", SCHEMA_VERSION)
+
+    def _date_memories(self) -> None:
+        """Store the due dates of memories written before schema version 5, a page
+        per transaction, collection by collection (resumable: a page done stays
+        done)."""
+        dated = 0
+        for collection in self.list_collections():
+            after = ""
+            while True:
+                rows = self._read(
+                    "list undated memories",
+                    _records(
+                        "schema/list_undated_memories",
+                        {"after": after, "limit": _WRITE_BATCH},
+                        collection,
+                    ),
+                )
+                if not rows:
+                    break
+                items = [
+                    {"id": row["id"], **convert.due_properties(convert.memory_of(row["doc"], None))}
+                    for row in rows
+                ]
+                self._write(
+                    "date memories",
+                    _records("schema/date_memories", {"items": items}, collection),
+                )
+                dated += len(rows)
+                if len(rows) < _WRITE_BATCH:
+                    break
+                after = str(rows[-1]["id"])
+        if dated:
+            logger.info("due dates stored for %d memories written before schema version 5", dated)
 
     def _await_indexes(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -496,6 +542,24 @@ class Neo4jStore:
             if len(page) < _PAGE:
                 return
             after_at, after_id = page[-1]["created_at"], page[-1]["id"]
+
+    def due_memories(
+        self, collection: str, *, schedule: IndexedSchedule, now: datetime, limit: int
+    ) -> list[Memory]:
+        """Active memories due at ``now`` by the due dates stored on them under
+        ``schedule``, the ``limit`` most valuable first (then the most overdue,
+        then by id), through the schedule's index on due dates.
+
+        Raises:
+            InvalidInputError: an unknown schedule.
+        """
+        if schedule not in ("seed", "fsrs"):
+            raise InvalidInputError(f"no stored due dates for {schedule!r}", field="schedule")
+        if limit <= 0:
+            return []
+        params = {"schedule": schedule, "now": convert.micros(now), "limit": limit}
+        rows = self._read("list due memories", _records("memory/due_memories", params, collection))
+        return [convert.memory_of(row["doc"], row["embedding_model"]) for row in rows]
 
     def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
         """Ids of memories whose normalized content hashes to ``content_hash``, oldest
@@ -1043,6 +1107,23 @@ class Neo4jStore:
                 return
             after = page[-1]["source"]
 
+    def iter_edge_ends(self, collection: str) -> Iterator[EdgeEnds]:
+        """``(source, type, target, weight)`` of every edge, as :meth:`iter_edges`
+        orders them; streams in pages of memories."""
+        after = ""
+        while True:
+            page = self._read(
+                "list edges",
+                _records("memory/iter_edge_ends", {"after": after, "limit": _PAGE}, collection),
+            )
+            for row in page:
+                source = row["source"]
+                for edge_type, target, weight in row["edges"]:
+                    yield (source, edge_type, target, float(weight))
+            if len(page) < _PAGE:
+                return
+            after = page[-1]["source"]
+
     # -- edges ------------------------------------------------------------------------
 
     def edges_of(self, collection: str, memory_id: str) -> list[Edge]:
@@ -1086,6 +1167,36 @@ class Neo4jStore:
             if len(page) < _PAGE:
                 return
             after = int(page[-1]["seq"])
+
+    def compact_events(
+        self, collection: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Drop the events appended before ``before`` (by the server's clock) and
+        those beyond the newest ``keep``, ``_WRITE_BATCH`` per transaction; each type dropped is
+        counted on the collection's ``CompactedEvents`` node in the same
+        transaction, so the totals :meth:`stats` reports stay as they were.
+
+        Raises:
+            InvalidInputError: a negative ``keep``.
+        """
+        if keep is not None and keep < 0:
+            raise InvalidInputError("keep must not be negative", field="keep")
+        if before is None and keep is None:
+            return 0
+        params = {
+            "before": convert.maybe_utc(before),
+            "keep": keep,
+            "limit": _WRITE_BATCH,
+        }
+        dropped = 0
+        while True:
+            (row,) = self._write(
+                "compact the event log", _records("memory/compact_events", params, collection)
+            )
+            n = int(row["dropped"])
+            dropped += n
+            if n < _WRITE_BATCH:
+                return dropped
 
     # -- state ------------------------------------------------------------------------
 
@@ -1220,10 +1331,18 @@ class Neo4jStore:
             stats.edges = {
                 row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_edges", collection)
             }
-            stats.events_by_type = {
+            held = {
                 row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_events", collection)
             }
+            compacted = {
+                row["type"]: int(row["n"])
+                for row in _run(tx, "memory/stats_compacted_events", collection)
+            }
+            stats.events_by_type = {
+                t: held.get(t, 0) + compacted.get(t, 0) for t in sorted({*held, *compacted})
+            }
             stats.events = sum(stats.events_by_type.values())
+            stats.events_retained = sum(held.values())
             return stats
 
         return self._read("read stats", work)

@@ -110,13 +110,14 @@ def test_full_text_hits_are_ordered_by_score_before_the_cut() -> None:
 
 
 _INDEXED_AFTER_COLLECTION = {
-    "Memory": ("id", "created_at", "content_hash"),
+    "Memory": ("id", "created_at", "content_hash", "seed_due", "fsrs_due"),
     "Domain": ("name",),
     "Trigger": ("name",),
     "Concept": ("name",),
     "Event": ("appended_at", "seq"),
     "DecayPass": ("period",),
     "State": ("key",),
+    "CompactedEvents": ("type",),
 }
 """The second properties of the composite indexes that begin with ``collection``
 (schema/*.cypher). EventLog's key is ``collection`` alone."""

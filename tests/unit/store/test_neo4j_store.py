@@ -541,7 +541,7 @@ def test_a_schema_of_version_one_gets_its_events_numbered_on_setup() -> None:
     ran = driver.ran()
     assert "schema/event_seq" in ran and "schema/event_log_key" in ran
     assert ran.index("schema/number_events") < ran.index("schema/write_schema_version")
-    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 3
+    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 5
 
     fresh = FakeDriver(
         answers={
