@@ -1,7 +1,7 @@
 // Drop up to $limit events of the collection that its retention no longer
 // keeps: those beyond the newest $keep (numbered below the EventLog's next
-// number less $keep) and those that happened before $before; a null bound is
-// left off. Each type dropped is added to the collection's CompactedEvents
+// number less $keep) and those appended before $before (appended_at, the
+// server's clock, seeks event_order); a null bound is left off. Each type dropped is added to the collection's CompactedEvents
 // count of that type in the same transaction, so the totals the store reports
 // (memory/stats_events plus memory/stats_compacted_events) never change.
 // Returns how many went: fewer than $limit means none are left to drop.
@@ -13,7 +13,7 @@ CALL (below) {
   RETURN e
   UNION
   MATCH (e:Event {collection: $collection})
-  WHERE e.at < $before
+  WHERE e.appended_at < $before
   RETURN e
 }
 WITH e

@@ -30,10 +30,11 @@ class EventRetention(BaseModel):
     outside both bounds below; the store keeps counting what it dropped.
 
     Attributes:
-        max_age_days: events that happened longer ago than this go (0: kept
-            whatever their age). By the event's own time (``Event.at``), so
-            events dated in the past (an imported conversation) go on the next
-            pass.
+        max_age_days: events appended longer ago than this go (0: kept
+            whatever their age). By when the store took them, not the time an
+            event names (a client's clock, an imported conversation's dates),
+            so a date far in the past or the future neither drops an event at
+            once nor keeps it for ever.
         max_events: at most this many events per collection, the newest
             (0: no cap): bounds the log of a collection busier than its age
             bound allows for.

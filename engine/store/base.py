@@ -358,12 +358,12 @@ class GraphStore(Protocol):
     def compact_events(
         self, collection: str, *, before: datetime | None = None, keep: int | None = None
     ) -> int:
-        """Drop events the log need not keep: those that happened (``Event.at``)
-        before ``before``, and beyond the newest ``keep`` (in the order they were
-        appended) the older ones. ``None`` leaves a bound off. The totals
-        :meth:`stats` reports (``events``, ``events_by_type``) do not change: they
-        count every event appended, dropped or not; ``events_retained`` counts
-        those still held.
+        """Drop events the log need not keep: those appended before ``before`` (by
+        the store's clock, whatever time the event itself names), and beyond the
+        newest ``keep`` (in the order they were appended) the older ones. ``None``
+        leaves a bound off. The totals :meth:`stats` reports (``events``,
+        ``events_by_type``) do not change: they count every event appended,
+        dropped or not; ``events_retained`` counts those still held.
 
         Returns:
             How many events were dropped.

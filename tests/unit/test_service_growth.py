@@ -46,17 +46,21 @@ def test_maintenance_drops_events_past_the_retention_and_stats_keep_their_totals
     svc: Hippocampus,
 ) -> None:
     svc.remember(C, NewMemory(content="redis pool size", source=OPERATOR), now=T0)
-    old = [Event(type="retrieval", at=T0 - timedelta(days=40 - i)) for i in range(3)]
-    new = [Event(type="retrieval", at=T0 + timedelta(minutes=i)) for i in range(6)]
-    svc.store.append_events(C, [*old, *new])
+    events = [Event(type="retrieval", at=T0 + timedelta(minutes=i)) for i in range(9)]
+    svc.store.append_events(C, events)
     before = svc.stats(C)
-    assert svc.compact_events(C, now=T0 + timedelta(hours=1)) == 4
+    # Nothing is 30 days old yet: the count bound keeps the newest 5.
+    assert svc.compact_events(C) == 4
     after = svc.stats(C)
-    assert list(svc.store.iter_events(C)) == new[1:]
+    assert list(svc.store.iter_events(C)) == events[4:]
     assert after.events == before.events
     assert after.retrieval_count == before.retrieval_count
     assert after.events_retained == 5
-    assert svc.compact_events(C, now=T0 + timedelta(hours=1)) == 0
+    assert svc.compact_events(C) == 0
+    # A month on, the age bound drops the rest.
+    assert svc.compact_events(C, now=datetime.now(UTC) + timedelta(days=31)) == 5
+    assert svc.stats(C).events_retained == 0
+    assert svc.stats(C).retrieval_count == before.retrieval_count
 
 
 def test_a_retention_without_bounds_keeps_everything(
@@ -75,11 +79,12 @@ def test_a_retention_without_bounds_keeps_everything(
 
 def test_the_maintenance_round_compacts_every_collection(svc: Hippocampus) -> None:
     svc.remember(C, NewMemory(content="redis pool size", source=OPERATOR))
-    svc.store.append_events(C, [Event(type="use", at=datetime(2020, 1, 1, tzinfo=UTC))] * 2)
+    svc.store.append_events(C, [Event(type="use", at=datetime(2020, 1, 1, tzinfo=UTC))] * 7)
+    logged = svc.stats(C).events
     MaintenanceLoop(svc, interval_s=3600).run_once()
     stats = svc.stats(C)
-    assert stats.events_retained == 0
-    assert stats.events == 2
+    assert stats.events_retained == 5
+    assert stats.events == logged
 
 
 # -- resurfacing from the store's due dates ----------------------------------------------

@@ -15,9 +15,8 @@ from collections import Counter
 
 _HELD = "SELECT coalesce(sum(n), 0) FROM event_totals WHERE collection = ?"
 _OLDEST = "SELECT seq FROM events WHERE collection = ? ORDER BY seq LIMIT ?"
-# Seeks events_by_time; rows from before schema version 4 whose time could not
-# be read (at_us NULL) are left to the count bound.
-_OLDER_THAN = "SELECT seq FROM events WHERE collection = ? AND at_us < ? LIMIT ?"
+# Seeks events_by_age.
+_OLDER_THAN = "SELECT seq FROM events WHERE collection = ? AND appended_at < ? LIMIT ?"
 _COUNT_COMPACTED = """
 INSERT INTO events_compacted (collection, type, n) VALUES (?, ?, ?)
 ON CONFLICT (collection, type) DO UPDATE SET n = n + excluded.n
@@ -34,8 +33,8 @@ def compact(
     limit: int,
 ) -> int:
     """Drop up to ``limit`` events of the collection: first the oldest beyond the
-    newest ``keep`` (by append order), then those that happened before
-    ``before`` (microseconds since the epoch). ``None`` leaves a bound off.
+    newest ``keep`` (by append order), then those appended before ``before``
+    (microseconds since the epoch). ``None`` leaves a bound off.
     Each type dropped is counted into ``events_compacted``.
 
     Returns:

@@ -211,19 +211,20 @@ def _to_version_3(conn: sqlite3.Connection) -> None:
 
 
 def _to_version_4(conn: sqlite3.Connection) -> None:
-    """Version 4: events get ``at_us``, their time in microseconds (read from their
-    ISO 8601 ``at``; NULL where it cannot be), indexed, so that the retention
-    finds the events older than its bound with one seek."""
+    """Version 4: events get ``appended_at``, when they were appended, in
+    microseconds, indexed, so that the retention finds the events older than its
+    bound with one seek. The events already there were not timed as they came:
+    their own time (``at``) stands in for it."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute("ALTER TABLE events ADD COLUMN at_us INTEGER")
+        conn.execute("ALTER TABLE events ADD COLUMN appended_at INTEGER")
         # julianday reads ISO 8601 with a zone offset or Z, to the millisecond:
         # enough for a bound counted in days.
         conn.execute(
-            "UPDATE events SET at_us = CAST(round((julianday(at) - 2440587.5) * 86400000000.0)"
-            " AS INTEGER)"
+            "UPDATE events SET appended_at ="
+            " CAST(round((julianday(at) - 2440587.5) * 86400000000.0) AS INTEGER)"
         )
-        conn.execute("CREATE INDEX IF NOT EXISTS events_by_time ON events (collection, at_us)")
+        conn.execute("CREATE INDEX IF NOT EXISTS events_by_age ON events (collection, appended_at)")
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
         conn.execute("COMMIT")
     except BaseException:

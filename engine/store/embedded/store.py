@@ -1071,14 +1071,14 @@ class EmbeddedStore:
                     data["at"],
                     json.dumps(data["memory_ids"]),
                     json.dumps(data["payload"], separators=(",", ":")),
-                    _micros(event.at),
                 )
             )
         with self._write_lock, self._transaction("append events") as conn:
+            appended = _micros(_now())
             conn.executemany(
-                "INSERT INTO events (collection, type, at, memory_ids, payload, at_us)"
+                "INSERT INTO events (collection, type, at, memory_ids, payload, appended_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
+                [(*row, appended) for row in rows],
             )
 
     def iter_events(self, collection: str) -> Iterator[Event]:
@@ -1106,7 +1106,7 @@ class EmbeddedStore:
     def compact_events(
         self, collection: str, *, before: datetime | None = None, keep: int | None = None
     ) -> int:
-        """Drop the events that happened before ``before`` and the oldest beyond the
+        """Drop the events appended before ``before`` and the oldest beyond the
         newest ``keep``; the totals :meth:`stats` reports stay as they were (see
         :mod:`engine.store.embedded.events`). Works in transactions of at most
         ``_COMPACT_BATCH`` events, so writes wait for one batch at most.

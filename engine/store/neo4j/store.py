@@ -96,8 +96,8 @@ SCHEMA_VERSION = 5
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
 ``_MIGRATIONS`` and bumps this. Version 3 adds passages: their key and vector
 index, which the schema statements create (no data changes). Version 4 adds the
-event log's retention: events indexed by time, and the counts of compacted
-events, keyed by collection and type (no data changes). Version 5 stores due
+event log's retention: the counts of compacted events, keyed by collection and
+type (no data changes; events are found by age through event_order). Version 5 stores due
 dates for resurfacing on every memory, indexed (setup computes those of the
 memories written before: :meth:`Neo4jStore._date_memories`)."""
 SCHEMA_OWNER = "hippocampus"
@@ -122,7 +122,6 @@ _SCHEMA: tuple[str, ...] = (
     "schema/event_order",
     "schema/event_seq",
     "schema/event_log_key",
-    "schema/event_time",
     "schema/compacted_events_key",
     "schema/memory_embedding",
     "schema/memory_content",
@@ -1164,8 +1163,8 @@ class Neo4jStore:
     def compact_events(
         self, collection: str, *, before: datetime | None = None, keep: int | None = None
     ) -> int:
-        """Drop the events that happened before ``before`` and those beyond the
-        newest ``keep``, ``_WRITE_BATCH`` per transaction; each type dropped is
+        """Drop the events appended before ``before`` (by the server's clock) and
+        those beyond the newest ``keep``, ``_WRITE_BATCH`` per transaction; each type dropped is
         counted on the collection's ``CompactedEvents`` node in the same
         transaction, so the totals :meth:`stats` reports stay as they were.
 

@@ -114,7 +114,7 @@ _INDEXED_AFTER_COLLECTION = {
     "Domain": ("name",),
     "Trigger": ("name",),
     "Concept": ("name",),
-    "Event": ("appended_at", "seq", "at"),
+    "Event": ("appended_at", "seq"),
     "DecayPass": ("period",),
     "State": ("key",),
     "CompactedEvents": ("type",),
