@@ -14,7 +14,7 @@ EXPLORER := api/explore
 NODE_STAMP := node_modules/.installed-stamp
 
 .PHONY: install run test lint typecheck unit cypher-lint workflow-check node-tools explorer bench-ingest bench-recall \
-	bench-load bench-crashloop bench-soak clean
+	bench-load bench-crashloop bench-soak bench-maintenance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,9 @@ bench-crashloop: install
 
 bench-soak: install
 	$(BIN)/python bench/soak.py --minutes 10
+
+bench-maintenance: install
+	$(BIN)/python bench/maintenance.py --n 100000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
