@@ -7,7 +7,7 @@ import logging
 import re
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -356,21 +356,34 @@ class ServiceCore:
             )
             return QualityModel()
 
-    def embed_hubs(self, collection: str, *, batch_size: int = 512) -> int:
+    def embed_hubs(
+        self,
+        collection: str,
+        *,
+        batch_size: int = 512,
+        encode: Callable[[Sequence[str]], Vector] | None = None,
+    ) -> int:
         """Embed the names of hub nodes that have no vector from the current model,
         so a query can anchor on concepts it paraphrases. Best effort: a failing
         embedder leaves them for the next write or reindex.
 
+        Args:
+            collection: whose hubs.
+            batch_size: names per store read and embedding call.
+            encode: the names' vectors (the embedder's ``encode`` unless given:
+                ingest passes vectors it embedded ahead).
+
         Returns:
             How many hub names were embedded.
         """
+        encode = encode or self.embedder.encode
         done = 0
         while True:
             hubs = self.store.hubs_without_vectors(collection, self.embedder.name, batch_size)
             if not hubs:
                 return done
             try:
-                vectors = self.embedder.encode([name for _, name in hubs])
+                vectors = encode([name for _, name in hubs])
             except EmbeddingError:
                 logger.warning("embedding %d hub names failed; will retry later", len(hubs))
                 return done
