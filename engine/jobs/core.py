@@ -7,7 +7,7 @@ import logging
 import re
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -266,17 +266,38 @@ class ServiceCore:
             counts.append(len(cuts))
         if not pieces:
             return Embedded(np.zeros((0, self.embedder.dim), dtype=np.float32), [])
-        parts = [
-            self.embedder.encode(pieces[i : i + self.embed_batch_size])
-            for i in range(0, len(pieces), self.embed_batch_size)
-        ]
-        vectors = np.vstack(parts).astype(np.float32, copy=False)
+        vectors = self._encode_pieces(pieces)
         firsts = np.cumsum([0, *counts[:-1]])
         rest = [
             vectors[first + 1 : first + count].copy() if count > 1 else None
             for first, count in zip(firsts.tolist(), counts, strict=True)
         ]
         return Embedded(vectors[firsts], rest)
+
+    def _encode_pieces(self, pieces: Sequence[str]) -> Vector:
+        """One vector per piece, in order, embedded ``embed_batch_size`` at a time,
+        longest first.
+
+        A forward pass pads every text to its longest, so a batch cut in arrival
+        order pays for its longest text on every row: a long memory's passages
+        (the model's full 256 word pieces) make the short notes beside them cost
+        as much. Cut by length, the passages go together and so do the notes.
+        (Pieces that fit one batch go as they are: one pass pads them all alike.)
+
+        Raises:
+            EmbeddingError: the embedder failed.
+        """
+        if len(pieces) <= self.embed_batch_size:
+            return np.asarray(self.embedder.encode(pieces), dtype=np.float32)
+        order = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
+        ordered = [pieces[i] for i in order]
+        parts = [
+            self.embedder.encode(ordered[i : i + self.embed_batch_size])
+            for i in range(0, len(ordered), self.embed_batch_size)
+        ]
+        vectors = np.empty((len(pieces), self.embedder.dim), dtype=np.float32)
+        vectors[order] = np.vstack(parts)
+        return vectors
 
     def _embed_query(self, text: str) -> Vector | None:
         try:
@@ -338,21 +359,34 @@ class ServiceCore:
             )
             return QualityModel()
 
-    def embed_hubs(self, collection: str, *, batch_size: int = 512) -> int:
+    def embed_hubs(
+        self,
+        collection: str,
+        *,
+        batch_size: int = 512,
+        encode: Callable[[Sequence[str]], Vector] | None = None,
+    ) -> int:
         """Embed the names of hub nodes that have no vector from the current model,
         so a query can anchor on concepts it paraphrases. Best effort: a failing
         embedder leaves them for the next write or reindex.
 
+        Args:
+            collection: whose hubs.
+            batch_size: names per store read and embedding call.
+            encode: the names' vectors (the embedder's ``encode`` unless given:
+                ingest passes vectors it embedded ahead).
+
         Returns:
             How many hub names were embedded.
         """
+        encode = encode or self.embedder.encode
         done = 0
         while True:
             hubs = self.store.hubs_without_vectors(collection, self.embedder.name, batch_size)
             if not hubs:
                 return done
             try:
-                vectors = self.embedder.encode([name for _, name in hubs])
+                vectors = encode([name for _, name in hubs])
             except EmbeddingError:
                 logger.warning("embedding %d hub names failed; will retry later", len(hubs))
                 return done

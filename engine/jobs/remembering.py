@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 import numpy as np
 
-from engine.errors import ConflictError, InvalidInputError, LimitExceededError
+from engine.errors import ConflictError, EmbeddingError, InvalidInputError, LimitExceededError
 from engine.extract import Extraction, merge_given
 from engine.extract.dedup import Verdict, compare, merge_duplicate
-from engine.extract.quality import QualityAssessment, assess
+from engine.extract.quality import QualityAssessment, QualityModel, assess
 from engine.extract.sanitize import sanitize_text
-from engine.jobs.core import NOT_EMBEDDED_REASON, ServiceCore, _hub_edges
+from engine.jobs.core import NOT_EMBEDDED_REASON, Embedded, ServiceCore, _hub_edges
+from engine.jobs.stages import staged
 from engine.model import (
     Edge,
     EdgeType,
@@ -81,6 +84,106 @@ class _NearMatch:
     conflicts: tuple[str, ...] = ()
 
 
+STREAM_AHEAD = 2048
+"""The most memories :meth:`RememberingJobs.remember_batches` reads ahead of the
+batch being written: enough for the embedding stage to take several batches at
+once while the extraction stage fills the next run."""
+
+EMBED_RUN = 512
+"""The most memories the stream embeds in one run (sorted by length together):
+past a few hundred, sorting saves little padding more, and a longer run only
+keeps the writer waiting longer for its first batch."""
+
+
+class _Features(Protocol):
+    """Where a batch being written gets its vectors and extractions."""
+
+    def embed(self, texts: Sequence[str]) -> Embedded | None:
+        """Vectors by passages, or ``None`` when the embedder failed."""
+        ...
+
+    def extract(self, texts: Sequence[str]) -> list[Extraction]:
+        """One extraction per text."""
+        ...
+
+    def encode_hubs(self, names: Sequence[str]) -> Vector:
+        """One vector per hub name.
+
+        Raises:
+            EmbeddingError: the embedder failed.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class _Inline:
+    """Embeds and extracts when asked: a single call's way."""
+
+    service: ServiceCore
+
+    def embed(self, texts: Sequence[str]) -> Embedded | None:
+        return self.service._embed(texts)
+
+    def extract(self, texts: Sequence[str]) -> list[Extraction]:
+        return self.service.extractor.extract_many(texts)
+
+    def encode_hubs(self, names: Sequence[str]) -> Vector:
+        return self.service.embedder.encode(names)
+
+
+@dataclass
+class _Ahead:
+    """A batch of a stream, admitted, extracted and embedded before its turn.
+
+    The first stage admits it (as a single call would, errors and all) and
+    extracts the contents its new memories will need as far as can be told
+    without the store: each distinct content the gate accepts. The second embeds
+    those contents and the hub names their extractions bring. At the batch's
+    turn the write takes what it needs from here; a content the store's state by
+    then makes new after all (another writer removed what it repeated) is
+    embedded or extracted then, so what is written is what a single call writes.
+    """
+
+    service: ServiceCore
+    prepared: list[_Prepared]
+    texts: list[str]
+    extractions: dict[str, Extraction]
+    names: list[str]
+    vectors: dict[str, tuple[Vector, Vector | None]] = field(default_factory=dict)
+    hub_vectors: dict[str, Vector] = field(default_factory=dict)
+    embedding_failed: bool = False
+
+    def embed(self, texts: Sequence[str]) -> Embedded | None:
+        if self.embedding_failed and texts:
+            return None
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if missing:
+            more = self.service._embed(missing)
+            if more is None:
+                return None
+            self.vectors.update(
+                zip(missing, zip(more.heads, more.passages, strict=True), strict=True)
+            )
+        if not texts:
+            return Embedded(np.zeros((0, self.service.embedder.dim), dtype=np.float32), [])
+        rows = [self.vectors[t] for t in texts]
+        return Embedded(np.stack([head for head, _ in rows]), [rest for _, rest in rows])
+
+    def extract(self, texts: Sequence[str]) -> list[Extraction]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.extractions]
+        if missing:
+            found = self.service.extractor.extract_many(missing)
+            self.extractions.update(zip(missing, found, strict=True))
+        return [self.extractions[t] for t in texts]
+
+    def encode_hubs(self, names: Sequence[str]) -> Vector:
+        missing = [n for n in dict.fromkeys(names) if n not in self.hub_vectors]
+        if missing:
+            found = self.service.embedder.encode(missing)
+            self.hub_vectors.update(zip(missing, found, strict=True))
+        return np.stack([self.hub_vectors[n] for n in names])
+
+
 class RememberingJobs(ServiceCore):
     """Remembering memories, one at a time or many."""
 
@@ -122,6 +225,37 @@ class RememberingJobs(ServiceCore):
         """
         return self._remember(collection, items, now=now, batch=True)
 
+    def remember_batches(
+        self,
+        collection: str,
+        batches: Iterable[Sequence[NewMemory]],
+        *,
+        now: datetime | None = None,
+    ) -> Iterator[list[RememberOutcome]]:
+        """Remember batch after batch, each as :meth:`remember_many` would, with
+        extraction, embedding and writing at once: an import's way.
+
+        Each batch is judged against all that is stored when its turn comes (the
+        batches before it included), written all or nothing, and its outcomes
+        yielded once it is written. Meanwhile, on two threads of the stream's own,
+        the batches after it are embedded (several at once, sorted by length)
+        and the ones after those extracted, up to :data:`STREAM_AHEAD` memories
+        ahead. ``batches`` is read on one of those threads.
+
+        A batch :meth:`remember_many` would refuse raises the same error at its
+        turn: the batches before it are written, it and those after it are not.
+        Letting go of the iterator stops the stream the same way.
+
+        Raises:
+            InvalidInputError: ``collection`` is invalid (at once), or an item of
+                a batch is (at the batch's turn; ``field`` says which).
+            LimitExceededError: a batch, or one of its items, is over a limit.
+            ConflictError: a batch names a caller-given id that exists, or one
+                id twice.
+        """
+        self.check_collection(collection)
+        return self._stream(collection, batches, now)
+
     def _remember(
         self,
         collection: str,
@@ -131,17 +265,42 @@ class RememberingJobs(ServiceCore):
         batch: bool,
     ) -> list[RememberOutcome]:
         self.check_collection(collection)
-        if not items:
+        prepared = self._admit(items, batch=batch)
+        if not prepared:
             return []
+        return self._store_batch(
+            collection, prepared, at=now or utcnow(), batch=batch, features=_Inline(self)
+        )
+
+    def _admit(self, items: Sequence[NewMemory], *, batch: bool) -> list[_Prepared]:
+        """Validate and sanitize a batch: no store, no model.
+
+        Raises:
+            LimitExceededError: too many items, or an item over a limit.
+            InvalidInputError: an item is invalid (``field`` says which).
+        """
         if len(items) > self.limits.max_batch:
             raise LimitExceededError(
                 f"{len(items)} memories in one batch; the limit is {self.limits.max_batch}",
                 field="memories",
             )
-        at = now or utcnow()
-        prepared = [
+        return [
             self._prepare(item, f"memories[{i}]." if batch else "") for i, item in enumerate(items)
         ]
+
+    def _store_batch(
+        self,
+        collection: str,
+        prepared: Sequence[_Prepared],
+        *,
+        at: datetime,
+        batch: bool,
+        features: _Features,
+    ) -> list[RememberOutcome]:
+        """Judge a validated batch against what is stored and write it, all or
+        nothing: the part of remembering that reads and writes the store.
+        ``features`` embeds and extracts the memories it creates (now, or from
+        what was computed ahead)."""
         self._check_provenance(collection, prepared, batch)
         model = self.quality_model(collection)
         outcomes: list[RememberOutcome | None] = [None] * len(prepared)
@@ -190,9 +349,9 @@ class RememberingJobs(ServiceCore):
                 seen_ids.add(item_id)
 
         texts = [prepared[i].item.content for i, _ in fresh]
-        embedded = self._embed(texts)
+        embedded = features.embed(texts)
         vectors = embedded.heads if embedded is not None else None
-        extractions = self.extractor.extract_many(texts) if texts else []
+        extractions = features.extract(texts) if texts else []
 
         created: dict[int, Memory] = {}  # batch index -> memory to create
         created_vectors: dict[int, Vector | None] = {}
@@ -348,7 +507,7 @@ class RememberingJobs(ServiceCore):
             )
             merged = {m.id: m for m in learned.memories}
         if records and vectors is not None:
-            self.embed_hubs(collection)
+            self.embed_hubs(collection, encode=features.encode_hubs)
 
         # Every outcome shows its memory as written (later items may have merged into it).
         written = {m.id: m for m in created.values()} | merged
@@ -380,6 +539,88 @@ class RememberingJobs(ServiceCore):
                 memory = merge_duplicate(memory, item, at, max_tags=self.limits.max_tags)
             written.append(memory)
         return Learned(memories=written, events=events)
+
+    def _stream(
+        self,
+        collection: str,
+        batches: Iterable[Sequence[NewMemory]],
+        now: datetime | None,
+    ) -> Iterator[list[RememberOutcome]]:
+        model = self.quality_model(collection)
+        embedded_names: set[str] = set()
+        run = staged(
+            batches,
+            lambda items: self._admit_ahead(items, model),
+            lambda ahead: self._embed_ahead(ahead, embedded_names),
+            size=len,
+            ahead=STREAM_AHEAD,
+            group=EMBED_RUN,
+            name="hippo-ingest",
+        )
+        # Closed as soon as a write raises, not when the traceback lets go of it:
+        # the stages stop reading ahead at once.
+        with contextlib.closing(run):
+            for ahead in run:
+                if not ahead.prepared:
+                    yield []
+                    continue
+                yield self._store_batch(
+                    collection, ahead.prepared, at=now or utcnow(), batch=True, features=ahead
+                )
+
+    def _admit_ahead(self, items: Sequence[NewMemory], model: QualityModel) -> _Ahead:
+        """A stream's first stage: admit a batch and extract what it will likely
+        create (the gate's model as the stream began: a model retrained since
+        only changes what is extracted ahead, not what is written)."""
+        prepared = self._admit(items, batch=True)
+        accepted: dict[str, _Prepared] = {}
+        for p in prepared:
+            if p.digest in accepted:
+                continue
+            if assess(p.item.content, p.item.source, model, self.quality_config).accepted:
+                accepted[p.digest] = p
+        texts = [p.item.content for p in accepted.values()]
+        extractions = self.extractor.extract_many(texts) if texts else []
+        names: dict[str, None] = {}
+        for p, extraction in zip(accepted.values(), extractions, strict=True):
+            given = merge_given(
+                extraction,
+                domains=p.item.domains,
+                triggers=p.item.triggers,
+                concepts=p.item.concepts,
+            )
+            names.update(dict.fromkeys((*given.domains, *given.triggers, *given.concepts)))
+        by_text = dict(zip(texts, extractions, strict=True))
+        return _Ahead(self, prepared, texts, by_text, list(names))
+
+    def _embed_ahead(self, run: list[_Ahead], embedded_names: set[str]) -> None:
+        """A stream's second stage: embed the contents of a run of batches and the
+        hub names they bring, together, sorted by length. A name is embedded once
+        per stream (``embedded_names``); a failing embedder leaves the run's
+        batches to be stored without vectors, as a single call would."""
+        texts = list(dict.fromkeys(t for ahead in run for t in ahead.texts))
+        names = [
+            n
+            for n in dict.fromkeys(n for ahead in run for n in ahead.names)
+            if n not in embedded_names
+        ]
+        try:
+            embedded = self._encode([*texts, *names])
+        except EmbeddingError as e:
+            logger.warning(
+                "embedding failed (%s); storing %d memories for re-embedding", e.message, len(texts)
+            )
+            for ahead in run:
+                ahead.embedding_failed = True
+            return
+        n = len(texts)
+        rows = zip(embedded.heads[:n], embedded.passages[:n], strict=True)
+        vectors = dict(zip(texts, rows, strict=True))
+        hub_vectors = dict(zip(names, embedded.heads[n:], strict=True))
+        for ahead in run:
+            ahead.vectors = vectors
+            ahead.hub_vectors = hub_vectors
+        embedded_names.update(names)
 
     def _merge_target(
         self,

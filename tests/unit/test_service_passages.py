@@ -12,7 +12,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from bench.synth import memories
 from engine.embed import HashingEmbedder
+from engine.embed.passages import passages
 from engine.errors import EmbeddingError
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
@@ -166,3 +168,55 @@ def test_min_score_judges_a_long_memory_by_its_best_passage(
     ).hits
 
     assert [h.memory.id for h in hits] == [long_id]
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """The hashing embedder, keeping the texts of each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls.append(list(texts))
+        return super().encode(texts)
+
+
+def test_long_passages_and_short_notes_are_embedded_in_batches_of_their_own_length(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    embedder = RecordingEmbedder()
+    service = Hippocampus(
+        EmbeddedStore(tmp_path / "data"),
+        embedder,
+        spacy_extractor,
+        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
+        embed_batch_size=4,
+    )
+    notes = [m.content for m in memories(10, seed=4)]
+    items = [NewMemory(content=n, source=OPERATOR) for n in notes[:5]]
+    items.append(NewMemory(content=_long_text(), source=OPERATOR))
+    items.extend(NewMemory(content=n, source=OPERATOR) for n in notes[5:])
+    try:
+        outs = service.remember_many(C, items)
+        contents = [m.content for m in items]
+        calls = [c for c in embedder.calls if set(c) & {*contents, *_pieces(_long_text())}]
+        # Longest first across all the batches: the passages fill batches of their
+        # own, not batches padded to a passage for one note each.
+        sizes = [len(t) for call in calls for t in call]
+        assert len(calls) > 2 and sizes == sorted(sizes, reverse=True)
+        # Each vector went back to its own text.
+        ids = [o.memory.id for o in outs if o.memory is not None]
+        assert len(ids) == len(items)
+        vectors = service.store.get_vectors(C, ids)
+        for item, memory_id in zip(items, ids, strict=True):
+            head = _pieces(item.content)[0]
+            assert np.allclose(vectors[memory_id], embedder.encode([head])[0])
+        rest = service.store.get_passages(C, [ids[5]])[ids[5]]
+        assert np.allclose(rest, embedder.encode(_pieces(_long_text())[1:]))
+    finally:
+        service.close()
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[a:b] for a, b in passages(text, 1000, 150)]
