@@ -1,4 +1,9 @@
-"""Dependencies the routes declare, as ``Annotated`` aliases."""
+"""Dependencies the routes declare, as ``Annotated`` aliases.
+
+The ones that only look something up are ``async def``: FastAPI runs a plain
+``def`` dependency in a worker thread, and each hop to a thread and back costs
+more than the lookup; under load it also waits for the interpreter lock.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from engine.errors import NotFoundError
 from engine.service import Hippocampus
 
 
-def get_service(request: Request) -> Hippocampus:
+async def get_service(request: Request) -> Hippocampus:
     """The engine the app serves (built by the lifespan, or injected)."""
     service = getattr(request.app.state, "service", None)
     if not isinstance(service, Hippocampus):
@@ -21,7 +26,7 @@ def get_service(request: Request) -> Hippocampus:
     return service
 
 
-def get_settings(request: Request) -> HippoSettings:
+async def get_settings(request: Request) -> HippoSettings:
     """The settings the app was created with."""
     settings = request.app.state.settings
     assert isinstance(settings, HippoSettings)
@@ -32,7 +37,7 @@ ServiceDep = Annotated[Hippocampus, Depends(get_service)]
 SettingsDep = Annotated[HippoSettings, Depends(get_settings)]
 
 
-def get_collection(
+async def get_collection(
     access: AccessDep,
     service: ServiceDep,
     collection: Annotated[
