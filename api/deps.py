@@ -7,10 +7,12 @@ more than the lookup; under load it also waits for the interpreter lock.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
 
+from api.admission import Admission, Lane
 from api.auth import Access, AccessDep
 from api.errors import NOT_FOUND_MESSAGE
 from engine.config import HippoSettings
@@ -68,6 +70,25 @@ async def get_collection(
 
 
 CollectionDep = Annotated[str, Depends(get_collection)]
+
+
+def _admitted(lane: Lane) -> Callable[..., AsyncIterator[None]]:
+    async def admit(request: Request, access: AccessDep) -> AsyncIterator[None]:
+        # After authentication (``access``): a caller without a valid key never
+        # takes a place in the queue.
+        admission = request.app.state.admission
+        assert isinstance(admission, Admission)
+        async with admission.slot(lane):
+            yield
+
+    admit.__name__ = f"admit_{lane.value}"
+    return admit
+
+
+# For a route's ``dependencies=[...]``: the request holds a slot of its lane while
+# it runs (see api.admission); routes that do little work declare none.
+HEAVY: Any = Depends(_admitted(Lane.DEFAULT))
+CONVERSATION_TURN: Any = Depends(_admitted(Lane.CONVERSATION))
 
 
 def unwritten_collection_warnings(
