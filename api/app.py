@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.routing import Route
 
+from api.admission import Admission
 from api.auth import KeyRing
 from api.errors import BodySizeLimitMiddleware, install_error_handlers
 from api.maintenance import MaintenanceLoop
@@ -106,6 +107,9 @@ def create_app(
     )
     app.state.settings = settings
     app.state.keyring = keyring
+    app.state.admission = Admission(
+        settings.admission.slots_for(settings.store), max_wait_s=settings.admission.max_wait_s
+    )
     if service is not None:
         # Served without a lifespan too (a TestClient used outside `with`).
         app.state.service = service

@@ -97,11 +97,12 @@ def _keyring(request: Request) -> KeyRing:
     return keyring
 
 
-def authorize(
+async def authorize(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> Access:
-    """Who is calling: the access their key grants.
+    """Who is calling: the access their key grants. Async because it does not block:
+    it runs in the event loop rather than in a worker thread.
 
     Raises:
         UnauthorizedError: keys are configured and none valid was presented (401).

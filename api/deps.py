@@ -1,11 +1,18 @@
-"""Dependencies the routes declare, as ``Annotated`` aliases."""
+"""Dependencies the routes declare, as ``Annotated`` aliases.
+
+The ones that only look something up are ``async def``: FastAPI runs a plain
+``def`` dependency in a worker thread, and each hop to a thread and back costs
+more than the lookup; under load it also waits for the interpreter lock.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
 
+from api.admission import Admission, Lane
 from api.auth import Access, AccessDep
 from api.errors import NOT_FOUND_MESSAGE
 from engine.config import HippoSettings
@@ -13,7 +20,7 @@ from engine.errors import NotFoundError
 from engine.service import Hippocampus
 
 
-def get_service(request: Request) -> Hippocampus:
+async def get_service(request: Request) -> Hippocampus:
     """The engine the app serves (built by the lifespan, or injected)."""
     service = getattr(request.app.state, "service", None)
     if not isinstance(service, Hippocampus):
@@ -21,7 +28,7 @@ def get_service(request: Request) -> Hippocampus:
     return service
 
 
-def get_settings(request: Request) -> HippoSettings:
+async def get_settings(request: Request) -> HippoSettings:
     """The settings the app was created with."""
     settings = request.app.state.settings
     assert isinstance(settings, HippoSettings)
@@ -32,7 +39,7 @@ ServiceDep = Annotated[Hippocampus, Depends(get_service)]
 SettingsDep = Annotated[HippoSettings, Depends(get_settings)]
 
 
-def get_collection(
+async def get_collection(
     access: AccessDep,
     service: ServiceDep,
     collection: Annotated[
@@ -63,6 +70,25 @@ def get_collection(
 
 
 CollectionDep = Annotated[str, Depends(get_collection)]
+
+
+def _admitted(lane: Lane) -> Callable[..., AsyncIterator[None]]:
+    async def admit(request: Request, access: AccessDep) -> AsyncIterator[None]:
+        # After authentication (``access``): a caller without a valid key never
+        # takes a place in the queue.
+        admission = request.app.state.admission
+        assert isinstance(admission, Admission)
+        async with admission.slot(lane):
+            yield
+
+    admit.__name__ = f"admit_{lane.value}"
+    return admit
+
+
+# For a route's ``dependencies=[...]``: the request holds a slot of its lane while
+# it runs (see api.admission); routes that do little work declare none.
+HEAVY: Any = Depends(_admitted(Lane.DEFAULT))
+CONVERSATION_TURN: Any = Depends(_admitted(Lane.CONVERSATION))
 
 
 def unwritten_collection_warnings(

@@ -110,6 +110,13 @@ class AmbiguousCollectionError(ApiError):
     code = "collection_ambiguous"
 
 
+class OverloadedError(ApiError):
+    """A heavy request waited too long for its turn (see :mod:`api.admission`)."""
+
+    status_code = 503
+    code = "overloaded"
+
+
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
     """The JSON body of every error response.
 

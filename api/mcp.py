@@ -569,7 +569,7 @@ class StreamableHttpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            authorize(request, await bearer_scheme(request))
+            await authorize(request, await bearer_scheme(request))
         except ApiError as e:
             response = error_response(e.status_code, e.code, e.message, headers=e.headers)
             await response(scope, receive, send)

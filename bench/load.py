@@ -2,7 +2,8 @@
 server process on loopback.
 
     .venv/bin/python bench/load.py [--clients 1,4,16] [--seconds 20] [--requests N]
-                                   [--memories 300] [--embedder hashing|minilm] [--json]
+                                   [--memories 300] [--embedder hashing|minilm]
+                                   [--slots N] [--json]
 
 Starts ``hippo serve`` on a temporary data dir (the hashing embedder by default;
 ``--embedder minilm`` for the real model), remembers ``--memories`` incident
@@ -11,7 +12,12 @@ recall, conversation messages, engagement, feedback, decay passes) from 1, 4
 and 16 client threads in turn, each level for ``--seconds`` (or until
 ``--requests`` answered). Per level and route: requests, throughput, p50 / p95
 / p99 latency and failed requests (5xx or no answer). Client and server share
-the machine's cores.
+the machine's cores. ``--slots`` sets the server's HIPPO_ADMISSION__SLOTS (how
+many heavy requests execute at once; 0: no limit), to compare.
+
+Below the table, the run is held to its targets: at the most clients, total
+requests/s at least the 1-client figure of the same run, and conversation
+message and engagement p95 at most 10x their own 1-client p50.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from bench.workload import (
 )
 
 COLLECTION = "load"
+SLOW_ROUTES = ("message", "engage")  # p95 under load held to 10x their 1-client p50
 
 
 def log(message: str) -> None:
@@ -101,6 +108,35 @@ def run_level(
     return {"clients": clients, "seconds": round(elapsed, 1), "routes": routes}
 
 
+def targets(levels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run against its targets: the most clients against 1 client."""
+    alone = next((level for level in levels if level["clients"] == 1), None)
+    crowd = max(levels, key=lambda level: level["clients"])
+    if alone is None or crowd is alone:
+        return []
+    checks = [
+        {
+            "what": f"req/s at {crowd['clients']} clients >= at 1",
+            "value": crowd["routes"]["all"]["rps"],
+            "limit": alone["routes"]["all"]["rps"],
+            "met": crowd["routes"]["all"]["rps"] >= alone["routes"]["all"]["rps"],
+        }
+    ]
+    for route in SLOW_ROUTES:
+        if route in alone["routes"] and route in crowd["routes"]:
+            limit = round(10 * alone["routes"][route]["p50_ms"], 1)
+            value = crowd["routes"][route]["p95_ms"]
+            checks.append(
+                {
+                    "what": f"{route} p95 at {crowd['clients']} clients <= 10x its 1-client p50",
+                    "value": value,
+                    "limit": limit,
+                    "met": value <= limit,
+                }
+            )
+    return checks
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--clients", default="1,4,16", help="comma-separated client counts")
@@ -108,15 +144,19 @@ def main() -> int:
     p.add_argument("--requests", type=int, default=None, help="per level; stops a level early")
     p.add_argument("--memories", type=int, default=300, help="remembered before the run")
     p.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
+    p.add_argument(
+        "--slots", type=int, default=None, help="HIPPO_ADMISSION__SLOTS (default: the server's)"
+    )
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = p.parse_args()
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
+    settings = {"HIPPO_EMBEDDER": args.embedder}
+    if args.slots is not None:
+        settings["HIPPO_ADMISSION__SLOTS"] = str(args.slots)
 
     with (
         tempfile.TemporaryDirectory(prefix="hippo-load-") as tmp,
-        Server(
-            Path(tmp) / "data", Path(tmp) / "server.log", {"HIPPO_EMBEDDER": args.embedder}
-        ) as server,
+        Server(Path(tmp) / "data", Path(tmp) / "server.log", settings) as server,
     ):
         log(f"starting the server ({args.embedder} embedder) ...")
         server.start(timeout_s=300.0)
@@ -143,7 +183,14 @@ def main() -> int:
             )
         problems = list(ledger.errors)
 
-    report = {"embedder": args.embedder, "memories": args.memories, "levels": results}
+    checks = targets(results)
+    report: dict[str, Any] = {
+        "embedder": args.embedder,
+        "memories": args.memories,
+        "slots": args.slots,
+        "levels": results,
+        "targets": checks,
+    }
     if problems:
         report["errors"] = problems[:20]
     if args.json:
@@ -159,6 +206,9 @@ def main() -> int:
                     f"{level['clients']:>7}  {route:<9} {r['requests']:>8} {r['rps']:>7} "
                     f"{r['p50_ms']:>8} {r['p95_ms']:>8} {r['p99_ms']:>8} {r['failed']:>6}"
                 )
+        for check in checks:
+            verdict = "met" if check["met"] else "MISSED"
+            print(f"{check['what']}: {check['value']} (limit {check['limit']}): {verdict}")
         for problem in problems[:20]:
             print(f"unexpected answer: {problem}")
     failed = sum(r["failed"] for level in results for r in level["routes"].values())

@@ -248,3 +248,122 @@ def queries(n: int, *, seed: int = 11) -> list[str]:
 def iter_texts(n: int, *, seed: int = 7) -> Iterator[str]:
     for m in memories(n, seed=seed):
         yield m.content
+
+
+# -- long conversations ---------------------------------------------------------------
+
+PEOPLE = ("Priya", "Marco", "Aiko", "Tomas", "Lena", "Omar", "Grace", "Yusuf", "Ines", "Dmitri")
+
+_USER_PARAGRAPHS = (
+    "We are seeing {sym} in the {svc} since the {team} team shipped the new {comp}. "
+    "{who} thinks it is {cause}, but the dashboards are not conclusive and the on-call "
+    "rotation is getting tired of it.",
+    "Some context: the {svc} runs on {tech} behind the {comp}, and traffic peaks around "
+    "the end of the month when {customer} runs its exports. Last quarter we {fix}, which "
+    "helped for a while.",
+    "{who} asked me to write down what we decided about the {svc}: we want to {decision}, "
+    "{reason}. I am not sure everyone on the {team} team agrees.",
+    "Here is what the logs show, roughly: {sym}, then a burst of retries from the {comp}, "
+    "then it recovers on its own after about {m} minutes. It happens on {plat} clients too.",
+    "Could you compare this with the incident from the spring? Back then {sym2} and the "
+    "root cause turned out to be {cause2}.",
+)  # fmt: skip
+_ASSISTANT_PARAGRAPHS = (
+    "The pattern you describe ({sym}) usually points at {cause}. I would confirm it before "
+    "changing anything: look at the {comp} metrics for the minutes before the first error, "
+    "and compare them with a quiet day.",
+    "A safe first step is to {fix_verb}. It is cheap to roll back, it removes the most "
+    "likely cause, and it gives you a clean baseline for the next measurement.",
+    "On the decision itself: to {decision} is reasonable {reason}. The cost is mostly in "
+    "migration work for the {team} team, so plan it as expand and contract steps rather "
+    "than one big change.",
+    "If the problem persists after that, the next suspect is {cause2}. That one shows up "
+    "as {sym2}, and {tech} has a setting for it that is easy to miss in the {comp}.",
+    "For the write-up, I would keep three things: what users felt ({sym}), what caused it "
+    "({cause}), and the change that fixed it (we {fix}). Link the dashboards and the "
+    "runbook for the {svc} so the next on-call engineer finds them.",
+    "Here is a sketch of the check I mean:\n\n```sql\nSELECT count(*), max(created_at)\n"
+    "FROM {table}\nWHERE created_at > now() - interval '{m} minutes';\n```\n\nRun it "
+    "during the next spike; if the count keeps climbing while the {comp} is idle, it is "
+    "not the database.",
+    "To summarise the options: (1) {fix_verb} now, (2) move the {svc} to {tech} behind a "
+    "feature flag later, (3) leave it and page on symptoms only. I would do the first this "
+    "week and revisit the second with {who} next sprint.",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of a long user–assistant conversation."""
+
+    id: str
+    content: str
+    speaker: str
+    minute: int
+    """Minutes after the conversation's start."""
+
+
+def _chat_slots(rng: random.Random) -> dict[str, str]:
+    filled = {
+        key: _fill(rng, "{" + key + "}")
+        for key in ("sym", "cause", "fix", "comp", "tech", "svc", "team", "plat", "m")
+    }
+    filled["sym2"] = _fill(rng, "{sym}")
+    filled["cause2"] = _fill(rng, "{cause}")
+    filled["fix_verb"] = filled["fix"]
+    filled["who"] = rng.choice(PEOPLE)
+    filled["customer"] = rng.choice(CUSTOMERS)
+    filled["decision"] = _fill(rng, rng.choice(DECISIONS))
+    filled["reason"] = _fill(rng, rng.choice(REASONS))
+    filled["table"] = rng.choice(COLUMNS).split(".")[0]
+    return filled
+
+
+def chat_messages(
+    n: int, *, seed: int, min_chars: int = 1_500, max_chars: int = 6_000
+) -> list[ChatMessage]:
+    """``n`` messages of one long conversation, user and assistant in turn, each
+    ``User: …`` or ``Assistant: …`` of ``min_chars`` to ``max_chars`` characters
+    (several paragraphs on one engineering topic, now and then a code block), as
+    long chats with an assistant have them. The same list for the same seed."""
+    rng = random.Random(seed)
+    out: list[ChatMessage] = []
+    minute = 0
+    for i in range(n):
+        speaker = "user" if i % 2 == 0 else "assistant"
+        templates = _USER_PARAGRAPHS if speaker == "user" else _ASSISTANT_PARAGRAPHS
+        topic = _chat_slots(rng)
+        target = rng.randint(min_chars, max_chars)
+        # A reference keeps every message distinct, as the engine stores no repeat.
+        parts = [f"{speaker.capitalize()}: ({topic['team'].upper()[:4]}-{seed}-{i})"]
+        size = len(parts[0])
+        last = ""
+        while size < target:
+            # Each paragraph its own details, most of them about the message's topic.
+            slots = _chat_slots(rng)
+            if rng.random() < 0.7:
+                slots.update(svc=topic["svc"], who=topic["who"], comp=topic["comp"])
+            template = rng.choice([t for t in templates if t != last])
+            last = template
+            paragraph = template.format(**slots)
+            parts.append(paragraph)
+            size += len(paragraph) + 2
+        content = "\n\n".join(parts)[:max_chars]
+        minute += rng.randint(1, 30)
+        out.append(ChatMessage(f"chat{seed}-{i:05d}", content, speaker, minute))
+    return out
+
+
+def chat_queries(n: int, *, seed: int) -> list[str]:
+    """``n`` questions about a conversation made by :func:`chat_messages`, in its
+    vocabulary: some name a person, some ask what one side said."""
+    rng = random.Random(seed)
+    forms = (
+        "what did the assistant suggest for {cause} in the {svc}",
+        "when did we see {sym}",
+        "what did {who} think caused the {svc} problem",
+        "what did I decide about the {comp} in {tech}",
+        "how did we fix {cause}",
+        "{tech} {comp} settings that are easy to miss",
+    )
+    return [rng.choice(forms).format(**_chat_slots(rng)) for _ in range(n)]

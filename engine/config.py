@@ -79,6 +79,31 @@ class Limits(BaseModel):
         return self
 
 
+class AdmissionSettings(BaseModel):
+    """How many heavy requests the server executes at once (searches, conversation
+    messages, remembering: the requests that embed, extract or search); the others
+    wait their turn without holding a thread. Cheap requests (engagement, feedback,
+    reads by id, forgetting) are never held back.
+
+    Attributes:
+        slots: heavy requests executing at once; 0 executes every request as it
+            comes. By default 1 with the embedded store, whose searches and writes
+            all run in the server process under one interpreter lock, and 0 with
+            Neo4j, whose requests mostly wait on the database.
+        max_wait_s: a heavy request that waited this long for its turn is answered
+            503 with ``Retry-After``.
+    """
+
+    slots: int | None = Field(default=None, ge=0)
+    max_wait_s: float = Field(default=30.0, gt=0.0)
+
+    def slots_for(self, store: Literal["embedded", "neo4j"]) -> int:
+        """The configured slots, or the default for ``store``."""
+        if self.slots is not None:
+            return self.slots
+        return 1 if store == "embedded" else 0
+
+
 class HippoSettings(BaseSettings):
     """Everything configurable, read from ``HIPPO_*`` variables.
 
@@ -107,6 +132,8 @@ class HippoSettings(BaseSettings):
             ``/ai/rag-search``.
         summary_min_score: the least similarity a result needs to appear in a
             recall's ``format: "summary"`` block (the seed's 0.7).
+        admission: how many heavy requests execute at once
+            (``HIPPO_ADMISSION__SLOTS``, ``HIPPO_ADMISSION__MAX_WAIT_S``).
     """
 
     model_config = SettingsConfigDict(
@@ -136,6 +163,7 @@ class HippoSettings(BaseSettings):
     records_min_score: float = Field(default=0.3, ge=-1.0, le=1.0)
     summary_min_score: float = Field(default=0.7, ge=-1.0, le=1.0)
     neo4j: Neo4jSettings = Neo4jSettings()
+    admission: AdmissionSettings = AdmissionSettings()
 
     @field_validator("api_keys")
     @classmethod

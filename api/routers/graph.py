@@ -6,13 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import CollectionDep, ServiceDep
+from api.deps import HEAVY, CollectionDep, ServiceDep
 from api.schemas import ERROR_RESPONSES, GraphOut
 
 router = APIRouter(prefix="/v1/collections/{collection}", tags=["graph"], responses=ERROR_RESPONSES)
 
 
-@router.get("/graph", response_model=GraphOut)
+@router.get("/graph", response_model=GraphOut, dependencies=[HEAVY])
 def graph(
     collection: CollectionDep,
     service: ServiceDep,

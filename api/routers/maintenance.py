@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import CollectionDep, ServiceDep
+from api.deps import HEAVY, CollectionDep, ServiceDep
 from api.schemas import (
     ERROR_RESPONSES,
     DecayOut,
@@ -38,7 +38,7 @@ def tiers(collection: CollectionDep, service: ServiceDep) -> TiersOut:
     return TiersOut.from_engine(service.apply_tiers(collection))
 
 
-@router.post("/reindex", response_model=ReindexOut)
+@router.post("/reindex", response_model=ReindexOut, dependencies=[HEAVY])
 def reindex(
     collection: CollectionDep,
     service: ServiceDep,

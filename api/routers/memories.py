@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from api.deps import CollectionDep, ServiceDep
+from api.deps import HEAVY, CollectionDep, ServiceDep
 from api.schemas import (
     ERROR_RESPONSES,
     ErrorOut,
@@ -38,6 +38,7 @@ router = APIRouter(
         },
         409: {"model": ErrorOut, "description": "A given id already exists"},
     },
+    dependencies=[HEAVY],
 )
 def remember(
     body: RememberIn, collection: CollectionDep, service: ServiceDep, response: Response
@@ -85,7 +86,7 @@ def get_turns(
     return TurnsOut.from_engine(service.turns(collection, memory_id, before=before, after=after))
 
 
-@router.patch("/{memory_id}", response_model=MemoryEditOut)
+@router.patch("/{memory_id}", response_model=MemoryEditOut, dependencies=[HEAVY])
 def update_memory(
     memory_id: str, body: MemoryPatchIn, collection: CollectionDep, service: ServiceDep
 ) -> MemoryEditOut:

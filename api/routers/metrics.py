@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
 from api.auth import AccessDep
-from api.deps import ServiceDep
+from api.deps import HEAVY, ServiceDep
 
 router = APIRouter(tags=["metrics"])
 
@@ -42,7 +42,7 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-@router.get("/metrics", response_class=PlainTextResponse)
+@router.get("/metrics", response_class=PlainTextResponse, dependencies=[HEAVY])
 def metrics(access: AccessDep, service: ServiceDep) -> PlainTextResponse:
     """Prometheus text format. With API keys configured, a key sees only its own
     collections."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from api.auth import AccessDep
-from api.deps import ServiceDep
+from api.deps import HEAVY, ServiceDep
 from api.errors import NOT_FOUND_MESSAGE, AmbiguousCollectionError
 from api.schemas import ERROR_RESPONSES, ErrorOut, RagSearchIn, RagSearchOut
 from engine.errors import NotFoundError
@@ -24,7 +24,7 @@ router = APIRouter(
 )
 
 
-@router.post("/rag-search", response_model=RagSearchOut)
+@router.post("/rag-search", response_model=RagSearchOut, dependencies=[HEAVY])
 def rag_search(
     body: RagSearchIn, access: AccessDep, service: ServiceDep, request: Request
 ) -> RagSearchOut:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from api.auth import AccessDep
-from api.deps import CollectionDep, ServiceDep, unwritten_collection_warnings
+from api.deps import HEAVY, CollectionDep, ServiceDep, unwritten_collection_warnings
 from api.schemas import (
     ERROR_RESPONSES,
     AssociateIn,
@@ -21,7 +21,7 @@ router = APIRouter(
 )
 
 
-@router.post("/recall", response_model=RecallOut)
+@router.post("/recall", response_model=RecallOut, dependencies=[HEAVY])
 def recall(
     body: RecallIn, collection: CollectionDep, service: ServiceDep, access: AccessDep
 ) -> RecallOut:
@@ -57,7 +57,7 @@ def recall(
     return out
 
 
-@router.post("/associate", response_model=AssociateOut)
+@router.post("/associate", response_model=AssociateOut, dependencies=[HEAVY])
 def associate(
     body: AssociateIn, collection: CollectionDep, service: ServiceDep, access: AccessDep
 ) -> AssociateOut:

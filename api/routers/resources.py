@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response, status
 
-from api.deps import CollectionDep, ServiceDep
+from api.deps import HEAVY, CollectionDep, ServiceDep
 from api.schemas import ERROR_RESPONSES, ResourceIn, ResourceOut
 
 router = APIRouter(
@@ -30,6 +30,7 @@ ResourceId = Annotated[
     "/{resource_id}",
     response_model=ResourceOut,
     responses={201: {"model": ResourceOut, "description": "Indexed for the first time"}},
+    dependencies=[HEAVY],
 )
 def put_resource(
     resource_id: ResourceId,

@@ -7,13 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.auth import AccessDep
-from api.deps import CollectionDep, ServiceDep, unwritten_collection_warnings
+from api.deps import HEAVY, CollectionDep, ServiceDep, unwritten_collection_warnings
 from api.schemas import ERROR_RESPONSES, StatsOut
 
 router = APIRouter(prefix="/v1/collections/{collection}", tags=["stats"], responses=ERROR_RESPONSES)
 
 
-@router.get("/stats", response_model=StatsOut)
+@router.get("/stats", response_model=StatsOut, dependencies=[HEAVY])
 def stats(
     collection: CollectionDep,
     service: ServiceDep,

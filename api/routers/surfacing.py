@@ -8,7 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from api.auth import AccessDep
-from api.deps import CollectionDep, ServiceDep, unwritten_collection_warnings
+from api.deps import (
+    CONVERSATION_TURN,
+    HEAVY,
+    CollectionDep,
+    ServiceDep,
+    unwritten_collection_warnings,
+)
 from api.schemas import (
     ERROR_RESPONSES,
     ConversationOut,
@@ -33,7 +39,11 @@ router = APIRouter(
 Id = Annotated[str, Path(min_length=1, max_length=200)]
 
 
-@router.post("/conversations/{conversation_id}/messages", response_model=MessageOut)
+@router.post(
+    "/conversations/{conversation_id}/messages",
+    response_model=MessageOut,
+    dependencies=[CONVERSATION_TURN],
+)
 def message(
     conversation_id: Id,
     body: MessageIn,
@@ -104,7 +114,7 @@ def used_together(
     return UsedTogetherOut(edges=[EdgeOut.from_engine(e) for e in edges])
 
 
-@router.get("/resurface", response_model=ResurfaceOut)
+@router.get("/resurface", response_model=ResurfaceOut, dependencies=[HEAVY])
 def resurface(
     collection: CollectionDep,
     service: ServiceDep,

@@ -413,7 +413,9 @@ def _similarities(
     found = list(vectors)
     matrix = np.asarray([vectors[mid] for mid in found], dtype=np.float32)
     query = np.asarray(query_vector, dtype=np.float32)
-    return dict(zip(found, (matrix @ query).tolist(), strict=True))
+    # In this thread, not BLAS's: see engine.store.embedded.index.similarities.
+    scores = np.vecdot(matrix, query)
+    return dict(zip(found, scores.tolist(), strict=True))
 
 
 def _subphrases(phrases: tuple[str, ...]) -> list[str]:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+import anyio.to_thread
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -127,3 +131,25 @@ def test_a_starting_server_builds_the_indexes_before_the_first_request(tmp_path:
                 break
             threading.Event().wait(0.01)
         assert "team:alpha" in store._indexes
+
+
+def test_a_request_hands_only_its_endpoint_to_a_worker_thread(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Authentication and the collection and service lookups run in the event loop:
+    each hop to a worker thread and back costs more than they do, and under load
+    waits for the interpreter lock besides."""
+    remember(client, "the redis pool ran dry under load, so we raised its size", source="operator")
+    handed: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        call = func.keywords.get("function", func.func) if isinstance(func, partial) else func
+        handed.append(getattr(call, "__name__", repr(call)))
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    r = client.post("/v1/collections/team:alpha/recall", json={"query": "redis"}, headers=ALPHA)
+    assert r.status_code == 200
+    assert "recall" in handed
+    assert not {"authorize", "get_collection", "get_service"} & set(handed)

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.store.base import Vector
-from engine.store.embedded.index import top_k
+from engine.store.embedded.index import similarities, top_k
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class HubVectors:
         if norm == 0.0 or not np.isfinite(norm):
             return []
         n = len(part.keys)
-        scores = np.clip(part.vectors[:n] @ (q / np.float32(norm)), -1.0, 1.0)
+        scores = np.clip(similarities(part.vectors[:n], q / np.float32(norm)), -1.0, 1.0)
         scores[scores < np.float32(min_similarity)] = -np.inf
         top = top_k(scores, k)
         if top.size == k:

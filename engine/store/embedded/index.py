@@ -284,7 +284,7 @@ class _Passages:
         (-inf for slots without passages, or failing ``mask``)."""
         n = self.n
         owners = self.owners[:n]
-        scores: npt.NDArray[np.float32] = self.vectors[:n] @ q
+        scores = similarities(self.vectors[:n], q)
         size = int(owners.max()) + 1 if n else 0
         if mask is not None:
             ok = np.zeros(n, dtype=bool)
@@ -680,13 +680,13 @@ class CollectionIndex:
             # sorted rows gather faster.
             if rows.size * 10 < n:
                 rows = np.sort(rows)
-                scores = part.vectors[rows] @ q
+                scores = similarities(part.vectors[rows], q)
             else:
-                scores = (part.vectors[:n] @ q)[rows]
+                scores = similarities(part.vectors[:n], q)[rows]
         else:
             # Unfiltered, the common case: one matrix product over the dense block;
             # masks are built only when some row actually fails.
-            scores = part.vectors[:n] @ q
+            scores = similarities(part.vectors[:n], q)
             if not all_tiers_pass:
                 scores[~tier_ok[part.tiers[:n]]] = -np.inf
             if excluded:
@@ -976,6 +976,21 @@ class CollectionIndex:
                     slots.discard(slot)
                     if not slots:
                         del inverted[key]
+
+
+def similarities(matrix: npt.NDArray[np.float32], q: Vector) -> npt.NDArray[np.float32]:
+    """``matrix @ q`` (each row's dot product with ``q``), computed in this thread.
+
+    ``matrix @ q`` hands any matrix of more than a few dozen rows to BLAS, which
+    splits it over its own threads and spins until they are done. When the cores
+    are busy (other requests of a served engine, other processes) those threads
+    wait for a core while the caller spins: a product of a tenth of a millisecond
+    took tens of milliseconds now and then, the whole of recall's tail on long
+    memories. One row at a time in this thread is as fast at 100k rows and never
+    waits: the product is memory-bound, and one core streams the matrix.
+    """
+    scores: npt.NDArray[np.float32] = np.vecdot(matrix, q)
+    return scores
 
 
 def top_k(scores: npt.NDArray[np.float32], k: int) -> Rows:

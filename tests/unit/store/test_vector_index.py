@@ -7,7 +7,7 @@ import pytest
 
 from engine.model import RecallFilters, Tier
 from engine.store.base import Vector
-from engine.store.embedded.index import CollectionIndex, IndexEntry, top_k
+from engine.store.embedded.index import CollectionIndex, IndexEntry, similarities, top_k
 
 ALL_TIERS = RecallFilters(tiers=list(Tier))
 
@@ -315,3 +315,16 @@ def test_matching_is_none_when_no_memory_can_fail() -> None:
         assert passes is None
     with index.matching(RecallFilters(categories=["insight"])) as passes:
         assert passes is not None and passes("m3")
+
+
+@pytest.mark.parametrize("rows", [0, 1, 40, 3_000])
+def test_similarities_are_the_matrix_product_row_by_row(rows: int) -> None:
+    rng = np.random.default_rng(rows)
+    matrix = rng.standard_normal((rows, 384)).astype(np.float32)
+    q = rng.standard_normal(384).astype(np.float32)
+    got = similarities(matrix, q)
+    assert got.shape == (rows,) and got.dtype == np.float32
+    np.testing.assert_allclose(got, matrix @ q, rtol=1e-5, atol=1e-4)
+    # A gathered (non-contiguous) selection of rows too.
+    picked = matrix[::3]
+    np.testing.assert_allclose(similarities(picked, q), picked @ q, rtol=1e-5, atol=1e-4)
