@@ -86,9 +86,11 @@ def _admitted(lane: Lane) -> Callable[..., AsyncIterator[None]]:
 
 
 # For a route's ``dependencies=[...]``: the request holds a slot of its lane while
-# it runs (see api.admission); routes that do little work declare none.
-HEAVY: Any = Depends(_admitted(Lane.DEFAULT))
-CONVERSATION_TURN: Any = Depends(_admitted(Lane.CONVERSATION))
+# its endpoint runs (see api.admission); routes that do little work declare none.
+# The slot is given back as the endpoint returns ("function" scope), so the next
+# heavy request starts while this one's response is written.
+HEAVY: Any = Depends(_admitted(Lane.DEFAULT), scope="function")
+CONVERSATION_TURN: Any = Depends(_admitted(Lane.CONVERSATION), scope="function")
 
 
 def unwritten_collection_warnings(

@@ -21,6 +21,7 @@ from api.admission import LEAD_S, Admission, Lane
 from api.app import create_app
 from api.errors import OverloadedError
 from engine.config import AdmissionSettings, HippoSettings
+from engine.errors import StoreUnavailableError
 from engine.service import Hippocampus
 from tests.api.helpers import ALPHA, OPERATOR, AuditingClient, make_settings
 
@@ -370,3 +371,22 @@ def test_without_a_limit_a_held_search_holds_up_no_other(
     finally:
         held.release.set()
     assert first.finish() == 200
+
+
+def test_a_heavy_request_that_fails_gives_its_slot_back(
+    one_slot: TestClient, service: Hippocampus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = service.recall
+    calls: list[int] = []
+
+    def failing_once(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise StoreUnavailableError("the store went away")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service, "recall", failing_once)
+    body = {"query": "redis pool"}
+    assert one_slot.post(f"{BASE}/recall", headers=ALPHA, json=body).status_code == 503
+    assert one_slot.post(f"{BASE}/recall", headers=ALPHA, json=body).status_code == 200
+    assert one_slot.app.state.admission.running == 0  # type: ignore[attr-defined]
