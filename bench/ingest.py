@@ -1,13 +1,25 @@
-"""Ingest throughput: ``remember_many`` into a fresh embedded store.
+"""Ingest throughput: each stage alone, then the whole pipeline, in one run.
 
     .venv/bin/python bench/ingest.py --n 10000 [--batch 64] [--embedder minilm|hashing] [--json]
 
 The real pipeline (MiniLM embeddings unless told otherwise, spaCy extraction,
 the embedded store with its default ``synchronous=FULL``) on synthetic but
-realistic texts. The time of each stage is measured by wrapping the embedder's
-``encode``, the extractor's ``extract_many`` and the store's methods; "other" is
-the rest (validation, de-duplication bookkeeping, building records). Loading the
-models is reported apart and not counted.
+realistic texts, in batches of ``--batch`` memories. Measured one after the
+other in the same process, so the figures compare:
+
+- extraction alone: spaCy over every batch, as the stream's first stage runs it;
+- embedding alone: the contents and the hub names they bring, in runs sorted by
+  length, as the stream's second stage embeds them. It has both cores to
+  itself, so it is the ceiling: the pipeline shares them with the other stages;
+- writes alone: ``remember_many`` batch after batch into a fresh store with the
+  vectors and extractions looked up, not computed: de-duplication, the gate,
+  building records, the store's reads and writes;
+- the pipeline: ``remember_batches`` into a fresh store, the three stages at
+  once on their threads;
+- back to back: ``remember_many`` batch after batch (each batch extracted,
+  embedded and written before the next), as ingest ran before the stream.
+
+Loading the models is reported apart and not counted.
 """
 
 from __future__ import annotations
@@ -18,46 +30,91 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synth import memories
 from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-from engine.extract import SpacyConceptExtractor
+from engine.extract import Extraction, SpacyConceptExtractor
+from engine.jobs.remembering import EMBED_RUN
 from engine.model import NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
 
+COLLECTION = "bench"
 
-class Stopwatch:
-    """Accumulates the time spent in wrapped callables, by stage."""
 
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
+class Replay:
+    """An embedder and extractor that look up what the real ones computed, so
+    the writes are timed alone."""
 
-    def wrap(self, obj: Any, method: str, stage: str) -> None:
-        inner: Callable[..., Any] = getattr(obj, method)
+    def __init__(
+        self,
+        name: str,
+        dim: int,
+        vectors: dict[str, npt.NDArray[np.float32]],
+        extractions: dict[str, Extraction],
+    ) -> None:
+        self.name = name
+        self.dim = dim
+        self._vectors = vectors
+        self._extractions = extractions
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - start
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._vectors[t] for t in texts])
 
-        setattr(obj, method, timed)
+    def extract_many(self, texts: Sequence[str]) -> list[Extraction]:
+        return [self._extractions[t] for t in texts]
+
+
+def _timed(work: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = work()
+    return time.perf_counter() - start, result
+
+
+@contextmanager
+def _service(embedder: Any, extractor: Any, synchronous: str, embed_batch: int) -> Iterator[Any]:
+    with tempfile.TemporaryDirectory(prefix="hippo-bench-") as tmp:
+        store = EmbeddedStore(Path(tmp) / "data", synchronous=synchronous)
+        service = Hippocampus(store, embedder, extractor, embed_batch_size=embed_batch)
+        try:
+            yield service
+        finally:
+            service.close()
+
+
+def _stored(service: Hippocampus, n: int) -> None:
+    stored = service.store.stats(COLLECTION).memories
+    if stored != n:
+        raise SystemExit(f"stored {stored} memories, expected {n}")
 
 
 def run(
-    n: int, batch: int, embed_batch: int, embedder_kind: str, seed: int, synchronous: str
+    n: int,
+    batch: int,
+    embed_batch: int,
+    embedder_kind: str,
+    seed: int,
+    synchronous: str,
+    back_to_back: bool,
 ) -> dict[str, Any]:
+    load_before = os.getloadavg()
     items = memories(n, seed=seed)
     news = [
         NewMemory(content=m.content, id=m.id, category=m.category, tags=list(m.tags)) for m in items
     ]
+    batches = [news[i : i + batch] for i in range(0, n, batch)]
+    texts = [m.content for m in news]
     start = time.perf_counter()
     embedder: Embedder = (
         SentenceTransformerEmbedder(batch_size=embed_batch)
@@ -66,31 +123,63 @@ def run(
     )
     extractor = SpacyConceptExtractor()
     # Warm both up: the first calls allocate and JIT-select kernels.
-    warm = [m.content for m in items[:16]]
+    warm = texts[:16]
     embedder.encode(warm)
     extractor.extract_many(warm)
     load_s = time.perf_counter() - start
+    seconds: dict[str, float] = {}
 
-    with tempfile.TemporaryDirectory(prefix="hippo-bench-") as tmp:
-        store = EmbeddedStore(Path(tmp) / "data", synchronous=synchronous)
-        service = Hippocampus(store, embedder, extractor, embed_batch_size=embed_batch)
-        watch = Stopwatch()
-        watch.wrap(embedder, "encode", "embed")
-        watch.wrap(extractor, "extract_many", "extract")
-        for method in ("add_memories", "find_by_hash", "get_memories"):
-            watch.wrap(store, method, "store")
-        try:
-            start = time.perf_counter()
-            for i in range(0, n, batch):
-                service.remember_many("bench", news[i : i + batch])
-            seconds = time.perf_counter() - start
-            stored = store.stats("bench").memories
-        finally:
-            service.close()
-    if stored != n:
-        raise SystemExit(f"stored {stored} memories, expected {n}")
+    # Extraction alone, batch by batch.
+    extractions: dict[str, Extraction] = {}
 
-    stages = {stage: watch.seconds.get(stage, 0.0) for stage in ("embed", "extract", "store")}
+    def extract_all() -> None:
+        for b in batches:
+            chunk = [m.content for m in b]
+            extractions.update(zip(chunk, extractor.extract_many(chunk), strict=True))
+
+    seconds["extract"], _ = _timed(extract_all)
+    names = list(
+        dict.fromkeys(
+            name for e in extractions.values() for name in (*e.domains, *e.triggers, *e.concepts)
+        )
+    )
+
+    # Embedding alone: contents and then-new hub names, in runs as the stream takes them.
+    vectors: dict[str, npt.NDArray[np.float32]] = {}
+    with _service(embedder, extractor, synchronous, embed_batch) as service:
+
+        def embed_all() -> None:
+            seen: set[str] = set()
+            for i in range(0, n, EMBED_RUN):
+                chunk = texts[i : i + EMBED_RUN]
+                brought = dict.fromkeys(name for t in chunk for name in _names(extractions[t]))
+                new = [name for name in brought if name not in seen]
+                seen.update(new)
+                embedded = service._encode([*chunk, *new])
+                vectors.update(zip([*chunk, *new], embedded.heads, strict=True))
+
+        seconds["embed"], _ = _timed(embed_all)
+
+    # Writes alone: the models' results looked up.
+    replay = Replay(embedder.name, embedder.dim, vectors, extractions)
+    with _service(replay, replay, synchronous, embed_batch) as service:
+        seconds["write"], _ = _timed(
+            lambda: [service.remember_many(COLLECTION, b) for b in batches]
+        )
+        _stored(service, n)
+
+    # The pipeline.
+    with _service(embedder, extractor, synchronous, embed_batch) as service:
+        seconds["pipeline"], _ = _timed(lambda: list(service.remember_batches(COLLECTION, batches)))
+        _stored(service, n)
+
+    if back_to_back:
+        with _service(embedder, extractor, synchronous, embed_batch) as service:
+            seconds["back_to_back"], _ = _timed(
+                lambda: [service.remember_many(COLLECTION, b) for b in batches]
+            )
+            _stored(service, n)
+
     torch_threads = None
     if embedder_kind == "minilm":
         import torch
@@ -100,51 +189,83 @@ def run(
         "n": n,
         "batch": batch,
         "embed_batch": embed_batch,
-        "seconds": round(seconds, 3),
-        "memories_per_s": round(n / seconds, 1),
-        "embed_s": round(stages["embed"], 3),
-        "extract_s": round(stages["extract"], 3),
-        "store_s": round(stages["store"], 3),
-        "other_s": round(seconds - sum(stages.values()), 3),
+        "embed_run": EMBED_RUN,
+        "hub_names": len(names),
+        "seconds": {stage: round(s, 3) for stage, s in seconds.items()},
+        "memories_per_s": {stage: round(n / s, 1) for stage, s in seconds.items()},
         "load_s": round(load_s, 3),
         "embedder": embedder.name,
         "extractor": extractor.name,
         "synchronous": synchronous,
         "cpus": os.cpu_count(),
         "torch_threads": torch_threads,
-        "mean_words": round(sum(len(m.content.split()) for m in items) / n, 1),
+        "blas_threads": _blas_threads(),
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "mean_words": round(sum(len(t.split()) for t in texts) / n, 1),
     }
 
 
+def _blas_threads() -> int | None:
+    """numpy's BLAS threads (the store's vector searches), where threadpoolctl
+    can tell."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    return next((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"), None)
+
+
+def _names(extraction: Extraction) -> tuple[str, ...]:
+    return (*extraction.domains, *extraction.triggers, *extraction.concepts)
+
+
+STAGES = (
+    ("extract", "extraction alone"),
+    ("embed", "embedding alone (the ceiling)"),
+    ("write", "writes alone"),
+    ("pipeline", "pipeline (remember_batches)"),
+    ("back_to_back", "back to back (remember_many)"),
+)
+
+
 def print_table(r: dict[str, Any]) -> None:
-    total = r["seconds"]
-
-    def share(s: float) -> str:
-        return f"{s:>9.2f} s  {100 * s / total:5.1f}%  {r['n'] / s if s else 0:>9.0f}/s alone"
-
     rows = [
         ("memories", f"{r['n']} (mean {r['mean_words']} words), batches of {r['batch']}"),
-        ("embed batch", f"{r['embed_batch']} texts per forward pass"),
-        ("pipeline", f"{r['embedder']} + {r['extractor']} + embedded store ({r['synchronous']})"),
-        ("machine", f"{r['cpus']} CPUs, torch threads {r['torch_threads']}"),
+        (
+            "embedding",
+            f"{r['embed_batch']} texts per forward pass, runs of {r['embed_run']} "
+            f"sorted by length; {r['hub_names']} hub names besides",
+        ),
+        ("models", f"{r['embedder']} + {r['extractor']} + embedded store ({r['synchronous']})"),
+        (
+            "machine",
+            f"{r['cpus']} CPUs, torch threads {r['torch_threads']}, BLAS threads "
+            f"{r['blas_threads']}, load average "
+            f"{' '.join(map(str, r['load_before']))} before, "
+            f"{' '.join(map(str, r['load_after']))} after",
+        ),
         ("model load", f"{r['load_s']:.2f} s (not counted)"),
-        ("total", f"{total:>9.2f} s"),
-        ("throughput", f"{r['memories_per_s']:>9.1f} memories/s"),
-        ("  embedding", share(r["embed_s"])),
-        ("  extraction", share(r["extract_s"])),
-        ("  store", share(r["store_s"])),
-        ("  other", share(r["other_s"])),
     ]
     width = max(len(name) for name, _ in rows)
     print("ingest benchmark")
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
+    print()
+    label_width = max(len(label) for _, label in STAGES)
+    print(f"{'stage':<{label_width}}  {'seconds':>8}  {'memories/s':>10}")
+    for stage, label in STAGES:
+        if stage in r["seconds"]:
+            s, rate = r["seconds"][stage], r["memories_per_s"][stage]
+            print(f"{label:<{label_width}}  {s:>8.2f}  {rate:>10.1f}")
+    alone = sum(r["seconds"][s] for s in ("extract", "embed", "write"))
+    print(f"{'stages alone, summed':<{label_width}}  {alone:>8.2f}  {r['n'] / alone:>10.1f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=10_000, help="memories (default %(default)s)")
-    parser.add_argument("--batch", type=int, default=64, help="memories per remember_many call")
+    parser.add_argument("--batch", type=int, default=64, help="memories per batch")
     parser.add_argument(
         "--embed-batch",
         type=int,
@@ -154,9 +275,22 @@ def main() -> None:
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     parser.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--no-back-to-back",
+        action="store_true",
+        help="skip remember_many batch after batch (the slowest run)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object only")
     args = parser.parse_args()
-    result = run(args.n, args.batch, args.embed_batch, args.embedder, args.seed, args.synchronous)
+    result = run(
+        args.n,
+        args.batch,
+        args.embed_batch,
+        args.embedder,
+        args.seed,
+        args.synchronous,
+        not args.no_back_to_back,
+    )
     if args.json:
         print(json.dumps(result))
     else:
