@@ -39,7 +39,8 @@ from typing import Any, NamedTuple, cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import ConflictError, InvalidInputError, LimitExceededError, NotFoundError
-from engine.extract import ConceptExtractor
+from engine.extract import ConceptExtractor, Extraction
+from engine.extract.recent import RecentExtractions, pieces
 from engine.extract.sanitize import has_control_characters
 from engine.learn.rules import REAL_USE, co_use_updates
 from engine.locks import StripedLock
@@ -70,6 +71,8 @@ CONVERSATION_PREFIX = "conversation:"
 SURFACING_PREFIX = "surfacing:"
 _MODEL_KEY = SURFACE_MODEL_KEY
 _COUNTERS_KEY = SURFACE_COUNTERS_KEY
+_QUERY_CHARS = 4000
+"""How much of the recent messages the "now" search reads."""
 
 
 _NO_USE = ENGAGEMENT_RULES["ignored"]
@@ -289,6 +292,9 @@ class Surfacer:
     ) -> None:
         self.store = store
         self.extractor = extractor
+        # A message is read once: the later messages' searches merge the
+        # extractions of the recent messages they ask about.
+        self._recent = RecentExtractions(extractor)
         self.embed = embed
         self.model = model
         self.scheduler = scheduler
@@ -386,7 +392,7 @@ class Surfacer:
         if at.tzinfo is None:
             raise InvalidInputError("at needs a timezone", field="at")
         cfg = self.config
-        extraction = self.extractor.extract_many([body])[0]
+        extraction = self._recent.extract_many([body])[0]
         topics = list(dict.fromkeys([*extraction.concepts, *extraction.triggers]))
 
         key = _conversation_key(conversation_id)
@@ -508,10 +514,16 @@ class Surfacer:
         cfg = self.config
         # Three looks: what the conversation is about now, the topics predicted
         # next that it has not mentioned lately, and what it will come to need.
-        now_query = " ".join(state.texts[-cfg.context_messages :])[:4000]
+        recent = state.texts[-cfg.context_messages :]
+        now_query = " ".join(recent)[:_QUERY_CHARS]
         said = {t for topics in state.topics[-4:] for t in topics}
         next_up = [t for t in predicted if t not in said and t not in heading][:8]
-        queries = [now_query] + [" ".join(q) for q in (next_up, heading) if q]
+        # What the first query names: the recent messages' extractions merged
+        # (each message was read as it came in). The topic queries are short
+        # and read as they are.
+        now_names = self._recent.together(pieces(recent, _QUERY_CHARS))
+        queries: list[tuple[str, Extraction | None]] = [(now_query, now_names)]
+        queries += [(" ".join(q), None) for q in (next_up, heading) if q]
         # The seed's predictive retrieval asks more of a graph-only candidate
         # (path strength 0.6) than recall does (0.5).
         recipe = RECIPES[DEFAULT_RECIPE].model_copy(
@@ -519,7 +531,7 @@ class Surfacer:
         )
         best: dict[str, Candidate] = {}
         memories: dict[str, Memory] = {}
-        for query in queries:
+        for query, names in queries:
             vector = self.embed(query)
             if vector is None and not warnings:
                 warnings.append(EMBEDDER_DOWN_WARNING)
@@ -534,6 +546,7 @@ class Surfacer:
                 filters=RecallFilters(),
                 limit=cfg.candidates,
                 now=at,
+                extraction=names,
             )
             memories.update(found.memories)
             for c in found.candidates:

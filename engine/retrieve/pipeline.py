@@ -16,7 +16,7 @@ from datetime import datetime
 
 import numpy as np
 
-from engine.extract import ConceptExtractor
+from engine.extract import ConceptExtractor, Extraction
 from engine.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters
 from engine.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, HubMatch
 from engine.retrieve.config import SearchConfig
@@ -66,10 +66,14 @@ def query_hubs(
     *,
     model: str,
     config: SearchConfig,
+    extraction: Extraction | None = None,
 ) -> list[HubMatch]:
     """Hub nodes the query is about: the concepts (and, if the config says so, the
-    triggers) it names, then those whose name embedding is close to the query's."""
-    extraction = extractor.extract_many([query])[0]
+    triggers) it names, then those whose name embedding is close to the query's.
+    ``extraction``: what the query names, when the caller already knows it (else
+    the extractor reads the query)."""
+    if extraction is None:
+        extraction = extractor.extract_many([query])[0]
     concepts = _subphrases(extraction.concepts) if config.query_subphrases else extraction.concepts
     triggers = extraction.triggers if config.query_triggers else ()
     # A name anchors the hub of its own kind: the trigger "love" (from "loved")
@@ -108,9 +112,11 @@ def retrieve(
     limit: int,
     now: datetime,
     explain: bool = False,
+    extraction: Extraction | None = None,
 ) -> Retrieval:
     """Run one recall and return the ranked candidates (at most ``limit``); with
-    ``explain``, each carries the graph paths that reached it."""
+    ``explain``, each carries the graph paths that reached it. ``extraction``:
+    what the query names, when the caller already knows it."""
     dense: dict[str, float] = {}
     if config.dense and query_vector is not None:
         dense = dict(
@@ -147,7 +153,14 @@ def retrieve(
     expansions: dict[str, Expansion] = {}
     if config.graph:
         hubs = query_hubs(
-            store, extractor, collection, query, query_vector, model=model, config=config
+            store,
+            extractor,
+            collection,
+            query,
+            query_vector,
+            model=model,
+            config=config,
+            extraction=extraction,
         )
         anchors = [Anchor(kind=h.kind, name=h.name, strength=_unit(h.similarity)) for h in hubs]
         seeds = _seeds(direct, config) if direct else _fused_seeds(dense, lexical, config)

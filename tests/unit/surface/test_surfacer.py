@@ -3,7 +3,7 @@ recall-before-search."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,7 +11,7 @@ import pytest
 
 from engine.embed import HashingEmbedder
 from engine.errors import ConflictError, InvalidInputError, NotFoundError
-from engine.extract import SpacyConceptExtractor
+from engine.extract import Extraction, SpacyConceptExtractor
 from engine.model import EdgeType, NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
@@ -215,3 +215,37 @@ def test_what_such_conversations_came_to_need_is_offered_before_it_is_said(
     model = svc.store.get_states(C, ["surface:model"])["surface:model"]
     assert model["thresholds"]["thresholds"]["debugging+foreseen"] == engaged.threshold
     assert "debugging" not in model["thresholds"]["thresholds"]
+
+
+class Reading(SpacyConceptExtractor):
+    """The spaCy extractor, noting every text it reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[str] = []
+
+    def extract_many(self, texts: Sequence[str]) -> list[Extraction]:
+        self.read.extend(texts)
+        return super().extract_many(texts)
+
+
+def test_each_message_is_read_once_however_many_later_searches_ask_about_it(
+    tmp_path: Path,
+) -> None:
+    extractor = Reading()
+    svc = service(tmp_path, extractor)
+    try:
+        add(svc, "pool", "Raise the redis connection pool before checkout load tests", ["redis"])
+        extractor.read.clear()
+        said = [
+            MESSAGE,
+            "the payment worker retries every failed webhook twice",
+            "grafana shows the queue depth climbing after the deploy",
+        ]
+        for n, text in enumerate(said):
+            say(svc, "c1", text, 2 * n)
+        # Every search asks about the recent messages together; none reads them again.
+        assert [t for t in extractor.read if t in said] == said
+        assert not [t for t in extractor.read if said[0] in t and t != said[0]]
+    finally:
+        svc.close()
