@@ -88,7 +88,7 @@ def trial(
             seed=number * 100 + n,
             hot=hot,
             next_note=next_note,
-            mix=Mix(scratch_cap=8, decay=4),
+            mix=Mix(scratch_cap=8 * clients, decay=4),
         ),
         go_on=lambda: not killed.is_set(),
     )

@@ -10,7 +10,9 @@ Starts ``hippo serve`` on a temporary data dir (the hashing embedder by default;
 notes, then runs the mixed workload of bench/workload.py (remember / forget,
 recall, conversation messages, engagement, feedback, decay passes) from 1, 4
 and 16 client threads in turn, each level for ``--seconds`` (or until
-``--requests`` answered). Per level and route: requests, throughput, p50 / p95
+``--requests`` answered). Every level runs the same mix: the clients share
+one pool of the memories they remembered, and once it holds 20 a remember
+forgets the oldest instead. Per level and route: requests, throughput, p50 / p95
 / p99 latency and failed requests (5xx or no answer). Client and server share
 the machine's cores. ``--slots`` sets the server's HIPPO_ADMISSION__SLOTS (how
 many heavy requests execute at once; 0: no limit), to compare.

@@ -10,8 +10,9 @@ with the event log's retention at ``--retention-s`` seconds
 (``HIPPO_EVENTS__MAX_AGE_DAYS``) and the maintenance round, which applies it,
 every ``--maintenance-s`` seconds; remembers ``--memories`` notes, then runs
 the workload of bench/workload.py from ``--clients`` threads. The working set
-plateaus: each client forgets its oldest memory once it holds 10, so the
-memory count stays near the seeded one; the event log stays within its
+plateaus: once the clients hold 10 memories each that they remembered, a
+remember forgets the oldest of them instead, so the memory count stays near
+the seeded one; the event log stays within its
 retention; conversations and surfacings do accumulate, on disk. Every
 ``--interval`` seconds it prints the server's RSS (``VmRSS`` in
 /proc/PID/status), open descriptors (/proc/PID/fd), the data dir's size, the
@@ -190,7 +191,7 @@ def main() -> int:
                 seed=n,
                 hot=hot,
                 next_note=next_note,
-                mix=Mix(scratch_cap=10),
+                mix=Mix(scratch_cap=10 * args.clients),
             ),
             go_on=lambda: not stop.is_set(),
             on_crash=stop.set,

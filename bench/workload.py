@@ -149,6 +149,7 @@ class Ledger:
     uses: int = 0  # used or helpful engagements acknowledged (they may link insights)
     surfacings: list[tuple[str, str]] = field(default_factory=list)  # (surfacing, memory)
     created_ids: list[str] = field(default_factory=list)  # every id a 201 returned
+    scratch: list[str] = field(default_factory=list)  # remembered by clients, oldest first
     errors: list[str] = field(default_factory=list)
     acknowledged: int = 0  # acknowledged writes of any kind
     in_flight: int = 0  # requests sent and not answered yet
@@ -198,8 +199,12 @@ ROUTES = ("remember", "recall", "message", "engage", "feedback", "use", "forget"
 
 @dataclass(frozen=True)
 class Mix:
-    """Relative weights of the routes; ``scratch_cap`` bounds how many memories a
-    client keeps before forgetting its oldest (0: never forget)."""
+    """Relative weights of the routes; ``scratch_cap`` bounds how many memories the
+    clients remember between them (the ledger's ``scratch``) before a remember
+    forgets the oldest instead (0: never forget). Shared, so that every number of
+    clients runs the same mix once the pool is full: a cap per client would
+    leave sixteen clients remembering for long after one client had started
+    forgetting."""
 
     remember: float = 10
     recall: float = 40
@@ -256,7 +261,6 @@ class Client:
         self.hot = list(hot)
         self.next_note = next_note
         self.mix = mix
-        self.scratch: list[str] = []
         self.conversations = itertools.count()
         self.conversation = ""
         self.turn = 0
@@ -275,12 +279,11 @@ class Client:
     def step(self) -> str:
         """Send one request of the mix; returns its route."""
         route = self.mix.pick(self.rng)
-        if (
-            route == "remember"
-            and self.mix.scratch_cap
-            and len(self.scratch) >= self.mix.scratch_cap
-        ):
-            route = "forget"
+        if route == "remember" and self.mix.scratch_cap:
+            with self.ledger.lock:
+                full = len(self.ledger.scratch) >= self.mix.scratch_cap
+            if full:
+                route = "forget"
         if route == "engage" and not self._has_surfacing():
             route = "recall"
         try:
@@ -329,13 +332,13 @@ class Client:
             self.ledger.memories[item.id] = item.content
             self.ledger.created_ids.append(r.json()["id"])
             self.ledger.acknowledged += 1
-        self.scratch.append(item.id)
+            self.ledger.scratch.append(item.id)
 
     def forget(self) -> None:
-        if not self.scratch:
-            return
-        memory_id = self.scratch.pop(0)
         with self.ledger.lock:
+            if not self.ledger.scratch:
+                return
+            memory_id = self.ledger.scratch.pop(0)
             self.ledger.forgetting.add(memory_id)
         try:
             r = self._send("forget", "DELETE", f"{self.base}/memories/{memory_id}")

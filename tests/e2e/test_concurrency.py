@@ -89,7 +89,7 @@ def test_concurrent_clients_lose_and_double_nothing(server: Server) -> None:
             seed=n,
             hot=hot,
             next_note=next_note,
-            mix=Mix(scratch_cap=4),
+            mix=Mix(scratch_cap=4 * CLIENTS),
         ),
         steps=STEPS,
     )
