@@ -25,13 +25,19 @@ class RecentExtractions:
     Args:
         extractor: reads the texts not kept.
         size: how many texts' extractions are kept (least recently used go first).
+        max_chars: texts longer than this are read but not kept, so that what is
+            kept stays small (a conversation keeps its messages' first 2,000
+            characters, and asks about those).
     """
 
-    def __init__(self, extractor: ConceptExtractor, size: int = 4096) -> None:
+    def __init__(
+        self, extractor: ConceptExtractor, size: int = 2048, max_chars: int = 2000
+    ) -> None:
         if size < 1:
             raise ValueError("size must be at least 1")
         self.extractor = extractor
         self.size = size
+        self.max_chars = max_chars
         self._kept: OrderedDict[str, Extraction] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -50,8 +56,9 @@ class RecentExtractions:
             found.update(zip(missing, read, strict=True))
             with self._lock:
                 for text, extraction in zip(missing, read, strict=True):
-                    self._kept[text] = extraction
-                    self._kept.move_to_end(text)
+                    if len(text) <= self.max_chars:
+                        self._kept[text] = extraction
+                        self._kept.move_to_end(text)
                 while len(self._kept) > self.size:
                     self._kept.popitem(last=False)
         return [found[t] for t in texts]

@@ -69,6 +69,14 @@ def test_together_merges_in_first_mention_order_within_the_extractors_caps() -> 
     assert len(set(merged.concepts)) == len(merged.concepts)
 
 
+def test_a_long_text_is_read_but_not_kept() -> None:
+    extractor = Counting()
+    recent = RecentExtractions(extractor, max_chars=12)
+    recent.extract_many(["short text", "a much longer text"])
+    recent.extract_many(["short text", "a much longer text"])
+    assert extractor.read == ["short text", "a much longer text", "a much longer text"]
+
+
 def test_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="size"):
         RecentExtractions(Counting(), size=0)
