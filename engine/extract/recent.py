@@ -3,8 +3,7 @@
 A conversation's surfacing asks about its last few messages together at every
 message; each message was read when it came in, so its extraction is kept here
 and the recent messages' extractions are merged instead of reading them all
-again (on the embedded store's load mix, spaCy re-reading earlier messages was
-a fifth of the server's time).
+again (the searches' spaCy reads were about a fifth of a message's time).
 """
 
 from __future__ import annotations
