@@ -34,6 +34,7 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -45,26 +46,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from bench.recall import cached_vectors
+from bench.recall import cached_vectors, keyword_record
 from bench.synth import memories
 from engine.config import HippoSettings
 from engine.embed import HashingEmbedder
 from engine.extract import KeywordConceptExtractor
 from engine.model import (
-    HUB_EDGE,
     Edge,
     EdgeType,
-    HubKind,
     Memory,
-    RetrievalMeta,
     Review,
     Tier,
-    content_hash,
     utcnow,
 )
 from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
-from engine.service import MEMBERSHIP_WEIGHT, Hippocampus
-from engine.store import MemoryRecord
+from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
 
 COLLECTION = "bench"
@@ -136,38 +132,16 @@ def build(store: EmbeddedStore, n: int, seed: int) -> dict[str, int]:
         for offset, (m, ex) in enumerate(
             zip(chunk, extractor.extract_many([m.content for m in chunk]), strict=True)
         ):
-            memory = Memory(
-                id=m.id,
+            record = keyword_record(
+                m,
+                ex,
+                vectors[start + offset],
+                model=embedder.name,
+                now=now,
                 collection=COLLECTION,
-                content=m.content,
-                category=m.category,
-                tags=list(m.tags),
-                created_at=now,
-                updated_at=now,
-                content_hash=content_hash(m.content),
-                embedding_model=embedder.name,
-                retrieval=RetrievalMeta(
-                    domains=list(ex.domains), triggers=list(ex.triggers), concepts=list(ex.concepts)
-                ),
             )
-            names = {
-                HubKind.DOMAIN: ex.domains,
-                HubKind.TRIGGER: ex.triggers,
-                HubKind.CONCEPT: ex.concepts,
-            }
-            edges = [
-                Edge(source=m.id, type=HUB_EDGE[kind], target=name, weight=MEMBERSHIP_WEIGHT)
-                for kind, values in names.items()
-                for name in values
-            ]
-            hub_edges += len(edges)
-            records.append(
-                MemoryRecord(
-                    memory=aged(rng, memory),
-                    vector=vectors[start + offset],
-                    edges=edges,
-                )
-            )
+            hub_edges += len(record.edges)
+            records.append(replace(record, memory=aged(rng, record.memory)))
         store.add_memories(COLLECTION, records)
     associated = [
         Edge(

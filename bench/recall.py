@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.synth import SynthMemory, chat_messages, chat_queries, memories, queries
 from engine.config import HippoSettings
 from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-from engine.extract import KeywordConceptExtractor, SpacyConceptExtractor
+from engine.extract import Extraction, KeywordConceptExtractor, SpacyConceptExtractor
 from engine.model import (
     HUB_EDGE,
     Edge,
@@ -121,34 +121,50 @@ def build(
         extractions = extractor.extract_many([m.content for m in chunk])
         records = []
         for offset, (m, ex) in enumerate(zip(chunk, extractions, strict=True)):
-            memory = Memory(
-                id=m.id,
-                collection=collection,
-                content=m.content,
-                category=m.category,
-                tags=list(m.tags),
-                created_at=now,
-                updated_at=now,
-                content_hash=content_hash(m.content),
-                embedding_model=model,
-                retrieval=RetrievalMeta(
-                    domains=list(ex.domains), triggers=list(ex.triggers), concepts=list(ex.concepts)
-                ),
+            record = keyword_record(
+                m, ex, vectors[start + offset], model=model, now=now, collection=collection
             )
-            names = {
-                HubKind.DOMAIN: ex.domains,
-                HubKind.TRIGGER: ex.triggers,
-                HubKind.CONCEPT: ex.concepts,
-            }
-            edges = [
-                Edge(source=m.id, type=HUB_EDGE[kind], target=name, weight=MEMBERSHIP_WEIGHT)
-                for kind, values in names.items()
-                for name in values
-            ]
-            edges_total += len(edges)
-            records.append(MemoryRecord(memory=memory, vector=vectors[start + offset], edges=edges))
+            edges_total += len(record.edges)
+            records.append(record)
         store.add_memories(collection, records)
     return edges_total
+
+
+def keyword_record(
+    m: SynthMemory,
+    ex: Extraction,
+    vector: np.ndarray,
+    *,
+    model: str,
+    now: datetime,
+    collection: str,
+) -> MemoryRecord:
+    """A synthetic memory as written, with its vector and its hub edges."""
+    memory = Memory(
+        id=m.id,
+        collection=collection,
+        content=m.content,
+        category=m.category,
+        tags=list(m.tags),
+        created_at=now,
+        updated_at=now,
+        content_hash=content_hash(m.content),
+        embedding_model=model,
+        retrieval=RetrievalMeta(
+            domains=list(ex.domains), triggers=list(ex.triggers), concepts=list(ex.concepts)
+        ),
+    )
+    names = {
+        HubKind.DOMAIN: ex.domains,
+        HubKind.TRIGGER: ex.triggers,
+        HubKind.CONCEPT: ex.concepts,
+    }
+    edges = [
+        Edge(source=m.id, type=HUB_EDGE[kind], target=name, weight=MEMBERSHIP_WEIGHT)
+        for kind, values in names.items()
+        for name in values
+    ]
+    return MemoryRecord(memory=memory, vector=vector, edges=edges)
 
 
 def percentile(values: list[float], q: float) -> float:

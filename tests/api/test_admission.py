@@ -54,6 +54,14 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+async def request(
+    admission: Admission, served: list[str], name: str, lane: Lane = Lane.DEFAULT
+) -> None:
+    """A heavy request that notes its name in ``served`` once admitted."""
+    async with admission.slot(lane):
+        served.append(name)
+
+
 def served_in_order(arrivals: list[tuple[str, Lane, float]]) -> list[str]:
     """The order in which requests arriving while the one slot is taken get it;
     each arrival is (name, lane, seconds after the one before)."""
@@ -62,16 +70,11 @@ def served_in_order(arrivals: list[tuple[str, Lane, float]]) -> list[str]:
         clock = Clock()
         admission = Admission(1, max_wait_s=WAIT, clock=clock)
         order: list[str] = []
-
-        async def request(name: str, lane: Lane) -> None:
-            async with admission.slot(lane):
-                order.append(name)
-
         give_back = await hold(admission)
         tasks = []
         for name, lane, after in arrivals:
             clock.now += after
-            tasks.append(asyncio.create_task(request(name, lane)))
+            tasks.append(asyncio.create_task(request(admission, order, name, lane)))
             await settle()
         assert admission.waiting == len(arrivals)
         give_back()
@@ -113,18 +116,13 @@ def test_a_second_heavy_request_waits_until_the_first_leaves() -> None:
     async def scenario() -> None:
         admission = Admission(1, max_wait_s=WAIT)
         give_back = await hold(admission)
-        entered = asyncio.Event()
-
-        async def request() -> None:
-            async with admission.slot(Lane.DEFAULT):
-                entered.set()
-
-        task = asyncio.create_task(request())
+        served: list[str] = []
+        task = asyncio.create_task(request(admission, served, "second"))
         await settle()
-        assert not entered.is_set() and admission.waiting == 1 and admission.running == 1
+        assert not served and admission.waiting == 1 and admission.running == 1
         give_back()
         await task
-        assert entered.is_set() and admission.waiting == 0 and admission.running == 0
+        assert served == ["second"] and admission.waiting == 0 and admission.running == 0
 
     asyncio.run(scenario())
 
@@ -162,14 +160,9 @@ def test_a_waiter_cancelled_as_it_is_handed_the_slot_passes_it_on() -> None:
         admission = Admission(1, max_wait_s=WAIT)
         give_back = await hold(admission)
         served: list[str] = []
-
-        async def request(name: str) -> None:
-            async with admission.slot(Lane.DEFAULT):
-                served.append(name)
-
-        first = asyncio.create_task(request("first"))
+        first = asyncio.create_task(request(admission, served, "first"))
         await settle()
-        second = asyncio.create_task(request("second"))
+        second = asyncio.create_task(request(admission, served, "second"))
         await settle()
         give_back()
         await asyncio.sleep(0)  # the slot is handed to the first waiter ...
@@ -187,14 +180,9 @@ def test_a_cancelled_waiter_leaves_its_place_to_the_next() -> None:
         admission = Admission(1, max_wait_s=WAIT)
         give_back = await hold(admission)
         served: list[str] = []
-
-        async def request(name: str) -> None:
-            async with admission.slot(Lane.DEFAULT):
-                served.append(name)
-
-        gone = asyncio.create_task(request("gone"))
+        gone = asyncio.create_task(request(admission, served, "gone"))
         await settle()
-        kept = asyncio.create_task(request("kept"))
+        kept = asyncio.create_task(request(admission, served, "kept"))
         await settle()
         gone.cancel()
         await settle()
