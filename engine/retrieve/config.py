@@ -53,6 +53,14 @@ class SearchConfig(BaseModel):
         lexical_lean: for ``calibrated``, added to the lexical weight for each
             word of the query that names something exactly (numbers, dates,
             names: :func:`engine.retrieve.fusion.specific_terms`), up to two.
+        lexical_disagreement: for ``calibrated``, how much further the lexical
+            weight leans (as a share of itself) when dense and lexical search
+            disagree: it is multiplied by ``1 + lexical_disagreement × (1 -
+            overlap)``, where ``overlap`` is the share of the ten best of each
+            that the other has among its ten best
+            (:func:`engine.retrieve.fusion.top_overlap`). Where similarity is a
+            weak guide (short chatty turns, names the model does not know) its
+            best matches stray from those that share the query's words.
         spread_top: for ``calibrated``, how many of each signal's best scores
             measure its spread.
         clear_margin: for ``calibrated``, the most a single anchor's graph
@@ -95,6 +103,7 @@ class SearchConfig(BaseModel):
     min_path_strength: float = Field(default=0.5, ge=0.0)
     min_anchor_paths: int = Field(default=2, ge=1)
     lexical_lean: float = Field(default=0.0, ge=0.0)
+    lexical_disagreement: float = Field(default=0.0, ge=0.0)
     spread_top: int = Field(default=20, ge=3, le=1000)
     clear_margin: float = Field(default=1.0, ge=0.0)
     turn_context: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -156,6 +165,7 @@ ASSOCIATIVE = SearchConfig(
     normalize=(),
     weights={"dense": 1.0, "lexical": 0.5, "graph": 1.2},
     lexical_lean=0.25,
+    lexical_disagreement=0.5,
     clear_margin=2.0,
     turn_context=0.3,
     speaker_lean=1.0,

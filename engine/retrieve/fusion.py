@@ -143,6 +143,18 @@ def calibrated(
     return fused
 
 
+def top_overlap(first: Mapping[str, float], second: Mapping[str, float], top: int = 10) -> float:
+    """The share of ``first``'s ``top`` best ids that are among ``second``'s ``top``
+    best (over the shorter list when one has fewer); 1.0 when either is empty,
+    as nothing disagrees then."""
+    size = min(top, len(first), len(second))
+    if size == 0:
+        return 1.0
+    best_first = {mid for mid, _ in sorted(first.items(), key=lambda i: (-i[1], i[0]))[:size]}
+    best_second = {mid for mid, _ in sorted(second.items(), key=lambda i: (-i[1], i[0]))[:size]}
+    return len(best_first & best_second) / size
+
+
 _TERM = re.compile(r"[^\W_]+(?:[.'’-][^\W_]+)*")
 _CALENDAR = frozenset(
     """january february march april may june july august september october november

@@ -31,6 +31,7 @@ from engine.retrieve.fusion import (
     speakers_named,
     specific_terms,
     spread,
+    top_overlap,
     weighted,
 )
 from engine.store import GraphStore, Vector
@@ -140,7 +141,7 @@ def retrieve(
         direct = calibrated(
             dense,
             lexical,
-            lexical_weight=_lexical_weight(query, config),
+            lexical_weight=_lexical_weight(query, dense, lexical, config),
             top=config.spread_top,
         )
         if config.turn_context > 0.0 and direct:
@@ -336,10 +337,17 @@ def _lean_to_speakers(
     return found
 
 
-def _lexical_weight(query: str, config: SearchConfig) -> float:
+def _lexical_weight(
+    query: str, dense: Mapping[str, float], lexical: Mapping[str, float], config: SearchConfig
+) -> float:
     """The lexical weight for this query: the recipe's, leaning further toward
-    words for each word that names something exactly (up to two)."""
-    return config.weights.get("lexical", 0.0) + config.lexical_lean * min(specific_terms(query), 2)
+    words for each word that names something exactly (up to two), and further
+    the less dense and lexical search agree on their best matches."""
+    weight = config.weights.get("lexical", 0.0)
+    weight += config.lexical_lean * min(specific_terms(query), 2)
+    if config.lexical_disagreement > 0.0:
+        weight *= 1.0 + config.lexical_disagreement * (1.0 - top_overlap(dense, lexical))
+    return weight
 
 
 def _with_graph(

@@ -12,6 +12,7 @@ from engine.retrieve.fusion import (
     seed_composite,
     specific_terms,
     spread,
+    top_overlap,
     weighted,
 )
 
@@ -118,6 +119,23 @@ def test_calibrated_without_similarities_ranks_by_words() -> None:
 )
 def test_specific_terms_count_names_numbers_and_dates(query: str, count: int) -> None:
     assert specific_terms(query) == count
+
+
+def test_top_overlap_is_the_share_of_best_matches_both_signals_hold() -> None:
+    dense = {f"m{i}": 1.0 - i / 100 for i in range(20)}
+    assert top_overlap(dense, dict(dense)) == 1.0
+    assert top_overlap(dense, {f"x{i}": float(i) for i in range(20)}) == 0.0
+    # Half of lexical's ten best are among dense's ten best; the rest are not.
+    lexical = {**{f"m{i}": 10.0 - i for i in range(5)}, **{f"x{i}": 4.0 - i for i in range(5)}}
+    assert top_overlap(dense, lexical) == 0.5
+    # Only the ten best count: dense's eleventh is no agreement.
+    assert top_overlap(dense, {"m10": 9.0, "x": 1.0}, top=10) == 0.0
+
+
+def test_top_overlap_compares_as_many_as_the_shorter_list_holds() -> None:
+    dense = {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6}
+    assert top_overlap(dense, {"a": 3.0, "z": 2.0}) == 0.5
+    assert top_overlap(dense, {}) == 1.0
 
 
 def test_one_anchor_lifts_at_most_the_cap_and_more_anchors_add_in_full() -> None:

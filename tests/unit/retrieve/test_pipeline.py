@@ -176,3 +176,23 @@ def test_without_explain_no_paths_are_built(store: EmbeddedStore) -> None:
     found = run(store, ASSOCIATIVE)
     assert found.candidates[1].graph is not None
     assert all(c.paths == [] for c in found.candidates)
+
+
+def test_the_lexical_weight_leans_further_when_dense_and_lexical_disagree() -> None:
+    from engine.retrieve.pipeline import _lexical_weight
+
+    dense = {f"m{i}": 0.9 - i / 100 for i in range(20)}
+    agreeing = {f"m{i}": 20.0 - i for i in range(20)}
+    apart = {f"t{i}": 20.0 - i for i in range(20)}
+    query = "how do we roll out schema changes"
+    base = ASSOCIATIVE.weights["lexical"]
+    assert _lexical_weight(query, dense, agreeing, ASSOCIATIVE) == pytest.approx(base)
+    leaning = 1.0 + ASSOCIATIVE.lexical_disagreement
+    assert _lexical_weight(query, dense, apart, ASSOCIATIVE) == pytest.approx(base * leaning)
+    # A recipe without the lean keeps its weight whatever the signals say.
+    fixed = ASSOCIATIVE.model_copy(update={"lexical_disagreement": 0.0})
+    assert _lexical_weight(query, dense, apart, fixed) == pytest.approx(base)
+    # Names and dates lean first; disagreement scales the whole.
+    named = "what did Caroline say on 7 May"
+    with_names = base + 2 * ASSOCIATIVE.lexical_lean
+    assert _lexical_weight(named, dense, apart, ASSOCIATIVE) == pytest.approx(with_names * leaning)
