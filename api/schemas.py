@@ -291,6 +291,9 @@ class RetrievalOut(BaseModel):
     domains: list[str]
     triggers: list[str]
     concepts: list[str]
+    names: list[str] = Field(
+        description="The concepts that are proper names; their edges start stronger."
+    )
     confidence: float
     usage_count: int
     last_used: datetime | None
@@ -363,6 +366,7 @@ class MemoryOut(BaseModel):
                 domains=list(r.domains),
                 triggers=list(r.triggers),
                 concepts=list(r.concepts),
+                names=list(r.names),
                 confidence=r.confidence,
                 usage_count=r.usage_count,
                 last_used=r.last_used,

@@ -21,8 +21,10 @@ from engine.extract import ConceptExtractor, make_extractor
 from engine.extract.dedup import DedupConfig
 from engine.extract.quality import QualityConfig
 from engine.jobs.conversations import ConversationJobs
+from engine.jobs.core import CONCEPT_WEIGHT as CONCEPT_WEIGHT
 from engine.jobs.core import FEEDBACK_COUNT_KEY as FEEDBACK_COUNT_KEY
 from engine.jobs.core import MEMBERSHIP_WEIGHT as MEMBERSHIP_WEIGHT
+from engine.jobs.core import NAME_WEIGHT as NAME_WEIGHT
 from engine.jobs.core import NOT_EMBEDDED_REASON as NOT_EMBEDDED_REASON
 from engine.jobs.core import QUALITY_MODEL_KEY as QUALITY_MODEL_KEY
 from engine.jobs.core import TIER_PASS_KEY as TIER_PASS_KEY
@@ -204,8 +206,10 @@ class Hippocampus(
 
 
 __all__ = [
+    "CONCEPT_WEIGHT",
     "EXPORT_FORMAT",
     "MEMBERSHIP_WEIGHT",
+    "NAME_WEIGHT",
     "Association",
     "CollectionStats",
     "GraphNode",

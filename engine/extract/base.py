@@ -9,11 +9,14 @@ from typing import Protocol, runtime_checkable
 
 @dataclass(frozen=True)
 class Extraction:
-    """What a text is about: hub-node names, normalized, in order of first mention."""
+    """What a text is about: hub-node names, normalized, in order of first mention.
+    ``names``: the concepts that are proper names (a person, a place, a product,
+    a work), written as such in the text; a subset of ``concepts``."""
 
     domains: tuple[str, ...] = ()
     triggers: tuple[str, ...] = ()
     concepts: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -45,6 +48,12 @@ def unique_names(names: Iterable[str], limit: int) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def names_among(concepts: Iterable[str], names: Iterable[str]) -> tuple[str, ...]:
+    """The ``concepts`` that are among ``names``, in the concepts' order."""
+    known = set(names)
+    return tuple(c for c in concepts if c in known)
+
+
 def merge_given(
     extracted: Extraction,
     *,
@@ -53,9 +62,12 @@ def merge_given(
     concepts: Sequence[str] | None,
     limit: int = 50,
 ) -> Extraction:
-    """Caller-given values win: a field the caller gave replaces the extracted one."""
+    """Caller-given values win: a field the caller gave replaces the extracted one.
+    A given concept is a name when the extraction found it as one."""
+    final = unique_names(concepts, limit) if concepts is not None else extracted.concepts
     return Extraction(
         domains=unique_names(domains, limit) if domains is not None else extracted.domains,
         triggers=unique_names(triggers, limit) if triggers is not None else extracted.triggers,
-        concepts=unique_names(concepts, limit) if concepts is not None else extracted.concepts,
+        concepts=final,
+        names=names_among(final, extracted.names),
     )

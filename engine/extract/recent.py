@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
-from engine.extract.base import ConceptExtractor, Extraction
+from engine.extract.base import ConceptExtractor, Extraction, names_among
 
 
 class RecentExtractions:
@@ -69,11 +69,13 @@ class RecentExtractions:
         as reading them joined would."""
         items = self.extract_many(texts)
         concepts = _first(n for e in items for n in e.concepts)
+        concepts = concepts[: getattr(self.extractor, "max_concepts", len(concepts))]
         triggers = _first(n for e in items for n in e.triggers)
         return Extraction(
             domains=_first(n for e in items for n in e.domains),
             triggers=triggers[: getattr(self.extractor, "max_triggers", len(triggers))],
-            concepts=concepts[: getattr(self.extractor, "max_concepts", len(concepts))],
+            concepts=concepts,
+            names=names_among(concepts, (n for e in items for n in e.names)),
         )
 
 

@@ -38,7 +38,8 @@ def _stem(word: str) -> str:
 
 class KeywordConceptExtractor:
     """Concepts are adjacent content-word pairs and single content words;
-    triggers the content words; domains from the cue vocabulary."""
+    triggers the content words; domains from the cue vocabulary. Names are the
+    concepts whose words are capitalized inside a sentence somewhere in the text."""
 
     name = "keywords"
 
@@ -50,11 +51,25 @@ class KeywordConceptExtractor:
         return [self._one(text) for text in texts]
 
     def _one(self, text: str) -> Extraction:
-        words = [_stem(w.casefold()) for w in _WORD.findall(text)]
+        found = list(_WORD.finditer(text))
+        words = [_stem(m.group().casefold()) for m in found]
         content = [w for w in words if w not in STOP_WORDS and len(w) > 2]
         pairs = [f"{a} {b}" for a, b in itertools.pairwise(words) if a in content and b in content]
+        named = {w for w, m in zip(words, found, strict=True) if _inside_capitalized(text, m)}
+        concepts = unique_names(pairs + content, self.max_concepts)
         return Extraction(
             domains=domains_for(words),
             triggers=unique_names(content, self.max_triggers),
-            concepts=unique_names(pairs + content, self.max_concepts),
+            concepts=concepts,
+            names=tuple(c for c in concepts if all(w in named for w in c.split())),
         )
+
+
+def _inside_capitalized(text: str, match: re.Match[str]) -> bool:
+    """Whether a word is capitalized and not the first of its sentence (nor "I")."""
+    word = match.group()
+    if not word[:1].isupper() or word == "I":
+        return False
+    # What precedes it on its line, back to the last non-blank character.
+    before = text[max(0, match.start() - 80) : match.start()].rstrip(" \t")
+    return bool(before) and before[-1] not in ".!?\n"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import ConfigError
-from engine.extract.base import Extraction, unique_names
+from engine.extract.base import Extraction, names_among, unique_names
 from engine.extract.domains import domains_for
 
 logger = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class SpacyConceptExtractor:
         lemmas: list[str] = []
         run: list[Any] = []
         names: list[Any] = []
+        proper: list[str] = []
 
         def close_run() -> None:
             # A phrase is the run of adjectives/nouns up to its last noun.
@@ -101,7 +102,9 @@ class SpacyConceptExtractor:
 
         def close_names() -> None:
             if names:
-                concepts.append(" ".join(t.text for t in names))
+                name = " ".join(t.text for t in names)
+                concepts.append(name)
+                proper.append(name)
                 names.clear()
 
         for tok in doc:
@@ -119,10 +122,12 @@ class SpacyConceptExtractor:
                     triggers.append(_verb_trigger(tok))
         close_run()
         close_names()
+        kept = unique_names(concepts, self.max_concepts)
         return Extraction(
             domains=domains_for(lemmas, self.max_domains),
             triggers=unique_names(triggers, self.max_triggers),
-            concepts=unique_names(concepts, self.max_concepts),
+            concepts=kept,
+            names=names_among(kept, unique_names(proper, len(proper) + 1)),
         )
 
 

@@ -10,10 +10,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from engine.errors import ConflictError, InvalidInputError, NotFoundError
-from engine.extract import Extraction, merge_given
+from engine.extract import merge_given
 from engine.extract.quality import assess
 from engine.extract.records import RecordLimits, build_document, indexed_text
-from engine.jobs.core import NOT_EMBEDDED_REASON, _hub_edges
+from engine.jobs.core import NOT_EMBEDDED_REASON, _hub_edges, retrieval_extraction
 from engine.jobs.remembering import RememberingJobs
 from engine.model import Memory, MemoryPatch, NewMemory, content_hash, utcnow
 from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
@@ -136,6 +136,7 @@ class RecordsJobs(RememberingJobs):
                 retrieval.domains = list(extraction.domains)
                 retrieval.triggers = list(extraction.triggers)
                 retrieval.concepts = list(extraction.concepts)
+                retrieval.names = list(extraction.names)
                 retrieval.quality_score = assess(
                     text,
                     source if source is not None else current.source,
@@ -159,11 +160,7 @@ class RecordsJobs(RememberingJobs):
         if patch.speaker is not None:
             update["speaker"] = self._check_speaker(patch.speaker, "speaker")
         given = merge_given(
-            Extraction(
-                domains=tuple(retrieval.domains),
-                triggers=tuple(retrieval.triggers),
-                concepts=tuple(retrieval.concepts),
-            ),
+            retrieval_extraction(retrieval),
             domains=patch.domains,
             triggers=patch.triggers,
             concepts=patch.concepts,
@@ -174,6 +171,7 @@ class RecordsJobs(RememberingJobs):
         retrieval.domains = list(given.domains)
         retrieval.triggers = list(given.triggers)
         retrieval.concepts = list(given.concepts)
+        retrieval.names = list(given.names)
         update["retrieval"] = retrieval
         try:
             memory = Memory.model_validate({**current.model_dump(), **update})

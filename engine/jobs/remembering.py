@@ -813,6 +813,7 @@ class RememberingJobs(ServiceCore):
                 domains=list(extraction.domains),
                 triggers=list(extraction.triggers),
                 concepts=list(extraction.concepts),
+                names=list(extraction.names),
                 conversation_ids=[item.conversation_id] if item.conversation_id else [],
                 synthesized_from=list(dict.fromkeys(item.synthesized_from)),
                 quality_score=quality,

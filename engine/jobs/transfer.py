@@ -10,9 +10,14 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from engine.errors import InvalidInputError
-from engine.extract import Extraction
 from engine.extract.quality import QualityModel
-from engine.jobs.core import FEEDBACK_COUNT_KEY, QUALITY_MODEL_KEY, ServiceCore, _hub_edges
+from engine.jobs.core import (
+    FEEDBACK_COUNT_KEY,
+    QUALITY_MODEL_KEY,
+    ServiceCore,
+    _hub_edges,
+    retrieval_extraction,
+)
 from engine.model import Edge, Memory
 from engine.store import MemoryRecord, Vector
 from engine.surface.conversation import ConversationState
@@ -259,14 +264,7 @@ def _check_portable_state(key: str, value: dict[str, Any], where: str) -> None:
 
 
 def _hub_edges_of(memory: Memory) -> list[Edge]:
-    r = memory.retrieval
-    return _hub_edges(
-        memory.id,
-        Extraction(
-            domains=tuple(r.domains), triggers=tuple(r.triggers), concepts=tuple(r.concepts)
-        ),
-        memory.created_at,
-    )
+    return _hub_edges(memory.id, retrieval_extraction(memory.retrieval), memory.created_at)
 
 
 def _encode_vector(vector: Vector) -> str:

@@ -72,6 +72,9 @@ class Review(BaseModel):
 class RetrievalMeta(BaseModel):
     """How a memory is found and how useful it has been.
 
+    ``names`` are the concepts that are proper names (their edges start at
+    ``NAME_WEIGHT``, see :mod:`engine.jobs.core`).
+
     ``duplicates`` counts the times the same (or nearly the same) content was
     remembered again and merged into this memory; ``conversation_ids`` then
     gains the repeat's conversation (provenance).
@@ -96,6 +99,7 @@ class RetrievalMeta(BaseModel):
     domains: list[str] = Field(default_factory=list)
     triggers: list[str] = Field(default_factory=list)
     concepts: list[str] = Field(default_factory=list)
+    names: list[str] = Field(default_factory=list)
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     usage_count: int = Field(default=0, ge=0)
     last_used: datetime | None = None

@@ -21,7 +21,7 @@ from engine.errors import (
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
 from engine.model import EdgeType, MemoryPatch, NewMemory, RecallFilters, Tier
-from engine.service import MEMBERSHIP_WEIGHT, Hippocampus
+from engine.service import CONCEPT_WEIGHT, MEMBERSHIP_WEIGHT, NAME_WEIGHT, Hippocampus
 from engine.store.embedded import EmbeddedStore
 
 C = "org:acme"
@@ -77,7 +77,8 @@ def test_remember_stores_memory_with_extracted_hub_edges(svc: Hippocampus) -> No
     edges = svc.store.edges_of(C, stored.id)
     about = {e.target for e in edges if e.type == EdgeType.ABOUT}
     assert about == set(stored.retrieval.concepts)
-    assert {e.weight for e in edges} == {MEMBERSHIP_WEIGHT}
+    assert {e.weight for e in edges if e.type != EdgeType.ABOUT} == {MEMBERSHIP_WEIGHT}
+    assert {e.weight for e in edges if e.type == EdgeType.ABOUT} == {CONCEPT_WEIGHT}
 
 
 def test_caller_given_concepts_win_over_extraction(svc: Hippocampus) -> None:
@@ -326,3 +327,23 @@ def test_switching_models_leaves_memories_pending_until_reindexed(
         assert len(second.recall(C, "incident in billing", recipe="DENSE").hits) == 5
     finally:
         second.close()
+
+
+def test_edges_to_proper_names_start_stronger(svc: Hippocampus) -> None:
+    text = "Brand is a verse tragedy by the playwright Henrik Ibsen, first staged in Stockholm."
+    out = svc.remember(C, NewMemory(content=text), now=T0)
+    names = set(out.memory.retrieval.names)
+    assert "henrik ibsen" in names
+    about = {
+        e.target: e.weight for e in svc.store.edges_of(C, out.memory.id) if e.type == EdgeType.ABOUT
+    }
+    assert {about[n] for n in names} == {NAME_WEIGHT}
+    assert {w for n, w in about.items() if n not in names} == {CONCEPT_WEIGHT}
+    # An edit that keeps the content keeps them; one that names other concepts
+    # keeps those the text names as names.
+    edited = svc.update(C, out.memory.id, MemoryPatch(concepts=["Henrik Ibsen", "theatre"]))
+    assert edited.retrieval.names == ["henrik ibsen"]
+    about = {
+        e.target: e.weight for e in svc.store.edges_of(C, out.memory.id) if e.type == EdgeType.ABOUT
+    }
+    assert about == {"henrik ibsen": NAME_WEIGHT, "theatre": CONCEPT_WEIGHT}

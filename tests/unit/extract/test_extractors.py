@@ -76,3 +76,33 @@ def test_every_extractor_meets_the_protocol(extractor_type: type) -> None:
 def test_domains_rank_by_cue_count_then_name() -> None:
     assert domains_for(["checkout", "payment", "slow", "refund"]) == ("payments", "performance")
     assert domains_for(["nothing", "here"]) == ()
+
+
+def test_spacy_marks_the_concepts_that_are_proper_names(
+    spacy_extractor: SpacyConceptExtractor,
+) -> None:
+    (x,) = spacy_extractor.extract_many(
+        ["Brand is a verse tragedy by the playwright Henrik Ibsen, first staged in Stockholm."]
+    )
+    assert {"henrik ibsen", "stockholm"} <= set(x.names)
+    assert "verse tragedy" in x.concepts and "verse tragedy" not in x.names
+    assert set(x.names) <= set(x.concepts)
+
+
+def test_keyword_names_are_words_capitalized_inside_a_sentence() -> None:
+    (x,) = KeywordConceptExtractor().extract_many(
+        ["Deploys failed again. We asked Caroline about Kafka replication lag"]
+    )
+    assert {"caroline", "kafka"} <= set(x.names)
+    # Capitalized only where a sentence starts: no name.
+    assert "deploy" in x.concepts and "deploy" not in x.names
+    assert "replication lag" in x.concepts and "replication lag" not in x.names
+
+
+def test_a_given_concept_is_a_name_when_the_extraction_found_it_as_one() -> None:
+    extracted = Extraction(concepts=("henrik ibsen", "play"), names=("henrik ibsen",))
+    merged = merge_given(
+        extracted, domains=None, triggers=None, concepts=["Play", "Henrik Ibsen", "Norway"]
+    )
+    assert merged.concepts == ("play", "henrik ibsen", "norway")
+    assert merged.names == ("henrik ibsen",)

@@ -89,3 +89,12 @@ def test_pieces_are_what_the_joined_text_keeps(limit: int) -> None:
     joined = " ".join(texts)[:limit]
     assert " ".join(kept) == joined.rstrip(" ") or " ".join(kept) == joined
     assert all(p for p in kept)
+
+
+def test_together_keeps_the_names_among_the_concepts_it_keeps() -> None:
+    recent = RecentExtractions(Counting(max_concepts=3), size=8)
+    merged = recent.together(["we asked Caroline", "then Melanie said Kafka lags"])
+    assert set(merged.names) <= set(merged.concepts)
+    assert "caroline" in merged.names
+    # Melanie and Kafka come past the cap of three concepts: kept nowhere.
+    assert "kafka" not in merged.names
