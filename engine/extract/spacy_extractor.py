@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import ConfigError
-from engine.extract.base import Extraction, names_among, unique_names
+from engine.extract.base import Extraction, names_among, normalize_name, unique_names
 from engine.extract.domains import domains_for
 
 logger = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class SpacyConceptExtractor:
             domains=domains_for(lemmas, self.max_domains),
             triggers=unique_names(triggers, self.max_triggers),
             concepts=kept,
-            names=names_among(kept, unique_names(proper, len(proper) + 1)),
+            names=names_among(kept, map(normalize_name, proper)),
         )
 
 
