@@ -55,10 +55,8 @@ from bench.synth import SynthMemory, chat_messages, chat_queries, memories, quer
 from engine.config import HippoSettings
 from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from engine.extract import Extraction, KeywordConceptExtractor, SpacyConceptExtractor
+from engine.jobs.core import hub_edges
 from engine.model import (
-    HUB_EDGE,
-    Edge,
-    HubKind,
     Memory,
     NewMemory,
     RecallFilters,
@@ -67,7 +65,7 @@ from engine.model import (
     utcnow,
 )
 from engine.retrieve import DEFAULT_RECIPE
-from engine.service import MEMBERSHIP_WEIGHT, Hippocampus
+from engine.service import Hippocampus
 from engine.store import GraphStore, MemoryRecord
 from engine.store.embedded import EmbeddedStore
 from engine.store.neo4j import Neo4jStore
@@ -151,20 +149,13 @@ def keyword_record(
         content_hash=content_hash(m.content),
         embedding_model=model,
         retrieval=RetrievalMeta(
-            domains=list(ex.domains), triggers=list(ex.triggers), concepts=list(ex.concepts)
+            domains=list(ex.domains),
+            triggers=list(ex.triggers),
+            concepts=list(ex.concepts),
+            names=list(ex.names),
         ),
     )
-    names = {
-        HubKind.DOMAIN: ex.domains,
-        HubKind.TRIGGER: ex.triggers,
-        HubKind.CONCEPT: ex.concepts,
-    }
-    edges = [
-        Edge(source=m.id, type=HUB_EDGE[kind], target=name, weight=MEMBERSHIP_WEIGHT)
-        for kind, values in names.items()
-        for name in values
-    ]
-    return MemoryRecord(memory=memory, vector=vector, edges=edges)
+    return MemoryRecord(memory=memory, vector=vector, edges=hub_edges(m.id, ex, now))
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -85,7 +85,7 @@ class SpacyConceptExtractor:
         triggers: list[str] = []
         lemmas: list[str] = []
         run: list[Any] = []
-        names: list[Any] = []
+        name_run: list[Any] = []
         proper: list[str] = []
 
         def close_run() -> None:
@@ -101,17 +101,17 @@ class SpacyConceptExtractor:
             run.clear()
 
         def close_names() -> None:
-            if names:
-                name = " ".join(t.text for t in names)
+            if name_run:
+                name = " ".join(t.text for t in name_run)
                 concepts.append(name)
                 proper.append(name)
-                names.clear()
+                name_run.clear()
 
         for tok in doc:
             if not tok.is_punct and not tok.is_space:
                 lemmas.append(tok.lemma_)
             if tok.pos_ == "PROPN" and not tok.is_stop:
-                names.append(tok)
+                name_run.append(tok)
             else:
                 close_names()
             if tok.pos_ in _PHRASE_POS and not tok.is_punct and len(tok.text) > 1:

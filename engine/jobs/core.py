@@ -413,7 +413,9 @@ class ServiceCore:
                 return done
 
 
-def _hub_edges(memory_id: str, extraction: Extraction, at: datetime) -> list[Edge]:
+def hub_edges(memory_id: str, extraction: Extraction, at: datetime) -> list[Edge]:
+    """A memory's edges to the domains, triggers and concepts ``extraction`` names,
+    at their starting weights."""
     hubs = {
         HubKind.DOMAIN: extraction.domains,
         HubKind.TRIGGER: extraction.triggers,

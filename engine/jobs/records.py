@@ -13,7 +13,7 @@ from engine.errors import ConflictError, InvalidInputError, NotFoundError
 from engine.extract import merge_given
 from engine.extract.quality import assess
 from engine.extract.records import RecordLimits, build_document, indexed_text
-from engine.jobs.core import NOT_EMBEDDED_REASON, _hub_edges, retrieval_extraction
+from engine.jobs.core import NOT_EMBEDDED_REASON, hub_edges, retrieval_extraction
 from engine.jobs.remembering import RememberingJobs
 from engine.model import Memory, MemoryPatch, NewMemory, content_hash, utcnow
 from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
@@ -192,7 +192,7 @@ class RecordsJobs(RememberingJobs):
             MemoryRecord(
                 memory=memory,
                 vector=vector,
-                edges=_hub_edges(memory.id, given, at) if hubs_changed else (),
+                edges=hub_edges(memory.id, given, at) if hubs_changed else (),
                 drop_vector=drop_vector,
                 passages=passage_vectors,
                 # What engagement, feedback or a tier move recorded while this
@@ -342,7 +342,7 @@ class RecordsJobs(RememberingJobs):
                 MemoryRecord(
                     memory=memory,
                     vector=embedded.heads[0] if embedded is not None else None,
-                    edges=_hub_edges(memory.id, extraction, at),
+                    edges=hub_edges(memory.id, extraction, at),
                     passages=embedded.passages[0] if embedded is not None else None,
                 )
             ],

@@ -18,7 +18,7 @@ from engine.extract import Extraction, merge_given
 from engine.extract.dedup import Verdict, compare, merge_duplicate
 from engine.extract.quality import QualityAssessment, QualityModel, assess
 from engine.extract.sanitize import sanitize_text
-from engine.jobs.core import NOT_EMBEDDED_REASON, Embedded, ServiceCore, _hub_edges
+from engine.jobs.core import NOT_EMBEDDED_REASON, Embedded, ServiceCore, hub_edges
 from engine.jobs.stages import staged
 from engine.model import (
     Edge,
@@ -415,7 +415,7 @@ class RememberingJobs(ServiceCore):
             created[i] = memory
             created_vectors[i] = vector
             created_passages[i] = embedded.passages[n] if embedded is not None else None
-            edges = _hub_edges(memory.id, extraction, at)
+            edges = hub_edges(memory.id, extraction, at)
             edges.extend(
                 Edge(
                     source=memory.id,

@@ -15,7 +15,7 @@ from engine.jobs.core import (
     FEEDBACK_COUNT_KEY,
     QUALITY_MODEL_KEY,
     ServiceCore,
-    _hub_edges,
+    hub_edges,
     retrieval_extraction,
 )
 from engine.model import Edge, Memory
@@ -264,7 +264,7 @@ def _check_portable_state(key: str, value: dict[str, Any], where: str) -> None:
 
 
 def _hub_edges_of(memory: Memory) -> list[Edge]:
-    return _hub_edges(memory.id, retrieval_extraction(memory.retrieval), memory.created_at)
+    return hub_edges(memory.id, retrieval_extraction(memory.retrieval), memory.created_at)
 
 
 def _encode_vector(vector: Vector) -> str:
