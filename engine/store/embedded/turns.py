@@ -33,6 +33,8 @@ SELECT id FROM memories
 WHERE collection = ?1 AND turn_of = ?2 AND (occurred_at, id) > (?3, ?4)
 ORDER BY occurred_at, id LIMIT ?5
 """
+_KEYS_CHUNK = 500
+"""Ids per statement when reading keys: under SQLite's bound-parameter limit."""
 _KEY_OF = "SELECT turn_of, occurred_at FROM memories WHERE collection = ? AND id = ?"
 _DROP_NEXT = f"DELETE FROM edges WHERE collection = ? AND source = ? AND type = '{_NEXT}'"
 _ADD_NEXT = f"""
@@ -58,6 +60,23 @@ def key_of(conn: sqlite3.Connection, collection: str, memory_id: str) -> TurnKey
     if row is None or row[0] is None:
         return None
     return TurnKey(row[0], row[1], memory_id)
+
+
+def keys_of(conn: sqlite3.Connection, collection: str, ids: Sequence[str]) -> dict[str, TurnKey]:
+    """The stored keys of those of ``ids`` that are turns, read in chunks of
+    :data:`_KEYS_CHUNK` ids (one statement each, not one per id)."""
+    found: dict[str, TurnKey] = {}
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), _KEYS_CHUNK):
+        chunk = unique[start : start + _KEYS_CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        for memory_id, turn_of, occurred in conn.execute(
+            "SELECT id, turn_of, occurred_at FROM memories"
+            f" WHERE collection = ? AND id IN ({marks}) AND turn_of IS NOT NULL",
+            (collection, *chunk),
+        ):
+            found[memory_id] = TurnKey(turn_of, occurred, memory_id)
+    return found
 
 
 def relink(conn: sqlite3.Connection, collection: str, keys: Iterable[TurnKey], at: int) -> None:
@@ -96,8 +115,9 @@ def neighbours(
     before it and ``after`` that came just after, each list in the order they
     happened."""
     out: dict[str, tuple[list[str], list[str]]] = {}
+    keys = keys_of(conn, collection, ids)
     for memory_id in dict.fromkeys(ids):
-        key = key_of(conn, collection, memory_id)
+        key = keys.get(memory_id)
         if key is None:
             continue
         earlier = (

@@ -31,6 +31,7 @@ from engine.model.association import (
 from engine.store import MemoryRecord, Vector
 from engine.store.embedded import EmbeddedStore
 from engine.store.embedded import store as store_module
+from engine.store.embedded import turns as turns_module
 from engine.store.embedded.graph import degree_factor
 
 C = "org:acme"
@@ -1098,3 +1099,30 @@ def test_an_older_database_gets_occurred_at_and_linked_turns(tmp_path: Path) -> 
         )
         nexts = sorted((e.source, e.target) for e in s.iter_edges(C) if e.type is EdgeType.NEXT)
         assert nexts == [("a", "b"), ("b", "between"), ("between", "c")]
+
+
+def test_neighbour_turns_read_their_keys_in_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Keys are read a chunk of ids per statement; a chunk of two splits these
+    # ids (a repeat, a loose memory and an absent id among them) over four.
+    monkeypatch.setattr(turns_module, "_KEYS_CHUNK", 2)
+    with EmbeddedStore(tmp_path) as s:
+        s.add_memories(
+            C,
+            [
+                MemoryRecord(memory=memory(f"t{n}", days=n, conversations=("chat",)))
+                for n in (2, 0, 3, 1)
+            ]
+            + [MemoryRecord(memory=memory("loose", days=5))],
+        )
+        found = s.neighbour_turns(
+            C, ["t1", "loose", "t3", "absent", "t1", "t0", "t2"], before=1, after=1
+        )
+    assert found == {
+        "t1": (["t0"], ["t2"]),
+        "t3": (["t2"], []),
+        "t0": ([], ["t1"]),
+        "t2": (["t1"], ["t3"]),
+    }
+    assert list(found) == ["t1", "t3", "t0", "t2"]
