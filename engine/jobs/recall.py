@@ -6,6 +6,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from pydantic import BaseModel
@@ -40,7 +41,7 @@ from engine.retrieve.config import (
     without_dense,
 )
 from engine.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
-from engine.retrieve.pipeline import Candidate, hub_anchor_edges, retrieve
+from engine.retrieve.pipeline import Candidate, hub_anchor_edges, read_query, retrieve
 from engine.retrieve.summary import context_summary
 from engine.store import Vector
 from engine.store.base import passage_score
@@ -51,6 +52,10 @@ logger = logging.getLogger("engine.service")
 
 
 _LATENCIES_KEPT = 1000
+_QUERY_READERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippo-query")
+"""Where recalls read what their queries name while the query is embedded and
+searched (:func:`~engine.retrieve.pipeline.read_query`); shared by every service
+of the process, whose recalls are on many threads anyway."""
 ASSOCIATE_SORTS = ("strength", "confidence")
 """Orders :meth:`Hippocampus.associate` offers: path strength (default) or the
 memory's confidence (the seed's)."""
@@ -182,6 +187,7 @@ class RecallJobs(ServiceCore):
         at = now or utcnow()
         started = time.perf_counter()
         warnings: list[str] = []
+        reading = read_query(_QUERY_READERS, self.extractor, text) if config.graph else None
         if query_vector is None and (config.dense or config.graph):
             try:
                 query_vector = self.embedder.encode([text])[0]
@@ -204,6 +210,7 @@ class RecallJobs(ServiceCore):
             limit=limit,
             now=at,
             explain=explain,
+            extraction=reading,
         )
         candidates = found.candidates
         if min_score is not None:

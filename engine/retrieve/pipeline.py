@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -113,11 +114,12 @@ def retrieve(
     limit: int,
     now: datetime,
     explain: bool = False,
-    extraction: Extraction | None = None,
+    extraction: Extraction | Future[Extraction] | None = None,
 ) -> Retrieval:
     """Run one recall and return the ranked candidates (at most ``limit``); with
     ``explain``, each carries the graph paths that reached it. ``extraction``:
-    what the query names, when the caller already knows it."""
+    what the query names, when the caller already knows it, or is reading it on
+    another thread (see :func:`read_query`)."""
     dense: dict[str, float] = {}
     if config.dense and query_vector is not None:
         dense = dict(
@@ -161,7 +163,7 @@ def retrieve(
             query_vector,
             model=model,
             config=config,
-            extraction=extraction,
+            extraction=_settled(extraction),
         )
         anchors = [Anchor(kind=h.kind, name=h.name, strength=_unit(h.similarity)) for h in hubs]
         seeds = _seeds(direct, config) if direct else _fused_seeds(dense, lexical, config)
@@ -231,6 +233,27 @@ def retrieve(
         for mid in ordered
     ]
     return Retrieval(candidates=candidates, hubs=hubs, memories=memories)
+
+
+def read_query(pool: Executor, extractor: ConceptExtractor, query: str) -> Future[Extraction]:
+    """Start reading what ``query`` names on ``pool``, for :func:`retrieve`. The
+    reading (spaCy's tagger, a few milliseconds) then overlaps the query's
+    embedding and dense search, which release the GIL; when no worker has
+    picked it up by the time the walk needs it, the recall reads the query
+    itself rather than wait in the queue."""
+    return pool.submit(_read, extractor, query)
+
+
+def _read(extractor: ConceptExtractor, query: str) -> Extraction:
+    return extractor.extract_many([query])[0]
+
+
+def _settled(extraction: Extraction | Future[Extraction] | None) -> Extraction | None:
+    """What a reading started by :func:`read_query` found; ``None`` (read it here)
+    when it never started."""
+    if isinstance(extraction, Future):
+        return None if extraction.cancel() else extraction.result()
+    return extraction
 
 
 def hub_anchor_edges(hubs: list[HubMatch]) -> list[tuple[EdgeType, str]]:

@@ -4,7 +4,9 @@ query anchors, what the graph adds to similarity, and explanations."""
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from engine.extract import Extraction
 from engine.model import Edge, EdgeType, Memory, RecallFilters, RetrievalMeta
 from engine.model import content_hash as hash_of
 from engine.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
-from engine.retrieve.pipeline import Retrieval, retrieve
+from engine.retrieve.pipeline import Retrieval, read_query, retrieve
 from engine.store import MemoryRecord, Vector
 from engine.store.embedded import EmbeddedStore
 
@@ -47,6 +49,18 @@ class FixedExtractor:
 
     def extract_many(self, texts: Sequence[str]) -> list[Extraction]:
         return [self.table.get(t, Extraction()) for t in texts]
+
+
+class CountingExtractor(FixedExtractor):
+    """Also notes the thread each query was read on."""
+
+    def __init__(self, table: dict[str, Extraction]) -> None:
+        super().__init__(table)
+        self.threads: list[str] = []
+
+    def extract_many(self, texts: Sequence[str]) -> list[Extraction]:
+        self.threads.append(threading.current_thread().name)
+        return super().extract_many(texts)
 
 
 def unit(similarity: float) -> Vector:
@@ -196,3 +210,54 @@ def test_the_lexical_weight_leans_further_when_dense_and_lexical_disagree() -> N
     named = "what did Caroline say on 7 May"
     with_names = base + 2 * ASSOCIATIVE.lexical_lean
     assert _lexical_weight(named, dense, apart, ASSOCIATIVE) == pytest.approx(with_names * leaning)
+
+
+QUERY = "who ruled the austrian composer's country"
+
+
+def recall_with(
+    store: EmbeddedStore, extractor: CountingExtractor, reading: Future[Extraction]
+) -> Retrieval:
+    return retrieve(
+        store,
+        extractor,
+        C,
+        QUERY,
+        QUERY_VECTOR,
+        model=MODEL,
+        config=ASSOCIATIVE,
+        filters=RecallFilters(),
+        limit=3,
+        now=T0,
+        extraction=reading,
+    )
+
+
+def test_a_query_read_on_another_thread_anchors_the_walk(store: EmbeddedStore) -> None:
+    extractor = CountingExtractor({QUERY: Extraction(concepts=("austria",))})
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reader") as pool:
+        reading = read_query(pool, extractor, QUERY)
+        reading.result()
+        found = recall_with(store, extractor, reading)
+    assert [h.name for h in found.hubs] == ["austria"]
+    # Read once, by the pool: the recall used what it found.
+    assert len(extractor.threads) == 1
+    assert extractor.threads[0].startswith("reader")
+
+
+def test_a_reading_no_worker_started_is_done_by_the_recall(store: EmbeddedStore) -> None:
+    extractor = CountingExtractor({QUERY: Extraction(concepts=("austria",))})
+    release = threading.Event()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reader") as pool:
+        busy = pool.submit(release.wait, 10)
+        reading = read_query(pool, extractor, QUERY)
+        try:
+            found = recall_with(store, extractor, reading)
+        finally:
+            release.set()
+        assert busy.result()
+    # The recall did not wait behind the busy worker: it read the query itself
+    # and withdrew the reading.
+    assert reading.cancelled()
+    assert extractor.threads == [threading.current_thread().name]
+    assert [h.name for h in found.hubs] == ["austria"]
