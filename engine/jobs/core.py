@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from engine.config import COLLECTION_PATTERN, Limits
 from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder
 from engine.embed.passages import passages
+from engine.embed.scope import scope
 from engine.errors import EmbeddingError, InvalidInputError, LimitExceededError
 from engine.extract import ConceptExtractor, Extraction
 from engine.extract.dedup import DedupConfig
@@ -73,10 +74,24 @@ NOT_EMBEDDED_REASON = (
 stays in the log: it may name hosts or files."""
 
 
+def toward_scope(head: Vector, scope_vector: Vector) -> Vector:
+    """A standing instruction's vector: its text's and its scope's, averaged at
+    unit length (see :mod:`engine.embed.scope`). A request in the rule's scope
+    then finds it about as readily as the scope alone would, and a question
+    about the rule itself still does, as its own words count half."""
+    a = head / (np.linalg.norm(head) or 1.0)
+    b = scope_vector / (np.linalg.norm(scope_vector) or 1.0)
+    both = a + b
+    norm = float(np.linalg.norm(both))
+    out: Vector = (both / norm if norm > 0.0 else a).astype(np.float32)
+    return out
+
+
 class Embedded(NamedTuple):
     """Texts embedded by passages: ``heads`` holds each text's first passage (its
-    vector as a memory), one row per text; ``passages`` the rows of its further
-    passages, in order, or ``None`` for a text of one passage."""
+    vector as a memory; for a standing instruction, leaning toward its scope),
+    one row per text; ``passages`` the rows of its further passages, in order,
+    or ``None`` for a text of one passage."""
 
     heads: Vector
     passages: list[Vector | None]
@@ -271,10 +286,16 @@ class ServiceCore:
         size, overlap = self.limits.passage_chars, self.limits.passage_overlap
         pieces: list[str] = []
         counts: list[int] = []
+        scoped: list[tuple[int, int]] = []  # (text, its scope's piece)
         for text in texts:
             cuts = passages(text, size, overlap)
             pieces.extend(text[start:end] for start, end in cuts)
             counts.append(len(cuts))
+        for i, text in enumerate(texts):
+            clause = scope(text)
+            if clause is not None:
+                scoped.append((i, len(pieces)))
+                pieces.append(clause)
         if not pieces:
             return Embedded(np.zeros((0, self.embedder.dim), dtype=np.float32), [])
         vectors = self._encode_pieces(pieces)
@@ -283,7 +304,10 @@ class ServiceCore:
             vectors[first + 1 : first + count].copy() if count > 1 else None
             for first, count in zip(firsts.tolist(), counts, strict=True)
         ]
-        return Embedded(vectors[firsts], rest)
+        heads = vectors[firsts]
+        for i, piece in scoped:
+            heads[i] = toward_scope(heads[i], vectors[piece])
+        return Embedded(heads, rest)
 
     def _encode_pieces(self, pieces: Sequence[str]) -> Vector:
         """One vector per piece, in order, embedded ``embed_batch_size`` at a time,

@@ -1,0 +1,125 @@
+"""Standing instructions through the facade: a memory that says how to answer a
+kind of request is embedded leaning toward that kind of request, on every path
+that embeds a memory (remember, a batch, an edit, re-embedding)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from engine.embed import HashingEmbedder
+from engine.embed.scope import scope
+from engine.errors import EmbeddingError
+from engine.extract import SpacyConceptExtractor
+from engine.extract.quality import QualityConfig
+from engine.jobs.core import toward_scope
+from engine.model import MemoryPatch, NewMemory
+from engine.service import Hippocampus
+from engine.store.embedded import EmbeddedStore
+
+C = "persona:ada"
+OPERATOR = "operator"
+RULE = "Always include version numbers when I ask about software dependencies."
+PLAIN = "We chose Flask for the budget tracker because it stays small."
+
+
+class FlakyEmbedder(HashingEmbedder):
+    """The hashing embedder, failing while ``down``."""
+
+    down = False
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if self.down:
+            raise EmbeddingError("model crashed")
+        return super().encode(texts)
+
+
+@pytest.fixture
+def hashing_embedder() -> FlakyEmbedder:
+    return FlakyEmbedder()
+
+
+@pytest.fixture
+def svc(
+    tmp_path: Path, hashing_embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
+) -> Iterator[Hippocampus]:
+    service = Hippocampus(
+        EmbeddedStore(tmp_path / "data"),
+        hashing_embedder,
+        spacy_extractor,
+        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
+    )
+    yield service
+    service.close()
+
+
+def _stored(svc: Hippocampus, memory_id: str) -> np.ndarray:
+    return svc.store.get_vectors(C, [memory_id])[memory_id]
+
+
+def _expected(embedder: HashingEmbedder, text: str) -> np.ndarray:
+    clause = scope(text)
+    head, *rest = embedder.encode([text, *([clause] if clause else [])])
+    return toward_scope(head, rest[0]) if rest else head
+
+
+def test_toward_scope_is_the_unit_mean_of_the_two() -> None:
+    a = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    b = np.array([0.0, 2.0, 0.0], dtype=np.float32)  # not at unit length
+    lean = toward_scope(a, b)
+    assert np.linalg.norm(lean) == pytest.approx(1.0)
+    assert float(lean @ a) == pytest.approx(float(lean @ (b / 2)))
+    assert float(lean @ a) > float(a @ (b / 2))
+
+
+def test_a_rule_leans_toward_its_scope_and_a_plain_memory_does_not(
+    svc: Hippocampus, hashing_embedder: HashingEmbedder
+) -> None:
+    rule = svc.remember(C, NewMemory(content=RULE, source=OPERATOR)).memory
+    plain = svc.remember(C, NewMemory(content=PLAIN, source=OPERATOR)).memory
+    assert rule is not None and plain is not None
+
+    own = hashing_embedder.encode([RULE])[0]
+    assert not np.allclose(_stored(svc, rule.id), own)
+    np.testing.assert_allclose(_stored(svc, rule.id), _expected(hashing_embedder, RULE), atol=1e-6)
+    plain_vector = hashing_embedder.encode([PLAIN])[0]
+    np.testing.assert_allclose(_stored(svc, plain.id), plain_vector, atol=1e-6)
+
+    scope_vector = hashing_embedder.encode(["software dependencies"])[0]
+    assert float(_stored(svc, rule.id) @ scope_vector) > float(own @ scope_vector)
+
+
+def test_a_batch_leans_as_one_memory_does(
+    svc: Hippocampus, hashing_embedder: HashingEmbedder
+) -> None:
+    out = svc.remember_many(C, [NewMemory(content=t, source=OPERATOR) for t in (PLAIN, RULE)])
+    ids = [o.memory.id for o in out if o.memory is not None]
+    np.testing.assert_allclose(_stored(svc, ids[1]), _expected(hashing_embedder, RULE), atol=1e-6)
+
+
+def test_an_edit_that_drops_the_condition_drops_the_lean(
+    svc: Hippocampus, hashing_embedder: HashingEmbedder
+) -> None:
+    rule = svc.remember(C, NewMemory(content=RULE, source=OPERATOR)).memory
+    assert rule is not None
+    edited = "Always include version numbers."
+    svc.update(C, rule.id, MemoryPatch(content=edited))
+    edited_vector = hashing_embedder.encode([edited])[0]
+    np.testing.assert_allclose(_stored(svc, rule.id), edited_vector, atol=1e-6)
+
+
+def test_re_embedding_leans_as_remembering_does(
+    svc: Hippocampus, hashing_embedder: FlakyEmbedder
+) -> None:
+    hashing_embedder.down = True
+    rule = svc.remember(C, NewMemory(content=RULE, source=OPERATOR)).memory
+    assert rule is not None and svc.store.get_vectors(C, [rule.id]) == {}
+    hashing_embedder.down = False
+
+    assert svc.reindex(C) == 1
+
+    np.testing.assert_allclose(_stored(svc, rule.id), _expected(hashing_embedder, RULE), atol=1e-6)
