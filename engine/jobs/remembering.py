@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from engine.embed.scope import scope
 from engine.errors import ConflictError, EmbeddingError, InvalidInputError, LimitExceededError
 from engine.extract import Extraction, merge_given
 from engine.extract.dedup import Verdict, compare, merge_duplicate
@@ -743,7 +744,8 @@ class RememberingJobs(ServiceCore):
         """The stored (or earlier in the batch) memory ``content`` nearly repeats, or
         the ones it contradicts. Compared: the nearest stored memories by vector
         (``neighbors``) and, for a short text, by words; and the memories this batch
-        creates nearest by vector."""
+        creates nearest by vector. A standing instruction is compared with any
+        other memory by words alone (see :mod:`engine.embed.scope`)."""
         config = self.dedup
         every_tier = RecallFilters(tiers=list(Tier))
         similarity: dict[str, float | None] = dict(neighbors)
@@ -775,8 +777,14 @@ class RememberingJobs(ServiceCore):
             key=lambda mid: (-(similarity[mid] or -2.0), mid),
         )
         conflicts: list[str] = []
+        leaned = scope(content) is not None
         for mid in ranked:
-            verdict = compare(content, texts[mid], similarity[mid], config).verdict
+            likeness = similarity[mid]
+            if leaned or scope(texts[mid]) is not None:
+                # A standing instruction's vector leans toward its scope, so two
+                # rules of one scope look alike whatever they ask: judged by words.
+                likeness = None
+            verdict = compare(content, texts[mid], likeness, config).verdict
             if verdict == Verdict.DUPLICATE:
                 return _NearMatch(duplicate=mid)
             if verdict == Verdict.CONFLICT:

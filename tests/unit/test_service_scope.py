@@ -15,6 +15,7 @@ from engine.embed import HashingEmbedder
 from engine.embed.scope import scope
 from engine.errors import EmbeddingError
 from engine.extract import SpacyConceptExtractor
+from engine.extract.dedup import DedupConfig
 from engine.extract.quality import QualityConfig
 from engine.jobs.core import toward_scope
 from engine.model import MemoryPatch, NewMemory
@@ -123,3 +124,31 @@ def test_re_embedding_leans_as_remembering_does(
     assert svc.reindex(C) == 1
 
     np.testing.assert_allclose(_stored(svc, rule.id), _expected(hashing_embedder, RULE), atol=1e-6)
+
+
+def test_two_rules_of_one_scope_are_told_apart_by_their_words(
+    tmp_path: Path, hashing_embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    # Their texts' vectors are far apart (0.81 with the hashing embedder); leaning
+    # both toward the same scope brings them to 0.94, past this service's bar.
+    first = "Always include version numbers when I ask about software dependencies."
+    second = "Always include release dates when I ask about software dependencies."
+    own = hashing_embedder.encode([first, second])
+    leaned = [_expected(hashing_embedder, t) for t in (first, second)]
+    bar = 0.92
+    assert float(own[0] @ own[1]) < bar < float(leaned[0] @ leaned[1])
+    service = Hippocampus(
+        EmbeddedStore(tmp_path / "data"),
+        hashing_embedder,
+        spacy_extractor,
+        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
+        dedup=DedupConfig(similarity=bar),
+    )
+    try:
+        assert service.remember(C, NewMemory(content=first, source=OPERATOR)).created
+        again = service.remember(C, NewMemory(content=second, source=OPERATOR))
+        assert again.created and again.duplicate_of is None
+        repeat = service.remember(C, NewMemory(content=first + " ", source=OPERATOR))
+        assert not repeat.created  # the same rule again is still a repeat
+    finally:
+        service.close()
