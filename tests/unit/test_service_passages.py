@@ -15,13 +15,13 @@ import pytest
 from bench.synth import memories
 from engine.embed import HashingEmbedder
 from engine.embed.passages import passages
-from engine.errors import EmbeddingError
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
 from engine.model import MemoryPatch, NewMemory
 from engine.service import Hippocampus
 from engine.store.base import PASSAGE_MARGIN
 from engine.store.embedded import EmbeddedStore
+from tests.unit.flaky import FlakyEmbedder
 
 C = "persona:ada"
 OPERATOR = "operator"
@@ -48,17 +48,6 @@ def _long_text(chars: int = 20_000) -> str:
         paragraphs.append(paragraph)
         size += len(paragraph) + 2
     return "\n\n".join([*paragraphs, TAIL])
-
-
-class FlakyEmbedder(HashingEmbedder):
-    """The hashing embedder, failing while ``down``."""
-
-    down = False
-
-    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        if self.down:
-            raise EmbeddingError("model crashed")
-        return super().encode(texts)
 
 
 @pytest.fixture

@@ -4,16 +4,14 @@ that embeds a memory (remember, a batch, an edit, re-embedding)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 from engine.embed import HashingEmbedder
 from engine.embed.scope import scope
-from engine.errors import EmbeddingError
 from engine.extract import SpacyConceptExtractor
 from engine.extract.dedup import DedupConfig
 from engine.extract.quality import QualityConfig
@@ -21,22 +19,12 @@ from engine.jobs.core import toward_scope
 from engine.model import MemoryPatch, NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
+from tests.unit.flaky import FlakyEmbedder
 
 C = "persona:ada"
 OPERATOR = "operator"
 RULE = "Always include version numbers when I ask about software dependencies."
 PLAIN = "We chose Flask for the budget tracker because it stays small."
-
-
-class FlakyEmbedder(HashingEmbedder):
-    """The hashing embedder, failing while ``down``."""
-
-    down = False
-
-    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        if self.down:
-            raise EmbeddingError("model crashed")
-        return super().encode(texts)
 
 
 @pytest.fixture
