@@ -42,7 +42,7 @@ _TOPIC = re.compile(
 # A sentence that tells the assistant how to answer from now on.
 _RULE = re.compile(
     r"\b(?:always|never|from\s+now\s+on|make\s+sure\s+(?:to|you)|remember\s+to|"
-    r"(?:do\s+not|don't|don’t)\s+\w+|please|"
+    r"(?:do\s+not|don't|don’t)\s+\w+|please|you\s+(?:should|must|need\s+to|have\s+to)|"
     r"I(?:'d|’d|\s+would)?\s+(?:prefer|like|want)\s+(?:you\s+to|that\s+you|answers|responses))\b",
     re.IGNORECASE,
 )
@@ -50,6 +50,20 @@ _LEADING_WORDS = 3
 """At most this many words before a condition ("From now on, when …") and it
 leads its sentence."""
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+# Words that open a statement rather than a command: "When I ask about taxes, I
+# get lost" tells nothing; "When I ask about taxes, cite the form" does.
+_NOT_A_COMMAND = frozenset(
+    """i we you he she it they this that these those there the a an my our your his
+    her its their it's that's there's i'm we're you're""".split()
+)
+_FIRST_WORD = re.compile(r"\s*([a-z][a-z'’]*)")
+
+
+def _commands(clause: str) -> bool:
+    """Whether ``clause`` (what follows a leading condition's comma) reads as a
+    command: it opens with a lower-case word that is no subject or article."""
+    first = _FIRST_WORD.match(clause)
+    return first is not None and first.group(1).replace("’", "'") not in _NOT_A_COMMAND
 
 
 def _until_the_rule(clause: str) -> str:
@@ -68,26 +82,34 @@ def scope(text: str) -> str | None:
     A scope is what follows a condition on the asker's requests ("when I ask
     about …", "whenever we discuss …", "when it comes to …", "for questions
     about …") in a sentence that gives a standing instruction ("always",
-    "never", "from now on", "make sure to", "please", "I'd like you to" …), up
-    to the end of that sentence, at most :data:`MAX_SCOPE_CHARS` characters.
-    Several such clauses are joined with "; " in order. The same condition in
-    a sentence that instructs nothing ("it helps when it comes to testing") is
-    no scope.
+    "never", "from now on", "make sure to", "please", "you should", "I'd like
+    you to" …, or a bare command after a condition that leads: "whenever I ask
+    for a recipe, give metric units"), up to the end of that sentence (or the
+    comma after a leading condition), at most :data:`MAX_SCOPE_CHARS`
+    characters. Several such clauses are joined with "; " in order. The same
+    condition in a sentence that instructs nothing ("it helps when it comes to
+    testing", "when I ask about taxes, I get lost") is no scope.
     """
     found: list[str] = []
     for sentence in _SENTENCE.finditer(text):
         words = sentence.group()
-        if not _RULE.search(words):
-            continue
         clauses = [*_CONDITION.finditer(words), *_TOPIC.finditer(words)]
+        if not clauses:
+            continue
+        instructs = _RULE.search(words) is not None
         for match in sorted(clauses, key=lambda m: m.start()):
             clause = match.group("scope")
             if len(words[: match.start()].split()) <= _LEADING_WORDS:
                 # The condition leads ("From now on, for questions about X, do Y"):
-                # the rule follows its first comma.
-                clause = clause.split(",")[0]
-            else:
+                # the rule follows its first comma, and may be a bare command
+                # ("Whenever I ask for a recipe, give metric units").
+                clause, comma, rest = clause.partition(",")
+                if not (instructs or (comma and _commands(rest))):
+                    continue
+            elif instructs:
                 clause = _until_the_rule(clause)
+            else:
+                continue
             clause = clause.strip(" ,:-\"'“”")
             if clause:
                 found.append(clause)

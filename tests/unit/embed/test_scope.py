@@ -16,6 +16,8 @@ from engine.embed.scope import MAX_SCOPE_CHARS, scope
         ("From now on, for questions about billing, quote the invoice number.", "billing"),
         ("When it comes to deploys, always list the rollback steps first.", "deploys"),
         ("When I ask about dates, always use the ISO format.", "dates"),
+        ("Whenever I ask for a recipe, give the amounts in grams.", "a recipe"),
+        ("You should cite the form number when I ask about taxes.", "taxes"),
     ],
 )
 def test_a_standing_instruction_names_what_it_governs(text: str, expected: str) -> None:
@@ -26,6 +28,9 @@ def test_a_condition_in_a_sentence_that_instructs_nothing_is_no_scope() -> None:
     assert scope("It got easier when I asked about taxes at the bank.") is None
     assert scope("When it comes to testing, our suite runs in four minutes.") is None
     assert scope("Always check the logs first.") is None  # a rule, but for every request
+    assert scope("When I ask about taxes, I get lost in the forms.") is None
+    assert scope("When I ask about taxes, the answers are long.") is None
+    assert scope("When I asked about the venue it was booked.") is None
 
 
 def test_only_the_instructing_sentence_counts_and_clauses_join_in_order() -> None:
