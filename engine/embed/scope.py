@@ -6,16 +6,20 @@ to hold whenever such a request comes. The request ("which libraries does this
 project use?") shares little with the rule's wording, most of which says what
 to do, not when. The clause that says when ("when I ask about software
 dependencies") is what such a request resembles, so a memory that names one is
-embedded leaning toward it (see ``engine.jobs.core``).
+embedded leaning toward it: :func:`toward_scope`, applied wherever the service
+embeds a memory (``engine.jobs.core``).
 
-Pure text arithmetic: no model, no I/O.
+Pure text and vector arithmetic: no model, no I/O.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_SCOPE_CHARS", "scope"]
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["MAX_SCOPE_CHARS", "scope", "toward_scope"]
 
 MAX_SCOPE_CHARS = 200
 """The longest scope kept, in characters (a clause, not a passage)."""
@@ -116,3 +120,18 @@ def scope(text: str) -> str | None:
     if not found:
         return None
     return "; ".join(found)[:MAX_SCOPE_CHARS].rstrip()
+
+
+def toward_scope(
+    head: npt.NDArray[np.float32], scope_vector: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """A standing instruction's vector: its text's and its scope's, averaged at
+    unit length (the clause :func:`scope` finds). A request in the rule's scope
+    then finds it about as readily as the scope alone would, and a question
+    about the rule itself still does, as its own words count half."""
+    a = head / (np.linalg.norm(head) or 1.0)
+    b = scope_vector / (np.linalg.norm(scope_vector) or 1.0)
+    both = a + b
+    norm = float(np.linalg.norm(both))
+    out: npt.NDArray[np.float32] = (both / norm if norm > 0.0 else a).astype(np.float32)
+    return out

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from engine.config import COLLECTION_PATTERN, Limits
 from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder
 from engine.embed.passages import passages
-from engine.embed.scope import scope
+from engine.embed.scope import scope, toward_scope
 from engine.errors import EmbeddingError, InvalidInputError, LimitExceededError
 from engine.extract import ConceptExtractor, Extraction
 from engine.extract.dedup import DedupConfig
@@ -72,19 +72,6 @@ NOT_EMBEDDED_REASON = (
 )
 """The reason given for a memory stored without a vector. The embedder's own error
 stays in the log: it may name hosts or files."""
-
-
-def toward_scope(head: Vector, scope_vector: Vector) -> Vector:
-    """A standing instruction's vector: its text's and its scope's, averaged at
-    unit length (see :mod:`engine.embed.scope`). A request in the rule's scope
-    then finds it about as readily as the scope alone would, and a question
-    about the rule itself still does, as its own words count half."""
-    a = head / (np.linalg.norm(head) or 1.0)
-    b = scope_vector / (np.linalg.norm(scope_vector) or 1.0)
-    both = a + b
-    norm = float(np.linalg.norm(both))
-    out: Vector = (both / norm if norm > 0.0 else a).astype(np.float32)
-    return out
 
 
 class Embedded(NamedTuple):

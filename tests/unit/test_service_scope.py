@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 
 from engine.embed import HashingEmbedder
-from engine.embed.scope import scope
+from engine.embed.scope import scope, toward_scope
 from engine.extract import SpacyConceptExtractor
 from engine.extract.dedup import DedupConfig
 from engine.extract.quality import QualityConfig
-from engine.jobs.core import toward_scope
 from engine.model import MemoryPatch, NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
@@ -28,17 +27,17 @@ PLAIN = "We chose Flask for the budget tracker because it stays small."
 
 
 @pytest.fixture
-def hashing_embedder() -> FlakyEmbedder:
+def embedder() -> FlakyEmbedder:
     return FlakyEmbedder()
 
 
 @pytest.fixture
 def svc(
-    tmp_path: Path, hashing_embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
+    tmp_path: Path, embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
 ) -> Iterator[Hippocampus]:
     service = Hippocampus(
         EmbeddedStore(tmp_path / "data"),
-        hashing_embedder,
+        embedder,
         spacy_extractor,
         quality=QualityConfig(source_trust={OPERATOR: 1.0}),
     )
@@ -66,68 +65,68 @@ def test_toward_scope_is_the_unit_mean_of_the_two() -> None:
 
 
 def test_a_rule_leans_toward_its_scope_and_a_plain_memory_does_not(
-    svc: Hippocampus, hashing_embedder: HashingEmbedder
+    svc: Hippocampus, embedder: HashingEmbedder
 ) -> None:
     rule = svc.remember(C, NewMemory(content=RULE, source=OPERATOR)).memory
     plain = svc.remember(C, NewMemory(content=PLAIN, source=OPERATOR)).memory
     assert rule is not None and plain is not None
 
-    own = hashing_embedder.encode([RULE])[0]
+    own = embedder.encode([RULE])[0]
     assert not np.allclose(_stored(svc, rule.id), own)
-    np.testing.assert_allclose(_stored(svc, rule.id), _expected(hashing_embedder, RULE), atol=1e-6)
-    plain_vector = hashing_embedder.encode([PLAIN])[0]
+    np.testing.assert_allclose(_stored(svc, rule.id), _expected(embedder, RULE), atol=1e-6)
+    plain_vector = embedder.encode([PLAIN])[0]
     np.testing.assert_allclose(_stored(svc, plain.id), plain_vector, atol=1e-6)
 
-    scope_vector = hashing_embedder.encode(["software dependencies"])[0]
+    scope_vector = embedder.encode(["software dependencies"])[0]
     assert float(_stored(svc, rule.id) @ scope_vector) > float(own @ scope_vector)
 
 
 def test_a_batch_leans_as_one_memory_does(
-    svc: Hippocampus, hashing_embedder: HashingEmbedder
+    svc: Hippocampus, embedder: HashingEmbedder
 ) -> None:
     out = svc.remember_many(C, [NewMemory(content=t, source=OPERATOR) for t in (PLAIN, RULE)])
     ids = [o.memory.id for o in out if o.memory is not None]
-    np.testing.assert_allclose(_stored(svc, ids[1]), _expected(hashing_embedder, RULE), atol=1e-6)
+    np.testing.assert_allclose(_stored(svc, ids[1]), _expected(embedder, RULE), atol=1e-6)
 
 
 def test_an_edit_that_drops_the_condition_drops_the_lean(
-    svc: Hippocampus, hashing_embedder: HashingEmbedder
+    svc: Hippocampus, embedder: HashingEmbedder
 ) -> None:
     rule = svc.remember(C, NewMemory(content=RULE, source=OPERATOR)).memory
     assert rule is not None
     edited = "Always include version numbers."
     svc.update(C, rule.id, MemoryPatch(content=edited))
-    edited_vector = hashing_embedder.encode([edited])[0]
+    edited_vector = embedder.encode([edited])[0]
     np.testing.assert_allclose(_stored(svc, rule.id), edited_vector, atol=1e-6)
 
 
 def test_re_embedding_leans_as_remembering_does(
-    svc: Hippocampus, hashing_embedder: FlakyEmbedder
+    svc: Hippocampus, embedder: FlakyEmbedder
 ) -> None:
-    hashing_embedder.down = True
+    embedder.down = True
     rule = svc.remember(C, NewMemory(content=RULE, source=OPERATOR)).memory
     assert rule is not None and svc.store.get_vectors(C, [rule.id]) == {}
-    hashing_embedder.down = False
+    embedder.down = False
 
     assert svc.reindex(C) == 1
 
-    np.testing.assert_allclose(_stored(svc, rule.id), _expected(hashing_embedder, RULE), atol=1e-6)
+    np.testing.assert_allclose(_stored(svc, rule.id), _expected(embedder, RULE), atol=1e-6)
 
 
 def test_two_rules_of_one_scope_are_told_apart_by_their_words(
-    tmp_path: Path, hashing_embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
+    tmp_path: Path, embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
 ) -> None:
     # Their texts' vectors are far apart (0.81 with the hashing embedder); leaning
     # both toward the same scope brings them to 0.94, past this service's bar.
     first = "Always include version numbers when I ask about software dependencies."
     second = "Always include release dates when I ask about software dependencies."
-    own = hashing_embedder.encode([first, second])
-    leaned = [_expected(hashing_embedder, t) for t in (first, second)]
+    own = embedder.encode([first, second])
+    leaned = [_expected(embedder, t) for t in (first, second)]
     bar = 0.92
     assert float(own[0] @ own[1]) < bar < float(leaned[0] @ leaned[1])
     service = Hippocampus(
         EmbeddedStore(tmp_path / "data"),
-        hashing_embedder,
+        embedder,
         spacy_extractor,
         quality=QualityConfig(source_trust={OPERATOR: 1.0}),
         dedup=DedupConfig(similarity=bar),
