@@ -110,11 +110,13 @@ class SpacyConceptExtractor:
         for tok in doc:
             if not tok.is_punct and not tok.is_space:
                 lemmas.append(tok.lemma_)
-            if tok.pos_ == "PROPN" and not tok.is_stop:
+            # The tagger calls some markup a proper noun ("**" around a bold
+            # heading): a name is made of words.
+            if tok.pos_ == "PROPN" and not tok.is_stop and _has_word(tok.text):
                 name_run.append(tok)
             else:
                 close_names()
-            if tok.pos_ in _PHRASE_POS and not tok.is_punct and len(tok.text) > 1:
+            if tok.pos_ in _PHRASE_POS and len(tok.text) > 1 and _has_word(tok.text):
                 run.append(tok)
             else:
                 close_run()
@@ -129,6 +131,12 @@ class SpacyConceptExtractor:
             concepts=kept,
             names=names_among(kept, map(normalize_name, proper)),
         )
+
+
+def _has_word(text: str) -> bool:
+    """Whether ``text`` has a letter or a digit (markup such as ``**`` or ``:*``
+    has neither)."""
+    return any(ch.isalnum() for ch in text)
 
 
 def _verb_trigger(tok: Any) -> str:

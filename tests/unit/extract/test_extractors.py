@@ -89,6 +89,25 @@ def test_spacy_marks_the_concepts_that_are_proper_names(
     assert set(x.names) <= set(x.concepts)
 
 
+def test_spacy_names_and_phrases_leave_markdown_markup_out(
+    spacy_extractor: SpacyConceptExtractor,
+) -> None:
+    # Assistants answer in markdown; the tagger reads some of its markup as
+    # proper nouns. "**Keyword Optimization**:" is the phrase, not a rarer
+    # "keyword optimization *" that only bold headings share.
+    (x,) = spacy_extractor.extract_many(
+        [
+            "Here are tips:\n\n1. **Keyword Optimization**: use keywords from the job"
+            " description.\n2. **Initial Session:** set the timer.\n"
+            "- *Professional Summary*: keep it short."
+        ]
+    )
+    assert "keyword optimization" in x.concepts
+    assert "initial session" in x.concepts
+    assert "professional summary" in x.concepts
+    assert all(any(ch.isalnum() for ch in w) for c in x.concepts for w in c.split()), x.concepts
+
+
 def test_keyword_names_are_words_capitalized_inside_a_sentence() -> None:
     (x,) = KeywordConceptExtractor().extract_many(
         ["Deploys failed again. We asked Caroline about Kafka replication lag"]
