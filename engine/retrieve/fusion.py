@@ -188,8 +188,20 @@ FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 FIRST_PERSON_SPEAKERS = frozenset({"user", "human", "me"})
 """Speaker labels that stand for the person a conversation's assistant talks to:
 the first person of a query names them."""
-ROLE_SPEAKERS = FIRST_PERSON_SPEAKERS | {"assistant"}
+ASSISTANT_SPEAKERS = frozenset({"assistant"})
+"""Speaker labels that stand for the assistant: the second person names them when
+the query asks what it said or did (:data:`_TOLD_BY_YOU`)."""
+ROLE_SPEAKERS = FIRST_PERSON_SPEAKERS | ASSISTANT_SPEAKERS
 """Speaker labels that name a role in a conversation rather than a person."""
+# "What did you recommend", "the plan you suggested": the second person as the
+# one who said or did something before. "Can you suggest" or "what would you
+# recommend" asks for something now, and names nobody's earlier turns.
+_TOLD_BY_YOU = re.compile(
+    r"\b(?:did|had|have|has)\s+you\b"
+    r"|\byou\s+(?:recommended|suggested|mentioned|said|told|advised|explained|proposed|"
+    r"gave|described|outlined|shared|pointed|wrote|noted|listed|warned)\b",
+    re.IGNORECASE,
+)
 _CAPITALIZED = re.compile(r"\b[A-Z][^\W_]*")
 
 
@@ -205,20 +217,24 @@ def could_name_speaker(query: str) -> bool:
     conversation role ("the assistant", "the user"), or a capitalized word that is
     not a function word ("What", "Can", "I"); a cheap test before any speaker is
     looked up."""
-    if _words(query) & (FIRST_PERSON | ROLE_SPEAKERS):
+    if _words(query) & (FIRST_PERSON | ROLE_SPEAKERS) or _TOLD_BY_YOU.search(query):
         return True
     return any(w.casefold() not in STOP_WORDS for w in _CAPITALIZED.findall(query))
 
 
 def speakers_named(query: str, speakers: set[str]) -> set[str]:
     """The speakers among ``speakers`` that ``query`` names: by their label, whole
-    words in any case ("what did Caroline say" names ``caroline``), or by the
+    words in any case ("what did Caroline say" names ``caroline``), by the
     first person when the label stands for the assistant's counterpart ("what did
-    I decide" names ``user``)."""
+    I decide" names ``user``), or by the second person as the one who said
+    something before when it stands for the assistant ("what did you recommend"
+    names ``assistant``; "can you recommend" names nobody)."""
     words = _words(query)
     named = {s for s in speakers if _words(s) and _words(s) <= words}
     if words & FIRST_PERSON:
         named |= {s for s in speakers if s.casefold() in FIRST_PERSON_SPEAKERS}
+    if _TOLD_BY_YOU.search(query):
+        named |= {s for s in speakers if s.casefold() in ASSISTANT_SPEAKERS}
     return named
 
 

@@ -72,6 +72,20 @@ def test_the_first_person_names_the_user_and_a_label_names_its_speaker() -> None
     assert speakers_named("what did I say", {"Caroline", "Melanie"}) == set()
 
 
+def test_the_second_person_names_the_assistant_only_for_what_it_said_before() -> None:
+    both = {"user", "assistant"}
+    assert speakers_named("what did you recommend for caching", both) == {"assistant"}
+    assert speakers_named("the retry policy you suggested", both) == {"assistant"}
+    # Asking about both sides' turns names both: no side is leaned to.
+    assert speakers_named("how did you recommend I structure my sprints", both) == both
+    # A request for something now names nobody's earlier turns.
+    assert speakers_named("can you recommend a caching library", both) == set()
+    assert speakers_named("what would you suggest for caching", both) == set()
+    assert speakers_named("what did you recommend", {"Caroline", "Melanie"}) == set()
+    assert could_name_speaker("What did you recommend for caching?")
+    assert not could_name_speaker("Can you recommend a caching library?")
+
+
 def test_only_a_query_that_could_name_someone_looks_speakers_up() -> None:
     assert could_name_speaker("what did I decide")
     assert could_name_speaker("what did Melanie paint")
@@ -111,3 +125,17 @@ def test_memories_without_speakers_are_ranked_as_before(service: Hippocampus) ->
     assert [(h.memory.id, h.score) for h in leaning.hits] == [
         (h.memory.id, h.score) for h in without.hits
     ]
+
+
+def test_what_the_assistant_said_before_leans_to_its_turns(service: Hippocampus) -> None:
+    ids = _remember(service, [s for s, _ in TURNS])
+    speaker = {mid: who for mid, (who, _) in zip(ids, TURNS, strict=True)}
+    query = "what did you recommend for the ledger database"
+    direct = ASSOCIATIVE.model_copy(update={"graph": False})
+    plain = direct.model_copy(update={"speaker_lean": 0.0})
+    before = service.recall(C, query, limit=len(ids), recipe=plain, learn=False)
+    after = service.recall(C, query, limit=len(ids), recipe=direct, learn=False)
+    score_before = {h.memory.id: h.score for h in before.hits}
+    gains = {h.memory.id: h.score - score_before[h.memory.id] for h in after.hits}
+    assert all(gains[m] == 0.0 for m in gains if speaker[m] == "user")
+    assert all(gains[m] > 0.0 for m in gains if speaker[m] == "assistant")
