@@ -71,6 +71,12 @@ class SearchConfig(BaseModel):
             turn that followed a conversation turn (its reply) the turn gains:
             a question is often answered, and so found, by the turn after it.
             Turns just before the best matches join the candidates for it.
+        seed_credit: for ``calibrated``, what each seed (a direct match that
+            anchors the walk) gains, as a share of the graph weight times its
+            strength as an anchor. The walk credits a memory for every anchor
+            that reaches it but never an anchor for itself, so without it a
+            seed that no other anchor reaches falls behind a neighbour that two
+            seeds share even when it matches the query better.
         speaker_lean: for ``calibrated``, what a turn said by a speaker the query
             names (by label, or ``user`` by the first person) gains, in standard
             deviations of the query's best similarities: "what did I decide"
@@ -108,6 +114,7 @@ class SearchConfig(BaseModel):
     clear_margin: float = Field(default=1.0, ge=0.0)
     turn_context: float = Field(default=0.0, ge=0.0, le=1.0)
     speaker_lean: float = Field(default=0.0, ge=0.0)
+    seed_credit: float = Field(default=0.0, ge=0.0, le=1.0)
     mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=90.0, gt=0.0)
 
@@ -170,6 +177,7 @@ ASSOCIATIVE = SearchConfig(
     turn_context=0.3,
     speaker_lean=1.0,
     seed_temperature=0.03,
+    seed_credit=0.1,
     query_triggers=False,
     query_subphrases=False,
     hub_matches=0,
@@ -189,7 +197,9 @@ names; a hub passes on 1/degree of what reaches it. A memory then adds 1.2 ×
 the sum of its best paths, except that one anchor never carries it past a
 clearly better direct match (two spreads of similarity better): a query-named
 hub's path lifts by at most that margin, and a memory reached from a seed stays
-below the seed. See the README's "How recall ranks"."""
+below the seed. Each seed in turn gains 0.1 × 1.2 × its anchor strength, the
+credit the walk gives no anchor for itself. See the README's "How recall
+ranks"."""
 
 EMBEDDER_DOWN_WARNING = "the embedder is unavailable: results come from text and graph only"
 """The warning of a recall or surfacing whose query could not be embedded."""

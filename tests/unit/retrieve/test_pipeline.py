@@ -192,6 +192,51 @@ def test_without_explain_no_paths_are_built(store: EmbeddedStore) -> None:
     assert all(c.paths == [] for c in found.candidates)
 
 
+def test_a_seed_no_other_anchor_reaches_keeps_its_place(tmp_path: Path) -> None:
+    # "lone" matches nearly as well as the best hit but shares no hub with
+    # anything; "shared" matches far worse, and both "best" and "other" reach it.
+    table = {
+        "best": (0.90, ("k1",)),
+        "lone": (0.89, ()),
+        "other": (0.88, ("k2",)),
+        "shared": (0.70, ("k1", "k2")),
+        "far": (0.10, ("k3",)),
+    }
+    s = EmbeddedStore(tmp_path / "seeds")
+    try:
+        s.add_memories(
+            C,
+            [
+                MemoryRecord(
+                    memory=memory(mid, concepts),
+                    vector=unit(sim),
+                    edges=tuple(
+                        Edge(source=mid, type=EdgeType.ABOUT, target=c, weight=0.5)
+                        for c in concepts
+                    ),
+                )
+                for mid, (sim, concepts) in table.items()
+            ],
+        )
+        uncredited = ASSOCIATIVE.model_copy(update={"seed_credit": 0.0})
+        before = run(s, uncredited, query="q", limit=5)
+        after = run(s, ASSOCIATIVE, query="q", limit=5)
+    finally:
+        s.close()
+    # Two seeds' paths carry "shared" past every seed when seeds get no credit.
+    assert ranked(before)[0] == "shared"
+    assert ranked(after) == ["best", "lone", "other", "shared", "far"]
+    weight = ASSOCIATIVE.weights["graph"] * ASSOCIATIVE.seed_credit
+    score = {c.memory_id: c.score for c in after.candidates}
+    temperature = ASSOCIATIVE.seed_temperature
+    assert temperature is not None
+    strength = math.exp((0.89 - 0.90) / temperature)
+    assert score["lone"] == pytest.approx(0.89 + weight * strength, abs=1e-6)
+    # Its credit is all that changed for a seed the walk does not reach.
+    lone_before = next(c for c in before.candidates if c.memory_id == "lone")
+    assert lone_before.score == pytest.approx(0.89, abs=1e-6)
+
+
 def test_the_lexical_weight_leans_further_when_dense_and_lexical_disagree() -> None:
     from engine.retrieve.pipeline import _lexical_weight
 
