@@ -200,7 +200,8 @@ def retrieve(
         signals.update(_metadata_signals(memories, now, config))
 
     if config.fusion == "calibrated":
-        fused = _with_graph(direct, dense, graph, expansions, seeds, config)
+        fused = _with_graph(direct, dense, graph, expansions, config)
+        _credit_seeds(fused, seeds, config)
     elif config.fusion == "rrf":
         fused = rrf(signals, config.weights, k=config.rrf_k)
     elif config.fusion == "weighted":
@@ -379,7 +380,6 @@ def _with_graph(
     dense: Mapping[str, float],
     graph: Mapping[str, float],
     expansions: Mapping[str, Expansion],
-    seeds: Sequence[tuple[str, float]],
     config: SearchConfig,
 ) -> dict[str, float]:
     """Calibrated direct scores lifted by graph evidence, under the rule that a
@@ -394,39 +394,16 @@ def _with_graph(
     - every further anchor's path adds in full.
 
     A memory the graph alone found starts from its similarity (or the least
-    direct score, without one). Each of ``seeds`` (the direct matches that
-    anchored the walk, with their strengths) then gains ``seed_credit`` × the
-    graph weight × its strength."""
+    direct score, without one)."""
     fused = dict(direct)
-    weight = config.weights.get("graph", 0.0)
-    if graph:
-        _lift(fused, direct, dense, graph, expansions, weight, config)
-    # The walk credits a memory for each anchor that reaches it, never an anchor
-    # for itself: without this a seed that no other anchor reaches falls behind
-    # any neighbour two seeds share, however much better it matches.
-    credit = config.seed_credit * weight
-    if credit > 0.0:
-        for mid, strength in seeds:
-            if mid in fused:
-                fused[mid] += credit * _unit(strength)
-    return fused
-
-
-def _lift(
-    fused: dict[str, float],
-    direct: Mapping[str, float],
-    dense: Mapping[str, float],
-    graph: Mapping[str, float],
-    expansions: Mapping[str, Expansion],
-    weight: float,
-    config: SearchConfig,
-) -> None:
-    """The graph part of :func:`_with_graph`: updates ``fused`` in place."""
+    if not graph:
+        return fused
     # Without similarities (the query could not be embedded) the direct scores
     # are text scores, and their own spread sets the margin.
     d_spread = spread(dense, config.spread_top) or spread(direct, config.spread_top)
     margin = config.clear_margin * (d_spread.std if d_spread is not None else 0.0)
     floor = min(direct.values(), default=0.0)
+    weight = config.weights.get("graph", 0.0)
     base = {mid: direct.get(mid, dense.get(mid, floor)) for mid in graph}
     from_seed: dict[str, str] = {}
     for mid, strength in graph.items():
@@ -447,6 +424,23 @@ def _lift(
         single = fused[mid] - others
         # Just below the seed: a neighbour never passes the match that led to it.
         fused[mid] = min(single, math.nextafter(fused[seed], -math.inf)) + others
+    return fused
+
+
+def _credit_seeds(
+    fused: dict[str, float], seeds: Sequence[tuple[str, float]], config: SearchConfig
+) -> None:
+    """Each of ``seeds`` (the direct matches that anchored the walk, with their
+    strengths) gains ``seed_credit`` × the graph weight × its strength. The walk
+    credits a memory for each anchor that reaches it, never an anchor for itself:
+    without this a seed that no other anchor reaches falls behind any neighbour
+    two seeds share, however much better it matches. Updates ``fused`` in place."""
+    credit = config.seed_credit * config.weights.get("graph", 0.0)
+    if credit <= 0.0:
+        return
+    for mid, strength in seeds:
+        if mid in fused:
+            fused[mid] += credit * _unit(strength)
 
 
 def _seeds(direct: Mapping[str, float], config: SearchConfig) -> list[tuple[str, float]]:

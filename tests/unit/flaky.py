@@ -1,14 +1,25 @@
-"""An embedder that fails on demand, for the tests of what happens without one."""
+"""An embedder that fails on demand, for the tests of what happens without one,
+and a service to run it in."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from engine.embed import HashingEmbedder
+from engine.embed import Embedder, HashingEmbedder
 from engine.errors import EmbeddingError
+from engine.extract import SpacyConceptExtractor
+from engine.extract.quality import QualityConfig
+from engine.service import Hippocampus
+from engine.store.embedded import EmbeddedStore
+
+OPERATOR = "operator"
+"""The source :func:`operator_service` trusts to store texts however short."""
 
 
 class FlakyEmbedder(HashingEmbedder):
@@ -20,3 +31,22 @@ class FlakyEmbedder(HashingEmbedder):
         if self.down:
             raise EmbeddingError("model crashed")
         return super().encode(texts)
+
+
+@contextmanager
+def operator_service(
+    path: Path, embedder: Embedder, extractor: SpacyConceptExtractor, **options: Any
+) -> Iterator[Hippocampus]:
+    """A service on an embedded store at ``path`` that trusts :data:`OPERATOR`
+    (``options`` go to the service as they are), closed on leaving."""
+    svc = Hippocampus(
+        EmbeddedStore(path),
+        embedder,
+        extractor,
+        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
+        **options,
+    )
+    try:
+        yield svc
+    finally:
+        svc.close()

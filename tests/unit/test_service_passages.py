@@ -16,15 +16,12 @@ from bench.synth import memories
 from engine.embed import HashingEmbedder
 from engine.embed.passages import passages
 from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
 from engine.model import MemoryPatch, NewMemory
 from engine.service import Hippocampus
 from engine.store.base import PASSAGE_MARGIN
-from engine.store.embedded import EmbeddedStore
-from tests.unit.flaky import FlakyEmbedder
+from tests.unit.flaky import OPERATOR, FlakyEmbedder, operator_service
 
 C = "persona:ada"
-OPERATOR = "operator"
 QUERY = "walrus calves counted near the basalt quarry lighthouse"
 TAIL = (
     "At the end of the survey the lighthouse keeper counted seventeen walrus calves "
@@ -59,14 +56,8 @@ def embedder() -> FlakyEmbedder:
 def svc(
     tmp_path: Path, embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
 ) -> Iterator[Hippocampus]:
-    service = Hippocampus(
-        EmbeddedStore(tmp_path / "data"),
-        embedder,
-        spacy_extractor,
-        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
-    )
-    yield service
-    service.close()
+    with operator_service(tmp_path / "data", embedder, spacy_extractor) as service:
+        yield service
 
 
 def _remember_all(svc: Hippocampus) -> str:
@@ -175,18 +166,13 @@ def test_long_passages_and_short_notes_are_embedded_in_batches_of_their_own_leng
     tmp_path: Path, spacy_extractor: SpacyConceptExtractor
 ) -> None:
     embedder = RecordingEmbedder()
-    service = Hippocampus(
-        EmbeddedStore(tmp_path / "data"),
-        embedder,
-        spacy_extractor,
-        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
-        embed_batch_size=4,
-    )
     notes = [m.content for m in memories(10, seed=4)]
     items = [NewMemory(content=n, source=OPERATOR) for n in notes[:5]]
     items.append(NewMemory(content=_long_text(), source=OPERATOR))
     items.extend(NewMemory(content=n, source=OPERATOR) for n in notes[5:])
-    try:
+    with operator_service(
+        tmp_path / "data", embedder, spacy_extractor, embed_batch_size=4
+    ) as service:
         outs = service.remember_many(C, items)
         contents = [m.content for m in items]
         calls = [c for c in embedder.calls if set(c) & {*contents, *_pieces(_long_text())}]
@@ -203,8 +189,6 @@ def test_long_passages_and_short_notes_are_embedded_in_batches_of_their_own_leng
             assert np.allclose(vectors[memory_id], embedder.encode([head])[0])
         rest = service.store.get_passages(C, [ids[5]])[ids[5]]
         assert np.allclose(rest, embedder.encode(_pieces(_long_text())[1:]))
-    finally:
-        service.close()
 
 
 def _pieces(text: str) -> list[str]:

@@ -14,14 +14,11 @@ from engine.embed import HashingEmbedder
 from engine.embed.scope import scope, toward_scope
 from engine.extract import SpacyConceptExtractor
 from engine.extract.dedup import DedupConfig
-from engine.extract.quality import QualityConfig
 from engine.model import MemoryPatch, NewMemory
 from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
-from tests.unit.flaky import FlakyEmbedder
+from tests.unit.flaky import OPERATOR, FlakyEmbedder, operator_service
 
 C = "persona:ada"
-OPERATOR = "operator"
 RULE = "Always include version numbers when I ask about software dependencies."
 PLAIN = "We chose Flask for the budget tracker because it stays small."
 
@@ -35,14 +32,8 @@ def embedder() -> FlakyEmbedder:
 def svc(
     tmp_path: Path, embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
 ) -> Iterator[Hippocampus]:
-    service = Hippocampus(
-        EmbeddedStore(tmp_path / "data"),
-        embedder,
-        spacy_extractor,
-        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
-    )
-    yield service
-    service.close()
+    with operator_service(tmp_path / "data", embedder, spacy_extractor) as service:
+        yield service
 
 
 def _stored(svc: Hippocampus, memory_id: str) -> np.ndarray:
@@ -81,9 +72,7 @@ def test_a_rule_leans_toward_its_scope_and_a_plain_memory_does_not(
     assert float(_stored(svc, rule.id) @ scope_vector) > float(own @ scope_vector)
 
 
-def test_a_batch_leans_as_one_memory_does(
-    svc: Hippocampus, embedder: HashingEmbedder
-) -> None:
+def test_a_batch_leans_as_one_memory_does(svc: Hippocampus, embedder: HashingEmbedder) -> None:
     out = svc.remember_many(C, [NewMemory(content=t, source=OPERATOR) for t in (PLAIN, RULE)])
     ids = [o.memory.id for o in out if o.memory is not None]
     np.testing.assert_allclose(_stored(svc, ids[1]), _expected(embedder, RULE), atol=1e-6)
@@ -100,9 +89,7 @@ def test_an_edit_that_drops_the_condition_drops_the_lean(
     np.testing.assert_allclose(_stored(svc, rule.id), edited_vector, atol=1e-6)
 
 
-def test_re_embedding_leans_as_remembering_does(
-    svc: Hippocampus, embedder: FlakyEmbedder
-) -> None:
+def test_re_embedding_leans_as_remembering_does(svc: Hippocampus, embedder: FlakyEmbedder) -> None:
     embedder.down = True
     rule = svc.remember(C, NewMemory(content=RULE, source=OPERATOR)).memory
     assert rule is not None and svc.store.get_vectors(C, [rule.id]) == {}
@@ -124,18 +111,10 @@ def test_two_rules_of_one_scope_are_told_apart_by_their_words(
     leaned = [_expected(embedder, t) for t in (first, second)]
     bar = 0.92
     assert float(own[0] @ own[1]) < bar < float(leaned[0] @ leaned[1])
-    service = Hippocampus(
-        EmbeddedStore(tmp_path / "data"),
-        embedder,
-        spacy_extractor,
-        quality=QualityConfig(source_trust={OPERATOR: 1.0}),
-        dedup=DedupConfig(similarity=bar),
-    )
-    try:
+    dedup = DedupConfig(similarity=bar)
+    with operator_service(tmp_path / "data", embedder, spacy_extractor, dedup=dedup) as service:
         assert service.remember(C, NewMemory(content=first, source=OPERATOR)).created
         again = service.remember(C, NewMemory(content=second, source=OPERATOR))
         assert again.created and again.duplicate_of is None
         repeat = service.remember(C, NewMemory(content=first + " ", source=OPERATOR))
         assert not repeat.created  # the same rule again is still a repeat
-    finally:
-        service.close()
