@@ -18,6 +18,7 @@ from engine.config import COLLECTION_PATTERN, Limits
 from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder
 from engine.embed.passages import passages
 from engine.embed.scope import scope, toward_scope
+from engine.embed.turns import said
 from engine.errors import EmbeddingError, InvalidInputError, LimitExceededError
 from engine.extract import ConceptExtractor, Extraction
 from engine.extract.dedup import DedupConfig
@@ -265,12 +266,14 @@ class ServiceCore:
 
     def _encode(self, texts: Sequence[str]) -> Embedded:
         """Embed each text by its passages (``limits.passage_chars``, overlapping by
-        ``limits.passage_overlap``), the passages of all texts together in batches.
+        ``limits.passage_overlap``), the passages of all texts together in batches;
+        a conversation turn without its speaker label (:func:`engine.embed.turns.said`).
 
         Raises:
             EmbeddingError: the embedder failed.
         """
         size, overlap = self.limits.passage_chars, self.limits.passage_overlap
+        texts = [said(text) for text in texts]
         pieces: list[str] = []
         counts: list[int] = []
         scoped: list[tuple[int, int]] = []  # (text, its scope's piece)

@@ -1,0 +1,113 @@
+"""A turn's speaker label is left out of what is embedded: by :func:`said`, and
+through the service on every path that embeds a memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.embed.turns import said
+from engine.extract import SpacyConceptExtractor
+from engine.extract.sanitize import ROLE_PLACEHOLDER
+from engine.model import MemoryPatch, NewMemory
+from engine.service import Hippocampus
+from tests.unit.flaky import OPERATOR, FlakyEmbedder, operator_service
+
+C = "chat:craig"
+SAID = "I'm building a budget tracker with Flask and SQLite."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"User: {SAID}",
+        f"Assistant: {SAID}",
+        f"assistant:{SAID}",
+        f"  SYSTEM : {SAID}",
+        f"Human:\t{SAID}",
+        f"{ROLE_PLACEHOLDER} {SAID}",
+    ],
+)
+def test_a_leading_role_label_is_left_out(text: str) -> None:
+    assert said(text) == SAID
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        SAID,
+        "Error: the connection pool is exhausted.",
+        "Note: the user prefers tabs.",
+        "The user: a person who asked.",  # not at the start
+        "Username: craig",
+        "User:",  # nothing said: the label is the whole text
+        f"{ROLE_PLACEHOLDER}   ",
+    ],
+)
+def test_text_without_a_role_label_is_as_it_was(text: str) -> None:
+    assert said(text) == text
+
+
+def test_only_the_leading_label_goes() -> None:
+    text = f"User: {SAID}\nAssistant: noted."
+    assert said(text) == f"{SAID}\nAssistant: noted."
+
+
+@pytest.fixture
+def embedder() -> FlakyEmbedder:
+    return FlakyEmbedder()
+
+
+@pytest.fixture
+def svc(
+    tmp_path: Path, embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
+) -> Iterator[Hippocampus]:
+    with operator_service(tmp_path / "data", embedder, spacy_extractor) as service:
+        yield service
+
+
+def _stored(svc: Hippocampus, memory_id: str) -> np.ndarray:
+    return svc.store.get_vectors(C, [memory_id])[memory_id]
+
+
+def test_a_turn_is_embedded_without_its_label_and_stored_with_it(
+    svc: Hippocampus, embedder: FlakyEmbedder
+) -> None:
+    turn = NewMemory(content=f"User: {SAID}", conversation_id="c1", speaker="user")
+    memory = svc.remember(C, turn.model_copy(update={"source": OPERATOR})).memory
+    assert memory is not None
+    assert memory.content == f"User: {SAID}"
+    own = embedder.encode([SAID])[0]
+    np.testing.assert_allclose(_stored(svc, memory.id), own, atol=1e-6)
+    labelled = embedder.encode([f"User: {SAID}"])[0]
+    assert not np.allclose(labelled, own)
+
+
+def test_an_assistant_turn_is_embedded_without_the_placeholder_its_label_became(
+    svc: Hippocampus, embedder: FlakyEmbedder
+) -> None:
+    reply = "Flask keeps it small; start with the transaction model."
+    out = svc.remember_many(
+        C, [NewMemory(content=f"Assistant: {reply}", speaker="assistant", source=OPERATOR)]
+    )
+    memory = out[0].memory
+    assert memory is not None and memory.content.startswith(ROLE_PLACEHOLDER)
+    np.testing.assert_allclose(_stored(svc, memory.id), embedder.encode([reply])[0], atol=1e-6)
+
+
+def test_an_edit_and_re_embedding_leave_the_label_out_too(
+    svc: Hippocampus, embedder: FlakyEmbedder
+) -> None:
+    embedder.down = True
+    memory = svc.remember(C, NewMemory(content=f"User: {SAID}", source=OPERATOR)).memory
+    assert memory is not None and svc.store.get_vectors(C, [memory.id]) == {}
+    embedder.down = False
+    assert svc.reindex(C) == 1
+    np.testing.assert_allclose(_stored(svc, memory.id), embedder.encode([SAID])[0], atol=1e-6)
+
+    edited = "I switched the budget tracker to PostgreSQL."
+    svc.update(C, memory.id, MemoryPatch(content=f"User: {edited}"))
+    np.testing.assert_allclose(_stored(svc, memory.id), embedder.encode([edited])[0], atol=1e-6)
