@@ -18,12 +18,12 @@ from engine.config import COLLECTION_PATTERN, Limits
 from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder
 from engine.embed.passages import passages
 from engine.embed.scope import scope, toward_scope
-from engine.embed.turns import said
 from engine.errors import EmbeddingError, InvalidInputError, LimitExceededError
 from engine.extract import ConceptExtractor, Extraction
 from engine.extract.dedup import DedupConfig
 from engine.extract.quality import QualityConfig, QualityModel
 from engine.extract.sanitize import has_control_characters
+from engine.extract.turns import said
 from engine.learn import LearningConfig
 from engine.learn.tiers import TierPolicy
 from engine.locks import StripedLock
@@ -252,6 +252,14 @@ class ServiceCore:
                 out.append(name)
         return out
 
+    # -- reading memories -------------------------------------------------------
+
+    def _extract(self, texts: Sequence[str]) -> list[Extraction]:
+        """What each memory text is about, a conversation turn read without its
+        speaker label (:func:`engine.extract.turns.said`): "User" and the role
+        placeholder would otherwise be concepts every turn of one side shares."""
+        return self.extractor.extract_many([said(text) for text in texts])
+
     # -- embedding --------------------------------------------------------------
 
     def _embed(self, texts: Sequence[str]) -> Embedded | None:
@@ -267,7 +275,7 @@ class ServiceCore:
     def _encode(self, texts: Sequence[str]) -> Embedded:
         """Embed each text by its passages (``limits.passage_chars``, overlapping by
         ``limits.passage_overlap``), the passages of all texts together in batches;
-        a conversation turn without its speaker label (:func:`engine.embed.turns.said`).
+        a conversation turn without its speaker label (:func:`engine.extract.turns.said`).
 
         Raises:
             EmbeddingError: the embedder failed.

@@ -132,7 +132,7 @@ class RecordsJobs(RememberingJobs):
                 passage_vectors = embedded.passages[0] if embedded is not None else None
                 update["embedding_model"] = self.embedder.name if vector is not None else None
                 update["embedding_generated_at"] = at if vector is not None else None
-                extraction = self.extractor.extract_many([text])[0]
+                extraction = self._extract([text])[0]
                 retrieval.domains = list(extraction.domains)
                 retrieval.triggers = list(extraction.triggers)
                 retrieval.concepts = list(extraction.concepts)
@@ -323,7 +323,7 @@ class RecordsJobs(RememberingJobs):
             source=RESOURCE_SOURCE,
         )
         embedded = self._embed([item.content])
-        extraction = self.extractor.extract_many([item.content])[0]
+        extraction = self._extract([item.content])[0]
         score = assess(
             item.content, item.source, self.quality_model(collection), self.quality_config
         ).score

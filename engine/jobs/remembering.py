@@ -126,7 +126,7 @@ class _Inline:
         return self.service._embed(texts)
 
     def extract(self, texts: Sequence[str]) -> list[Extraction]:
-        return self.service.extractor.extract_many(texts)
+        return self.service._extract(texts)
 
     def encode_hubs(self, names: Sequence[str]) -> Vector:
         return self.service.embedder.encode(names)
@@ -173,7 +173,7 @@ class _Ahead:
     def extract(self, texts: Sequence[str]) -> list[Extraction]:
         missing = [t for t in dict.fromkeys(texts) if t not in self.extractions]
         if missing:
-            found = self.service.extractor.extract_many(missing)
+            found = self.service._extract(missing)
             self.extractions.update(zip(missing, found, strict=True))
         return [self.extractions[t] for t in texts]
 
@@ -581,7 +581,7 @@ class RememberingJobs(ServiceCore):
             if assess(p.item.content, p.item.source, model, self.quality_config).accepted:
                 accepted[p.digest] = p
         texts = [p.item.content for p in accepted.values()]
-        extractions = self.extractor.extract_many(texts) if texts else []
+        extractions = self._extract(texts) if texts else []
         names: dict[str, None] = {}
         for p, extraction in zip(accepted.values(), extractions, strict=True):
             given = merge_given(

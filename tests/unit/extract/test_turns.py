@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.embed.turns import said
 from engine.extract import SpacyConceptExtractor
 from engine.extract.sanitize import ROLE_PLACEHOLDER
+from engine.extract.turns import said
 from engine.model import MemoryPatch, NewMemory
 from engine.service import Hippocampus
 from tests.unit.flaky import OPERATOR, FlakyEmbedder, operator_service
@@ -111,3 +111,24 @@ def test_an_edit_and_re_embedding_leave_the_label_out_too(
     edited = "I switched the budget tracker to PostgreSQL."
     svc.update(C, memory.id, MemoryPatch(content=f"User: {edited}"))
     np.testing.assert_allclose(_stored(svc, memory.id), embedder.encode([edited])[0], atol=1e-6)
+
+
+def test_a_turn_label_is_no_concept_of_the_turn(svc: Hippocampus) -> None:
+    turns = [
+        NewMemory(content=f"User: {SAID}", speaker="user", source=OPERATOR),
+        NewMemory(
+            content="Assistant: Flask keeps the budget tracker small.",
+            speaker="assistant",
+            source=OPERATOR,
+        ),
+    ]
+    user, assistant = (o.memory for o in svc.remember_many(C, turns))
+    assert user is not None and assistant is not None
+    assert assistant.content.startswith(ROLE_PLACEHOLDER)
+    for memory in (user, assistant):
+        read = memory.retrieval
+        assert "budget tracker" in read.concepts
+        words = {w for name in [*read.concepts, *read.triggers] for w in name.split()}
+        assert not words & {"user", "assistant", "role", "marker", "remove"}
+    hubs = {h.name for h in svc.store.match_hubs(C, ["user", "role marker", "marker"])}
+    assert not hubs
