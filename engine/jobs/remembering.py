@@ -375,7 +375,14 @@ class RememberingJobs(ServiceCore):
             p = prepared[i]
             vector = vectors[n] if vectors is not None else None
             found = self._near_duplicates(
-                collection, p.item.content, vector, neighbors[n], created, created_vectors, merged
+                collection,
+                p.item.content,
+                p.item.speaker,
+                vector,
+                neighbors[n],
+                created,
+                created_vectors,
+                merged,
             )
             # A caller-given id names a record the caller will look up: merging it
             # away would leave that id dangling, so it is stored and the likeness noted.
@@ -735,6 +742,7 @@ class RememberingJobs(ServiceCore):
         self,
         collection: str,
         content: str,
+        speaker: str | None,
         vector: Vector | None,
         neighbors: list[tuple[str, float]],
         created: dict[int, Memory],
@@ -745,7 +753,10 @@ class RememberingJobs(ServiceCore):
         the ones it contradicts. Compared: the nearest stored memories by vector
         (``neighbors``) and, for a short text, by words; and the memories this batch
         creates nearest by vector. A standing instruction is compared with any
-        other memory by words alone (see :mod:`engine.embed.scope`)."""
+        other memory by words alone (see :mod:`engine.embed.scope`). A turn said
+        by one speaker is not compared with one said by another: the user's words
+        and the assistant's echo of them are two turns, whose vectors leave the
+        speaker out (:mod:`engine.extract.turns`)."""
         config = self.dedup
         every_tier = RecallFilters(tiers=list(Tier))
         similarity: dict[str, float | None] = dict(neighbors)
@@ -755,10 +766,10 @@ class RememberingJobs(ServiceCore):
             ):
                 similarity.setdefault(mid, None)
         stored = self.store.get_memories(collection, [m for m in similarity if m not in merged])
-        texts = {mid: m.content for mid, m in stored.items()}
-        texts.update({mid: merged[mid].content for mid in similarity if mid in merged})
+        stored.update({mid: merged[mid] for mid in similarity if mid in merged})
+        texts = {mid: m.content for mid, m in stored.items() if _same_side(m.speaker, speaker)}
         # Memories this batch creates: the nearest by vector, like the stored ones.
-        batch = [(j, m) for j, m in created.items()]
+        batch = [(j, m) for j, m in created.items() if _same_side(m.speaker, speaker)]
         if vector is not None and batch:
             sims = [
                 (float(np.dot(vector, v)) if (v := created_vectors.get(j)) is not None else -2.0)
@@ -827,3 +838,9 @@ class RememberingJobs(ServiceCore):
                 quality_score=quality,
             ),
         )
+
+
+def _same_side(one: str | None, other: str | None) -> bool:
+    """Whether two memories may repeat each other by who said them: unless both
+    name a speaker and the speakers differ."""
+    return one is None or other is None or one.casefold() == other.casefold()

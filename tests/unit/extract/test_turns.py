@@ -132,3 +132,32 @@ def test_a_turn_label_is_no_concept_of_the_turn(svc: Hippocampus) -> None:
         assert not words & {"user", "assistant", "role", "marker", "remove"}
     hubs = {h.name for h in svc.store.match_hubs(C, ["user", "role marker", "marker"])}
     assert not hubs
+
+
+ECHO = "Sounds good, I will set up the Trello board tonight and share it tomorrow."
+
+
+def _turn(label: str, speaker: str | None, text: str = ECHO) -> NewMemory:
+    return NewMemory(
+        content=f"{label}: {text}", speaker=speaker, conversation_id="c1", source=OPERATOR
+    )
+
+
+def test_the_assistant_echoing_the_user_is_a_turn_of_its_own(svc: Hippocampus) -> None:
+    # Without their labels the two embed alike, and their words are the same.
+    first = svc.remember(C, _turn("User", "user"))
+    echo = svc.remember(C, _turn("Assistant", "assistant"))
+    assert first.created and echo.created and echo.duplicate_of is None
+    out = svc.remember_many(
+        C, [_turn("User", "user", "Ok!"), _turn("Assistant", "assistant", "Ok!")]
+    )
+    assert all(o.created and o.duplicate_of is None for o in out)
+
+
+def test_a_speaker_repeating_themselves_is_still_a_repeat(svc: Hippocampus) -> None:
+    first = svc.remember(C, _turn("User", "user"))
+    again = svc.remember(C, _turn("user", "User"))  # labels and speakers in any case
+    assert first.memory is not None
+    assert not again.created and again.duplicate_of == first.memory.id
+    unnamed = svc.remember(C, _turn("User", None))  # no speaker: compared as before
+    assert not unnamed.created and unnamed.duplicate_of == first.memory.id
