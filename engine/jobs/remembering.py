@@ -308,12 +308,15 @@ class RememberingJobs(ServiceCore):
         merged: dict[str, Memory] = {}  # stored memories this call merges into, by id
         repeats: dict[str, list[NewMemory]] = {}  # and the items merged into each
         events: list[Event] = []
-        first_in_batch: dict[str, int] = {}
+        # The first item of each content (per speaker) in the batch, and where a
+        # later item repeats one of them.
+        first_in_batch: dict[str, list[int]] = {}
+        repeat_of: dict[int, int] = {}
         fresh: list[tuple[int, float]] = []  # (index, quality score)
 
         # Exact repeats of stored content, then the gate.
         for i, p in enumerate(prepared):
-            stored = self._stored_with_hash(collection, p.digest, merged)
+            stored = self._stored_with_hash(collection, p.digest, p.item.speaker, merged)
             if stored is not None:
                 merged[stored.id] = merge_duplicate(
                     stored, p.item, at, max_tags=self.limits.max_tags
@@ -329,13 +332,16 @@ class RememberingJobs(ServiceCore):
                     sanitized=bool(p.changes),
                 )
                 continue
-            if p.digest in first_in_batch:
+            firsts = first_in_batch.setdefault(p.digest, [])
+            earlier = [j for j in firsts if _same_side(prepared[j].item.speaker, p.item.speaker)]
+            if earlier:
+                repeat_of[i] = earlier[0]
                 continue
             verdict = assess(p.item.content, p.item.source, model, self.quality_config)
             if not verdict.accepted:
                 outcomes[i] = self._rejected(collection, p, verdict, events, at)
                 continue
-            first_in_batch[p.digest] = i
+            firsts.append(i)
             fresh.append((i, verdict.score))
 
         seen_ids: set[str] = set()
@@ -481,7 +487,7 @@ class RememberingJobs(ServiceCore):
         for i, p in enumerate(prepared):
             if outcomes[i] is not None:
                 continue
-            first = outcomes[first_in_batch[p.digest]]
+            first = outcomes[repeat_of[i]]
             assert first is not None and first.memory is not None
             target = first.duplicate_of or first.memory.id
             base = self._merge_target(target, p.item, at, created, merged, repeats)
@@ -684,15 +690,19 @@ class RememberingJobs(ServiceCore):
         return _Prepared(item=checked, changes=cleaned.changes, digest=content_hash(cleaned.text))
 
     def _stored_with_hash(
-        self, collection: str, digest: str, merged: dict[str, Memory]
+        self, collection: str, digest: str, speaker: str | None, merged: dict[str, Memory]
     ) -> Memory | None:
-        """The stored memory with this content (as this call has merged it so far)."""
+        """The stored memory with this content (as this call has merged it so far),
+        said by ``speaker`` or by no one named."""
         existing = self.store.find_by_hash(collection, digest)
         if not existing:
             return None
-        if existing[0] in merged:
-            return merged[existing[0]]
-        return self.store.get_memories(collection, existing[:1]).get(existing[0])
+        read = self.store.get_memories(collection, [m for m in existing if m not in merged])
+        read.update({m: merged[m] for m in existing if m in merged})
+        return next(
+            (read[m] for m in existing if m in read and _same_side(read[m].speaker, speaker)),
+            None,
+        )
 
     def _rejected(
         self,

@@ -154,10 +154,30 @@ def test_the_assistant_echoing_the_user_is_a_turn_of_its_own(svc: Hippocampus) -
     assert all(o.created and o.duplicate_of is None for o in out)
 
 
+def test_the_same_words_said_by_two_speakers_are_two_memories(svc: Hippocampus) -> None:
+    said_by = [NewMemory(content=ECHO, speaker=s, source=OPERATOR) for s in ("user", "assistant")]
+    first, second = (svc.remember(C, item) for item in said_by)
+    assert first.created and second.created and second.duplicate_of is None
+    again = svc.remember_many(C, [*said_by, *said_by])  # stored, then within the batch
+    assert first.memory is not None and second.memory is not None
+    assert [o.duplicate_of for o in again] == [first.memory.id, second.memory.id] * 2
+    fresh = svc.remember_many(
+        C,
+        [
+            NewMemory(content="Ok!", speaker=s, source=OPERATOR)
+            for s in ("user", "assistant", "user")
+        ],
+    )
+    assert [o.created for o in fresh] == [True, True, False]
+    assert fresh[0].memory is not None and fresh[2].duplicate_of == fresh[0].memory.id
+
+
 def test_a_speaker_repeating_themselves_is_still_a_repeat(svc: Hippocampus) -> None:
     first = svc.remember(C, _turn("User", "user"))
-    again = svc.remember(C, _turn("user", "User"))  # labels and speakers in any case
     assert first.memory is not None
-    assert not again.created and again.duplicate_of == first.memory.id
-    unnamed = svc.remember(C, _turn("User", None))  # no speaker: compared as before
+    exact = svc.remember(C, _turn("user", "User"))  # labels and speakers in any case
+    assert not exact.created and exact.duplicate_of == first.memory.id
+    near = svc.remember(C, _turn("Human", "user"))  # another label: alike by vector
+    assert not near.created and near.duplicate_of == first.memory.id
+    unnamed = svc.remember(C, NewMemory(content=ECHO, source=OPERATOR))  # no speaker
     assert not unnamed.created and unnamed.duplicate_of == first.memory.id
