@@ -5,12 +5,11 @@ follow edits, re-embedding and export/import."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import pytest
 
 from bench.synth import memories
 from engine.embed import HashingEmbedder
@@ -47,103 +46,94 @@ def _long_text(chars: int = 20_000) -> str:
     return "\n\n".join([*paragraphs, TAIL])
 
 
-@pytest.fixture
-def embedder() -> FlakyEmbedder:
-    return FlakyEmbedder()
-
-
-@pytest.fixture
-def svc(
-    tmp_path: Path, embedder: FlakyEmbedder, spacy_extractor: SpacyConceptExtractor
-) -> Iterator[Hippocampus]:
-    with operator_service(tmp_path / "data", embedder, spacy_extractor) as service:
-        yield service
-
-
-def _remember_all(svc: Hippocampus) -> str:
-    out = svc.remember(C, NewMemory(content=_long_text(), source=OPERATOR))
+def _remember_all(service: Hippocampus) -> str:
+    out = service.remember(C, NewMemory(content=_long_text(), source=OPERATOR))
     assert out.created and out.memory is not None
     for text in (
         "The lighthouse on the cape is painted red and white for ships.",
         "A basalt quarry supplies stone for the new harbour wall project.",
         "Walrus herds rest on sea ice rather than on rocky shores.",
     ):
-        assert svc.remember(C, NewMemory(content=text, source=OPERATOR)).created
+        assert service.remember(C, NewMemory(content=text, source=OPERATOR)).created
     return out.memory.id
 
 
-def _dense_top(svc: Hippocampus) -> tuple[str, float]:
-    result = svc.recall(C, QUERY, recipe="DENSE", limit=3, learn=False)
+def _dense_top(service: Hippocampus) -> tuple[str, float]:
+    result = service.recall(C, QUERY, recipe="DENSE", limit=3, learn=False)
     top = result.hits[0]
     assert top.similarity is not None
     return top.memory.id, top.similarity
 
 
 def test_a_20000_character_memory_is_found_by_its_tail(
-    svc: Hippocampus, embedder: FlakyEmbedder
+    flaky_service: Hippocampus, flaky_embedder: FlakyEmbedder
 ) -> None:
     assert len(_long_text()) >= 19_500
-    long_id = _remember_all(svc)
+    long_id = _remember_all(flaky_service)
 
-    top, similarity = _dense_top(svc)
+    top, similarity = _dense_top(flaky_service)
 
     assert top == long_id
     assert similarity > 0.5 - PASSAGE_MARGIN  # the tail's similarity, less the margin
-    assert long_id in [h.memory.id for h in svc.recall(C, QUERY, limit=3, learn=False).hits]
+    assert long_id in [
+        h.memory.id for h in flaky_service.recall(C, QUERY, limit=3, learn=False).hits
+    ]
 
 
-def test_an_edit_replaces_the_passages(svc: Hippocampus) -> None:
-    long_id = _remember_all(svc)
+def test_an_edit_replaces_the_passages(flaky_service: Hippocampus) -> None:
+    long_id = _remember_all(flaky_service)
 
-    svc.update(C, long_id, MemoryPatch(content=_long_text().replace(TAIL, "The survey ended.")))
+    flaky_service.update(
+        C, long_id, MemoryPatch(content=_long_text().replace(TAIL, "The survey ended."))
+    )
 
-    assert _dense_top(svc)[0] != long_id
-    assert svc.store.get_passages(C, [long_id])[long_id].shape[0] >= 20
+    assert _dense_top(flaky_service)[0] != long_id
+    assert flaky_service.store.get_passages(C, [long_id])[long_id].shape[0] >= 20
 
 
 def test_re_embedding_gives_a_long_memory_its_passages(
-    svc: Hippocampus, embedder: FlakyEmbedder
+    flaky_service: Hippocampus, flaky_embedder: FlakyEmbedder
 ) -> None:
-    embedder.down = True
-    long_id = _remember_all(svc)
-    assert svc.store.get_passages(C, [long_id]) == {}
-    embedder.down = False
+    flaky_embedder.down = True
+    long_id = _remember_all(flaky_service)
+    assert flaky_service.store.get_passages(C, [long_id]) == {}
+    flaky_embedder.down = False
 
-    assert svc.reindex(C) == 4
+    assert flaky_service.reindex(C) == 4
 
-    assert _dense_top(svc)[0] == long_id
-    assert svc.store.get_passages(C, [long_id])[long_id].shape[0] >= 20
+    assert _dense_top(flaky_service)[0] == long_id
+    assert flaky_service.store.get_passages(C, [long_id])[long_id].shape[0] >= 20
 
 
-def test_export_and_import_carry_the_passages(svc: Hippocampus) -> None:
-    long_id = _remember_all(svc)
-    records = list(svc.export(C))
+def test_export_and_import_carry_the_passages(flaky_service: Hippocampus) -> None:
+    long_id = _remember_all(flaky_service)
+    records = list(flaky_service.export(C))
     exported = next(r for r in records if r["type"] == "memory" and r["memory"]["id"] == long_id)
     assert len(exported["passages"]) >= 20
 
-    svc.import_records("persona:bob", records)
+    flaky_service.import_records("persona:bob", records)
 
     np.testing.assert_array_equal(
-        svc.store.get_passages("persona:bob", [long_id])[long_id],
-        svc.store.get_passages(C, [long_id])[long_id],
+        flaky_service.store.get_passages("persona:bob", [long_id])[long_id],
+        flaky_service.store.get_passages(C, [long_id])[long_id],
     )
-    hits = svc.recall("persona:bob", QUERY, recipe="DENSE", limit=1, learn=False).hits
+    hits = flaky_service.recall("persona:bob", QUERY, recipe="DENSE", limit=1, learn=False).hits
     assert hits[0].memory.id == long_id
 
 
 def test_min_score_judges_a_long_memory_by_its_best_passage(
-    svc: Hippocampus, embedder: FlakyEmbedder
+    flaky_service: Hippocampus, flaky_embedder: FlakyEmbedder
 ) -> None:
-    long_id = _remember_all(svc)
+    long_id = _remember_all(flaky_service)
 
     # BM25 scores no similarity, so min_score computes it from the stored vectors.
-    hits = svc.recall(
+    hits = flaky_service.recall(
         C,
         QUERY,
         recipe="BM25",
         limit=5,
         min_score=0.35,
-        query_vector=embedder.encode([QUERY])[0],
+        query_vector=flaky_embedder.encode([QUERY])[0],
         learn=False,
     ).hits
 
