@@ -37,6 +37,58 @@ points (short turns were crowded out), the margin nothing, and a passage that
 answers the query clearly still lifts its memory."""
 
 
+CROWDING_NEIGHBOURS = 50
+"""How many nearest neighbours measure how crowded a memory's neighbourhood is
+(:meth:`GraphStore.crowding`)."""
+CROWDING_SAMPLE = 512
+"""How many of a collection's vectors, spread evenly over it, stand for the whole
+collection when crowding is measured: a recall compares its candidates with
+these, never with every memory."""
+
+
+@dataclass(frozen=True)
+class VectorSample:
+    """Stored vectors of one model spread evenly over a collection (what
+    :meth:`GraphStore.crowding` measures against): the memories' ids, their vectors at unit
+    length (one row each, in the order of ``ids``), and how many memories of the
+    collection have a vector of that model (``total``; the sample is all of them
+    when it is as long)."""
+
+    ids: list[str]
+    vectors: npt.NDArray[np.float32]
+    total: int
+
+
+def sample_rows(total: int, size: int) -> npt.NDArray[np.intp]:
+    """``size`` positions spread evenly over ``range(total)`` (all of them when
+    ``total`` is no more)."""
+    if total <= size:
+        return np.arange(total, dtype=np.intp)
+    return np.linspace(0, total - 1, num=size).astype(np.intp)
+
+
+def crowding_of(
+    ids: Sequence[str], units: npt.NDArray[np.float32], sample: VectorSample, neighbours: int
+) -> dict[str, float]:
+    """The crowding of memories ``ids`` (their unit vectors the rows of ``units``):
+    the mean similarity of each one's ``neighbours`` nearest other memories,
+    estimated from ``sample``. When the sample holds s of the collection's n
+    vectors, a memory's nearest ``round(neighbours × s / n)`` of the sample (at
+    least one) stand for its nearest ``neighbours``. A memory is never its own
+    neighbour; nothing is measured against a sample of fewer than two vectors."""
+    size = len(sample.ids)
+    if size < 2 or not ids or units.shape[1] != sample.vectors.shape[1]:
+        return {}
+    sims = units @ sample.vectors.T
+    column = {mid: i for i, mid in enumerate(sample.ids)}
+    for row, mid in enumerate(ids):
+        if mid in column:
+            sims[row, column[mid]] = -np.inf
+    k = min(max(1, round(neighbours * size / max(sample.total, size))), size - 1)
+    nearest = np.partition(sims, size - k, axis=1)[:, size - k :]
+    return dict(zip(ids, nearest.mean(axis=1).tolist(), strict=True))
+
+
 def passage_score(similarity: float, best_passage: float) -> float:
     """A memory's dense score from its vector's similarity and its best later
     passage's (see :data:`PASSAGE_MARGIN`)."""
@@ -259,6 +311,14 @@ class GraphStore(Protocol):
 
     def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of the given memories (those that have one)."""
+        ...
+
+    def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
+        """How crowded each given memory's neighbourhood is: the mean similarity of
+        its :data:`CROWDING_NEIGHBOURS` nearest other memories of the collection
+        (vectors of ``model``), measured against an even sample of the collection
+        (:func:`crowding_of`). Memories without a vector of ``model`` are left out.
+        A store may measure against a sample up to a minute old."""
         ...
 
     def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:

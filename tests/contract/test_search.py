@@ -362,3 +362,29 @@ def test_set_vectors_stamps_when_the_vector_was_made(store: GraphStore, collecti
     assert next(iter(store.iter_memories(collection))) == stored
     store.set_vectors(collection, [("a", vec(8), "newer-model")])
     assert store.get_memories(collection, ["a"])["a"].embedding_generated_at is None
+
+
+# -- crowding ---------------------------------------------------------------------------
+
+
+def test_crowding_is_the_mean_similarity_of_the_nearest_other_memories(
+    store: GraphStore, collection: str, other: str
+) -> None:
+    base = unit(vec("theme"))
+    vectors = {f"near{i}": unit(base + 0.3 * unit(vec(f"near{i}"))) for i in range(3)}
+    vectors["apart"] = unit(vec("apart"))
+    store.add_memories(
+        collection, [record(memory(i, collection), vector=v) for i, v in vectors.items()]
+    )
+    store.add_memories(collection, [record(memory("pending", collection, model=None))])
+    # Another collection's twin of "apart" is no neighbour of it.
+    store.add_memories(other, [record(memory("twin", other), vector=vectors["apart"])])
+    wanted = [*vectors, "pending", "unknown"]
+    crowding = store.crowding(collection, wanted, model=MODEL)
+    assert set(crowding) == set(vectors)
+    # Four memories: each one's neighbours are the three others, itself never.
+    for mid, v in vectors.items():
+        others = [_cosine(v, w) for o, w in vectors.items() if o != mid]
+        assert crowding[mid] == pytest.approx(sum(others) / 3, abs=1e-5)
+    assert min(crowding[f"near{i}"] for i in range(3)) > crowding["apart"]
+    assert store.crowding(collection, wanted, model="another-model") == {}

@@ -32,7 +32,15 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.model import Memory, RecallFilters, Tier
-from engine.store.base import PASSAGE_MARGIN, Vector
+from engine.store.base import (
+    CROWDING_NEIGHBOURS,
+    CROWDING_SAMPLE,
+    PASSAGE_MARGIN,
+    Vector,
+    VectorSample,
+    crowding_of,
+    sample_rows,
+)
 from engine.store.embedded.rwlock import RWLock
 
 logger = logging.getLogger(__name__)
@@ -121,7 +129,16 @@ class _Partition:
     dense and ``vectors[:n]`` is one contiguous block for the matrix product.
     """
 
-    __slots__ = ("dim", "ids", "row_of_slot", "slot_of_row", "tier_counts", "tiers", "vectors")
+    __slots__ = (
+        "changes",
+        "dim",
+        "ids",
+        "row_of_slot",
+        "slot_of_row",
+        "tier_counts",
+        "tiers",
+        "vectors",
+    )
 
     def __init__(self, dim: int, capacity: int = _MIN_CAPACITY) -> None:
         self.dim = dim
@@ -134,6 +151,8 @@ class _Partition:
         # Rows per tier code: lets a search tell in O(1) whether any row fails the
         # tier filter, so the common case (all active) builds no mask.
         self.tier_counts = [0] * len(_TIERS)
+        # Vectors put or removed so far: a sample of the rows is stale once it moves.
+        self.changes = 0
 
     @property
     def n(self) -> int:
@@ -203,6 +222,7 @@ class _Partition:
         self.vectors[row] = unit
         self.tiers[row] = tier
         self.tier_counts[tier] += 1
+        self.changes += 1
 
     def set_tier(self, slot: int, tier: int) -> None:
         row = self.row(slot)
@@ -223,6 +243,7 @@ class _Partition:
             self.ids[row] = self.ids[last]
         self.row_of_slot[slot] = -1
         self.ids.pop()
+        self.changes += 1
 
     def vector(self, slot: int) -> Vector:
         row: Vector = self.vectors[self.row(slot)]
@@ -322,6 +343,8 @@ class CollectionIndex:
         # Passage vectors of long memories, per model; a memory's passages are
         # indexed only beside its own vector, of the same model and dimension.
         self._passages: dict[str, _Passages] = {}
+        # Per model: (partition, its changes then, sample) for crowding.
+        self._samples: dict[str, tuple[_Partition, int, VectorSample]] = {}
         self._passage_model_of: dict[str, str] = {}
         self._by_category: dict[str, set[int]] = {}
         self._tier_counts = dict.fromkeys(_TIERS, 0)
@@ -537,6 +560,30 @@ class CollectionIndex:
             q = q / np.float32(norm)
             hits = self._search(part, q, k, filters)
             return self._with_passages(model, part, q, k, filters, hits) if passages else hits
+
+    def crowding(self, ids: Sequence[str], *, model: str) -> dict[str, float]:
+        """How crowded each of ``ids``' neighbourhoods is among ``model``'s vectors
+        (:func:`engine.store.base.crowding_of`), against an even sample of the
+        partition's rows, drawn again after it changes."""
+        with self._lock.read():
+            part = self._partitions.get(model)
+            if part is None:
+                return {}
+            kept = self._samples.get(model)
+            if kept is None or kept[0] is not part or kept[1] != part.changes:
+                rows = sample_rows(part.n, CROWDING_SAMPLE)
+                sample = VectorSample(
+                    ids=[part.ids[r] for r in rows.tolist()],
+                    vectors=part.vectors[rows],
+                    total=part.n,
+                )
+                # Readers may draw it side by side: the same sample, either kept.
+                self._samples[model] = (part, part.changes, sample)
+            else:
+                sample = kept[2]
+            found = [mid for mid in dict.fromkeys(ids) if self._model_of.get(mid) == model]
+            rows = np.asarray([part.row(self._slot_of[mid]) for mid in found], dtype=np.intp)
+            return crowding_of(found, part.vectors[rows], sample, CROWDING_NEIGHBOURS)
 
     def search_many(
         self,

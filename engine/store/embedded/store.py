@@ -777,6 +777,13 @@ class EmbeddedStore:
                     found[memory_id] = np.frombuffer(blob, dtype=np.float32).copy()
         return found
 
+    def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
+        """How crowded the given memories' neighbourhoods are, from the in-memory
+        index (its sample is evenly spaced rows of the model's vectors, drawn again
+        after any of them changes)."""
+        self._check_open()
+        return self._index(collection).crowding(ids, model=model)
+
     def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored passage vectors (2-D, in order, as given) of the given memories
         that have any."""

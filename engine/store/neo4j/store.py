@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -48,6 +49,7 @@ import numpy as np
 from neo4j import Driver, GraphDatabase, ManagedTransaction, Record
 from neo4j.exceptions import ConfigurationError, Neo4jError
 
+from engine.embed.base import normalize_rows
 from engine.errors import (
     ConfigError,
     ConflictError,
@@ -77,6 +79,8 @@ from engine.model.association import (
 )
 from engine.schedule import IndexedSchedule
 from engine.store.base import (
+    CROWDING_NEIGHBOURS,
+    CROWDING_SAMPLE,
     PASSAGE_MARGIN,
     EdgeEnds,
     LearnChange,
@@ -84,8 +88,10 @@ from engine.store.base import (
     MemoryRecord,
     StoreStats,
     Vector,
+    VectorSample,
     check_decay_pass,
     check_learned,
+    crowding_of,
 )
 from engine.store.neo4j import convert
 from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
@@ -109,6 +115,9 @@ VECTOR_INDEX = "memory_embedding"
 PASSAGE_INDEX = "passage_embedding"
 TEXT_INDEX = "memory_content"
 DEFAULT_DIMENSIONS = 384
+SAMPLE_MAX_AGE_S = 60.0
+"""How long a sample of a collection's vectors (for :meth:`Neo4jStore.crowding`)
+is answered from memory before it is read again."""
 
 _SCHEMA: tuple[str, ...] = (
     "schema/memory_key",
@@ -188,6 +197,9 @@ class Neo4jStore:
         self._database = database
         self._dimensions = dimensions
         self._closed = False
+        # (collection, model) -> (read at, sample): see _sample.
+        self._samples: dict[tuple[str, str], tuple[float, VectorSample]] = {}
+        self._samples_lock = threading.Lock()
 
     @classmethod
     def connect(
@@ -774,6 +786,49 @@ class Neo4jStore:
             "read vectors", _records("memory/get_vectors", {"ids": wanted}, collection)
         )
         return {row["id"]: convert.vector_of(row["embedding"]) for row in rows}
+
+    def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
+        """How crowded the given memories' neighbourhoods are: their stored vectors
+        against a sample of the collection's (see :meth:`_sample`)."""
+        vectors = self.get_vectors(collection, ids)
+        if not vectors:
+            return {}
+        sample = self._sample(collection, model)
+        found = [mid for mid, v in vectors.items() if v.shape[0] == sample.vectors.shape[-1]]
+        if not found:
+            return {}
+        units = normalize_rows(np.asarray([vectors[mid] for mid in found], dtype=np.float32))
+        return crowding_of(found, units, sample, CROWDING_NEIGHBOURS)
+
+    def _sample(self, collection: str, model: str) -> VectorSample:
+        """Up to :data:`CROWDING_SAMPLE` of ``model``'s vectors, spread evenly over
+        the collection's memories in id order (``cypher/memory/sample_vectors.cypher``),
+        normalized. Reading one collects every id of the collection, so each is kept
+        for :data:`SAMPLE_MAX_AGE_S` and answered from memory meanwhile."""
+        key = (collection, model)
+        now = time.monotonic()
+        with self._samples_lock:
+            kept = self._samples.get(key)
+        if kept is not None and now - kept[0] < SAMPLE_MAX_AGE_S:
+            return kept[1]
+        rows = self._read(
+            "read a sample of vectors",
+            _records(
+                "memory/sample_vectors", {"model": model, "size": CROWDING_SAMPLE}, collection
+            ),
+        )
+        if rows:
+            vectors = normalize_rows(
+                np.asarray([convert.vector_of(r["embedding"]) for r in rows], dtype=np.float32)
+            )
+        else:
+            vectors = np.empty((0, 0), dtype=np.float32)
+        sample = VectorSample(
+            ids=[r["id"] for r in rows], vectors=vectors, total=int(rows[0]["total"]) if rows else 0
+        )
+        with self._samples_lock:
+            self._samples[key] = (now, sample)
+        return sample
 
     def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored passage vectors (2-D, in order, as given) of the given memories
