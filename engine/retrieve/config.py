@@ -82,6 +82,17 @@ class SearchConfig(BaseModel):
             deviations of the query's best similarities: "what did I decide"
             is answered by the asker's own turns more often than by the replies
             that repeat them.
+        crowding: for ``calibrated``, what a memory's crowding costs it: how close
+            its nearest neighbours in the collection lie (the mean similarity of
+            its 50 nearest, measured against an even sample of the collection:
+            :func:`engine.retrieve.pipeline.crowding`). Its similarity loses
+            ``crowding`` spreads of the query's best similarities for each standard
+            deviation its crowding stands above the dense candidates' mean, and
+            gains as much for each below. A memory that sits among many like it
+            (small talk, a question asked again and again, one of many near
+            repeats) is close to many queries for being typical rather than for
+            matching any one of them; a memory with few like it that is as close
+            to the query matches it for what it says.
         mmr_lambda: with a value, results are diversified by MMR.
         recency_half_life_days: the recency signal halves every so many days.
     """
@@ -115,6 +126,7 @@ class SearchConfig(BaseModel):
     turn_context: float = Field(default=0.0, ge=0.0, le=1.0)
     speaker_lean: float = Field(default=0.0, ge=0.0)
     seed_credit: float = Field(default=0.0, ge=0.0, le=1.0)
+    crowding: float = Field(default=0.0, ge=0.0)
     mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=90.0, gt=0.0)
 
@@ -178,7 +190,7 @@ ASSOCIATIVE = SearchConfig(
     speaker_lean=1.0,
     seed_temperature=0.03,
     seed_credit=0.1,
-    query_triggers=False,
+    crowding=0.5,
     query_subphrases=False,
     hub_matches=0,
     expand=ExpandParams(max_depth=2, damping=1.0, hub_degree_mode="inverse", max_results=100),
@@ -189,11 +201,13 @@ Dense and lexical search each find candidates; each memory scores its cosine
 similarity plus its lexical lead (how far its BM25 score stands above the
 query's typical best, in the signal's own spread, worth 0.5 of a spread of
 similarity, and 0.25 more for each word of the query that names something
-exactly, up to two). A conversation turn also gains 0.3 of the lead of the
-turn that answered it, and a turn said by a speaker the query names one spread
-of similarity. The best of those seed a two-hop walk (each with strength
-``exp((score - best) / 0.03)``), beside the hubs of the concepts the query
-names; a hub passes on 1/degree of what reaches it. A memory then adds 1.2 ×
+exactly, up to two), less half a spread for each standard deviation its
+neighbourhood is more crowded than the other candidates' (see ``crowding``). A
+conversation turn also gains 0.3 of the lead of the turn that answered it, and a
+turn said by a speaker the query names one spread of similarity. The best of
+those seed a two-hop walk (each with strength ``exp((score - best) / 0.03)``),
+beside the hubs of the concepts and triggers the query names; a hub passes on
+1/degree of what reaches it. A memory then adds 1.2 ×
 the sum of its best paths, except that one anchor never carries it past a
 clearly better direct match (two spreads of similarity better): a query-named
 hub's path lifts by at most that margin, and a memory reached from a seed stays

@@ -10,7 +10,7 @@ the chosen recipe, optional MMR.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -140,16 +140,18 @@ def retrieve(
             missing = [mid for mid in lexical if mid not in dense]
             if missing:
                 dense.update(_similarities(store, collection, missing, query_vector))
+        crowded = _Crowding.measure(store, collection, model, dense, config)
+        near = crowded.less if crowded is not None else _unchanged
         direct = calibrated(
-            dense,
+            near(dense),
             lexical,
             lexical_weight=_lexical_weight(query, dense, lexical, config),
             top=config.spread_top,
         )
         if config.turn_context > 0.0 and direct:
-            _in_context(store, collection, direct, dense, query_vector, filters, config)
+            _in_context(store, collection, direct, dense, query_vector, filters, config, near)
         if config.speaker_lean > 0.0 and direct:
-            read = _lean_to_speakers(store, collection, query, direct, dense, config)
+            read = _lean_to_speakers(store, collection, query, direct, near(dense), config)
 
     hubs: list[HubMatch] = []
     graph: dict[str, float] = {}
@@ -200,7 +202,7 @@ def retrieve(
         signals.update(_metadata_signals(memories, now, config))
 
     if config.fusion == "calibrated":
-        fused = _with_graph(direct, dense, graph, expansions, config)
+        fused = _with_graph(direct, near(dense), graph, expansions, config)
         _credit_seeds(fused, seeds, config)
     elif config.fusion == "rrf":
         fused = rrf(signals, config.weights, k=config.rrf_k)
@@ -295,15 +297,16 @@ def _in_context(
     query_vector: Vector | None,
     filters: RecallFilters,
     config: SearchConfig,
+    near: Callable[[Mapping[str, float]], dict[str, float]],
 ) -> None:
     """Conversation turns matched with the turn that followed them: each of the
     best direct matches (as many as dense search returns candidates), and the
     turn just before each of the best ``spread_top`` (added to the candidates
     when it passes the filters), gains ``turn_context`` × its successor's lead
     over the weakest dense candidate. Memories outside any conversation are left
-    as they are. Updates ``direct`` (and ``dense``, for the turns added) in
-    place."""
-    floor = min(dense.values(), default=min(direct.values()))
+    as they are. Similarities count as ``near`` makes them (less crowding).
+    Updates ``direct`` (and ``dense``, for the turns added) in place."""
+    floor = min(near(dense).values(), default=min(direct.values()))
     ranked = [mid for mid, _ in _top(direct, config.candidates)]
     around = store.neighbour_turns(collection, ranked, before=1, after=1)
     if not around:
@@ -325,7 +328,8 @@ def _in_context(
     unknown = [n for n in involved if n not in direct and n not in dense]
     if unknown and query_vector is not None:
         dense.update(_similarities(store, collection, unknown, query_vector))
-    scores = {mid: direct.get(mid, dense.get(mid, floor)) for mid in involved}
+    similar = near({mid: dense[mid] for mid in involved if mid in dense})
+    scores = {mid: direct.get(mid, similar.get(mid, floor)) for mid in involved}
     for mid, nxt in successor.items():
         direct[mid] = scores[mid] + config.turn_context * max(0.0, scores[nxt] - floor)
 
@@ -360,6 +364,77 @@ def _lean_to_speakers(
             if memory.speaker in named:
                 direct[mid] += lean
     return found
+
+
+@dataclass
+class _Crowding:
+    """One recall's measure of crowding (see :attr:`SearchConfig.crowding`): what
+    a standard deviation of crowding, among the dense candidates, costs in
+    similarity, and the crowding of each memory measured so far (NaN: none)."""
+
+    store: GraphStore
+    collection: str
+    model: str
+    floor: float
+    cost: float
+    mean: float
+    std: float
+    values: dict[str, float]
+
+    @classmethod
+    def measure(
+        cls,
+        store: GraphStore,
+        collection: str,
+        model: str,
+        dense: Mapping[str, float],
+        config: SearchConfig,
+    ) -> _Crowding | None:
+        """The measure for a recall whose dense candidates are ``dense``; ``None``
+        when the recipe does not weigh crowding, or the candidates or the
+        collection are too few to tell crowded from not."""
+        d_spread = spread(dense, config.spread_top) if config.crowding > 0.0 else None
+        if d_spread is None or d_spread.std <= 0.0:
+            return None
+        values: dict[str, float] = dict.fromkeys(dense, math.nan)
+        values.update(store.crowding(collection, list(dense), model=model))
+        known = np.asarray([v for v in values.values() if not math.isnan(v)], dtype=np.float64)
+        if known.size < 3 or known.std() <= 0.0:
+            return None
+        return cls(
+            store=store,
+            collection=collection,
+            model=model,
+            floor=min(dense.values()),
+            cost=config.crowding * d_spread.std,
+            mean=float(known.mean()),
+            std=float(known.std()),
+            values=values,
+        )
+
+    def less(self, similarities: Mapping[str, float]) -> dict[str, float]:
+        """``similarities`` less each memory's crowding: ``cost`` for each standard
+        deviation it stands above the candidates' mean (and gaining as much for
+        each below). A memory without a vector keeps its score, and so does one
+        less similar than every dense candidate (one the walk or its words found:
+        it is not measured)."""
+        unknown = [
+            mid for mid, s in similarities.items() if s >= self.floor and mid not in self.values
+        ]
+        if unknown:
+            measured = self.store.crowding(self.collection, unknown, model=self.model)
+            # NaN: looked for and not measurable (no vector of the model).
+            self.values.update({mid: measured.get(mid, math.nan) for mid in unknown})
+        out = dict(similarities)
+        for mid, s in similarities.items():
+            value = self.values.get(mid, math.nan)
+            if not math.isnan(value):
+                out[mid] = s - self.cost * (value - self.mean) / self.std
+        return out
+
+
+def _unchanged(similarities: Mapping[str, float]) -> dict[str, float]:
+    return dict(similarities)
 
 
 def _lexical_weight(

@@ -102,6 +102,11 @@ def store(tmp_path: Path) -> Iterator[EmbeddedStore]:
     s.close()
 
 
+# The walk's arithmetic, without the crowding correction (which moves every
+# similarity of these five-memory worlds; tests/unit/retrieve/test_crowding.py).
+UNCROWDED = ASSOCIATIVE.model_copy(update={"crowding": 0.0})
+
+
 def run(
     store: EmbeddedStore,
     config: SearchConfig,
@@ -135,7 +140,7 @@ def test_dense_alone_ranks_the_second_hop_below_lookalikes(store: EmbeddedStore)
 
 
 def test_a_rare_name_shared_with_the_best_hit_lifts_the_second_hop(store: EmbeddedStore) -> None:
-    found = run(store, ASSOCIATIVE, explain=True)
+    found = run(store, UNCROWDED, explain=True)
     assert ranked(found) == ["ballet", "composer", "near1"]
     composer = found.candidates[1]
     # The ballet seeds at strength 1; "johann strauss" has two memories, so the
@@ -152,7 +157,7 @@ def test_a_rare_name_shared_with_the_best_hit_lifts_the_second_hop(store: Embedd
 
 
 def test_seed_strength_falls_off_with_the_gap_to_the_best_hit(store: EmbeddedStore) -> None:
-    found = run(store, ASSOCIATIVE, limit=5)
+    found = run(store, UNCROWDED, limit=5)
     far = next(c for c in found.candidates if c.memory_id == "far")
     # "far" is reached through "season" (two memories) from near2, a seed whose
     # strength is exp((0.40 - 0.90) / 0.03): next to nothing.
@@ -218,9 +223,9 @@ def test_a_seed_no_other_anchor_reaches_keeps_its_place(tmp_path: Path) -> None:
                 for mid, (sim, concepts) in table.items()
             ],
         )
-        uncredited = ASSOCIATIVE.model_copy(update={"seed_credit": 0.0})
+        uncredited = UNCROWDED.model_copy(update={"seed_credit": 0.0})
         before = run(s, uncredited, query="q", limit=5)
-        after = run(s, ASSOCIATIVE, query="q", limit=5)
+        after = run(s, UNCROWDED, query="q", limit=5)
     finally:
         s.close()
     # Two seeds' paths carry "shared" past every seed when seeds get no credit.

@@ -101,8 +101,8 @@ def test_the_named_speakers_turns_gain_one_lean_and_pass_a_weaker_reply(
     ids = _remember(service, [s for s, _ in TURNS])
     speaker = {mid: who for mid, (who, _) in zip(ids, TURNS, strict=True)}
     decision, long_reply, weak_reply = ids[0], ids[1], ids[3]
-    # Without the walk, so that the lean is all that differs.
-    direct = ASSOCIATIVE.model_copy(update={"graph": False})
+    # Without the walk or crowding, so that the lean is all that differs.
+    direct = ASSOCIATIVE.model_copy(update={"graph": False, "crowding": 0.0})
     plain = direct.model_copy(update={"speaker_lean": 0.0})
     before = service.recall(C, QUERY, limit=len(ids), recipe=plain, learn=False)
     after = service.recall(C, QUERY, limit=len(ids), recipe=direct, learn=False)

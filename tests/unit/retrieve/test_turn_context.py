@@ -9,6 +9,7 @@ import pytest
 
 from engine.extract import SpacyConceptExtractor
 from engine.model import RecallFilters
+from engine.retrieve.config import ASSOCIATIVE
 from engine.service import Hippocampus
 from tests.unit.retrieve.turns import hashing_service, remember_turns
 
@@ -56,5 +57,8 @@ def test_turn_context_respects_the_filters(service: Hippocampus) -> None:
 
 def test_memories_outside_a_conversation_get_no_context(service: Hippocampus) -> None:
     ids = _remember(service, None)
-    found = service.recall(C, QUERY, limit=3, learn=False)
+    # Among five memories crowding would reorder them on its own: leave it out so
+    # that the context is all that could lift the instruction.
+    uncrowded = ASSOCIATIVE.model_copy(update={"crowding": 0.0})
+    found = service.recall(C, QUERY, limit=3, learn=False, recipe=uncrowded)
     assert ids[1] not in [h.memory.id for h in found.hits[:2]]

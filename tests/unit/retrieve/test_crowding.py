@@ -1,0 +1,140 @@
+"""Crowding: a memory close to the query only for sitting among many like it
+loses to one as close that says something of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.extract import Extraction
+from engine.model import Memory, RecallFilters, RetrievalMeta
+from engine.model import content_hash as hash_of
+from engine.retrieve.config import ASSOCIATIVE, DENSE
+from engine.retrieve.pipeline import retrieve
+from engine.store import MemoryRecord, Vector
+from engine.store.base import VectorSample, crowding_of
+from engine.store.embedded import EmbeddedStore
+
+C = "persona:crowds"
+MODEL = "test-8"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DIM = 8
+
+
+def axis(i: int) -> Vector:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def at(similarity: float, direction: Vector) -> Vector:
+    """A unit vector at ``similarity`` to the query (axis 0), the rest along
+    ``direction`` (taken orthogonal to the query and to unit length)."""
+    rest = direction.astype(np.float32).copy()
+    rest[0] = 0.0
+    rest /= np.linalg.norm(rest)
+    out: Vector = (similarity * axis(0) + np.sqrt(1.0 - similarity**2) * rest).astype(np.float32)
+    return out
+
+
+QUERY = axis(0)
+# Six near repeats, each 0.60 from the query; one memory just below them that is
+# like none of them; three far memories.
+VECTORS = {
+    **{f"repeat{i}": at(0.60, axis(1) + 0.05 * axis(2 + i)) for i in range(6)},
+    "distinct": at(0.58, -axis(1) + axis(2)),
+    **{f"far{i}": at(0.10, axis(5 + i)) for i in range(3)},
+}
+
+
+def memory(memory_id: str) -> Memory:
+    text = f"memory {memory_id}"
+    return Memory(
+        id=memory_id,
+        collection=C,
+        content=text,
+        category="insight",
+        created_at=T0,
+        updated_at=T0,
+        content_hash=hash_of(text),
+        embedding_model=MODEL,
+        retrieval=RetrievalMeta(),
+    )
+
+
+class NoConcepts:
+    name = "none"
+
+    def extract_many(self, texts: list[str]) -> list[Extraction]:
+        return [Extraction() for _ in texts]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[EmbeddedStore]:
+    s = EmbeddedStore(tmp_path / "data")
+    s.add_memories(C, [MemoryRecord(memory=memory(m), vector=v) for m, v in VECTORS.items()])
+    yield s
+    s.close()
+
+
+def ranked(store: EmbeddedStore, crowding: float) -> list[str]:
+    config = ASSOCIATIVE.model_copy(update={"crowding": crowding})
+    found = retrieve(
+        store,
+        NoConcepts(),
+        C,
+        "q",
+        QUERY,
+        model=MODEL,
+        config=config,
+        filters=RecallFilters(),
+        limit=len(VECTORS),
+        now=T0,
+    )
+    return [c.memory_id for c in found.candidates]
+
+
+def test_a_memory_like_no_other_passes_near_repeats_that_match_a_little_better(
+    store: EmbeddedStore,
+) -> None:
+    assert ranked(store, 0.0)[0].startswith("repeat")
+    assert ranked(store, ASSOCIATIVE.crowding)[0] == "distinct"
+
+
+def test_crowding_leaves_the_reported_similarity_alone(store: EmbeddedStore) -> None:
+    found = retrieve(
+        store,
+        NoConcepts(),
+        C,
+        "q",
+        QUERY,
+        model=MODEL,
+        config=ASSOCIATIVE,
+        filters=RecallFilters(),
+        limit=3,
+        now=T0,
+    )
+    distinct = next(c for c in found.candidates if c.memory_id == "distinct")
+    assert distinct.similarity == pytest.approx(0.58, abs=1e-6)
+    # DENSE never weighs it: its score is the cosine.
+    assert DENSE.crowding == 0.0
+
+
+def test_a_sample_stands_for_the_collection_by_its_share_of_neighbours() -> None:
+    # A sample of 4 of 400 memories: the nearest round(50 × 4 / 400) = 1 of the
+    # sample stands for a memory's 50 nearest.
+    sample_vectors = np.stack([axis(1), axis(2), at(0.5, axis(1)), axis(3)])
+    sample = VectorSample(ids=["s1", "s2", "s3", "s4"], vectors=sample_vectors, total=400)
+    found = crowding_of(["m", "s1"], np.stack([axis(1), axis(1)]), sample, 50)
+    assert found["m"] == pytest.approx(1.0)
+    # s1 is in the sample: its nearest other is s3, at sqrt(1 - 0.5²) to it.
+    assert found["s1"] == pytest.approx(np.sqrt(0.75), abs=1e-6)
+    # The whole collection sampled: the 50 nearest, or all the others when fewer.
+    whole = VectorSample(ids=sample.ids, vectors=sample_vectors, total=4)
+    (value,) = crowding_of(["s1"], axis(1)[None, :], whole, 50).values()
+    assert value == pytest.approx((0.0 + np.sqrt(0.75) + 0.0) / 3, abs=1e-6)
+    assert crowding_of(["m"], axis(1)[None, :], VectorSample(["s1"], axis(1)[None, :], 1), 50) == {}
