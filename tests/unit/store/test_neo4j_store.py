@@ -897,3 +897,33 @@ def test_an_edit_that_keeps_learning_locks_the_memory_before_reading_it() -> Non
         driver.params_of("memory/replace_memory")["properties"]["doc"]
     )
     assert (written.importance, written.retrieval.usage_count) == (0.9, 7)
+
+
+def test_crowding_measures_against_a_sample_read_once_a_minute(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    e = np.eye(8, dtype=np.float32)
+    vectors = {"a": e[1], "b": 0.8 * e[1] + 0.6 * e[2], "c": 2.0 * e[3]}
+    driver = FakeDriver(
+        answers={
+            "memory/sample_vectors": [
+                {"total": 3, "id": i, "embedding": v.tolist()} for i, v in vectors.items()
+            ],
+            "memory/get_vectors": lambda p: [
+                {"id": i, "embedding": vectors[i].tolist()} for i in p["ids"] if i in vectors
+            ],
+        }
+    )
+    clock = [1000.0]
+    monkeypatch.setattr("engine.store.neo4j.store.time.monotonic", lambda: clock[0])
+    store = make(driver)
+    crowding = store.crowding(C, ["a", "c", "missing"], model="m")
+    # Three memories: each one's neighbours are the two others, itself never
+    # (c's stored vector is not at unit length; it counts as one).
+    assert crowding == pytest.approx({"a": (0.8 + 0.0) / 2, "c": 0.0})
+    assert driver.params_of("memory/sample_vectors")["model"] == "m"
+    store.crowding(C, ["b"], model="m")
+    assert driver.ran().count("memory/sample_vectors") == 1
+    clock[0] += 61.0
+    store.crowding(C, ["b"], model="m")
+    assert driver.ran().count("memory/sample_vectors") == 2
