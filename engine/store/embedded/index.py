@@ -343,7 +343,8 @@ class CollectionIndex:
         # Passage vectors of long memories, per model; a memory's passages are
         # indexed only beside its own vector, of the same model and dimension.
         self._passages: dict[str, _Passages] = {}
-        # Per model: (partition, its changes then, sample) for crowding.
+        # Per model: (partition, its changes then, sample) for crowding, when the
+        # partition has more vectors than a sample holds.
         self._samples: dict[str, tuple[_Partition, int, VectorSample]] = {}
         self._passage_model_of: dict[str, str] = {}
         self._by_category: dict[str, set[int]] = {}
@@ -563,14 +564,19 @@ class CollectionIndex:
 
     def crowding(self, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded each of ``ids``' neighbourhoods is among ``model``'s vectors
-        (:func:`engine.store.base.crowding_of`), against an even sample of the
-        partition's rows, drawn again after it changes."""
+        (:func:`engine.store.base.crowding_of`): against all of them when there
+        are no more than :data:`CROWDING_SAMPLE` (read in place, under the lock),
+        else against an even sample of the rows, copied and drawn again after
+        they change."""
         with self._lock.read():
             part = self._partitions.get(model)
             if part is None:
                 return {}
             kept = self._samples.get(model)
-            if kept is None or kept[0] is not part or kept[1] != part.changes:
+            if part.n <= CROWDING_SAMPLE:
+                self._samples.pop(model, None)
+                sample = VectorSample(ids=part.ids, vectors=part.vectors[: part.n], total=part.n)
+            elif kept is None or kept[0] is not part or kept[1] != part.changes:
                 rows = sample_rows(part.n, CROWDING_SAMPLE)
                 sample = VectorSample(
                     ids=[part.ids[r] for r in rows.tolist()],

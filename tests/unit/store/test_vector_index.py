@@ -328,3 +328,31 @@ def test_similarities_are_the_matrix_product_row_by_row(rows: int) -> None:
     # A gathered (non-contiguous) selection of rows too.
     picked = matrix[::3]
     np.testing.assert_allclose(similarities(picked, q), picked @ q, rtol=1e-5, atol=1e-4)
+
+
+def _mean_nearest(v: Vector, others: list[Vector], k: int) -> float:
+    sims = sorted((float(v @ o) for o in others), reverse=True)
+    return sum(sims[:k]) / k
+
+
+def test_crowding_of_a_large_partition_uses_an_even_sample_drawn_again_after_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("engine.store.embedded.index.CROWDING_SAMPLE", 4)
+    monkeypatch.setattr("engine.store.embedded.index.CROWDING_NEIGHBOURS", 4)
+    index, vectors = filled(8)
+    ids = list(vectors)
+    # Rows 0, 2, 4 and 7 (evenly spaced over eight); 4 neighbours of 8 are
+    # round(4 × 4 / 8) = 2 of the sample.
+    sample = [vectors[ids[r]] for r in (0, 2, 4, 7)]
+    found = index.crowding(["m1", "m0", "unknown"], model="model-a")
+    assert set(found) == {"m1", "m0"}
+    assert found["m1"] == pytest.approx(_mean_nearest(vectors["m1"], sample, 2), abs=1e-6)
+    assert found["m0"] == pytest.approx(_mean_nearest(vectors["m0"], sample[1:], 2), abs=1e-6)
+    assert index.crowding(["m1"], model="model-b") == {}
+    # A twin of m1 joins: nine rows, sampled at 0, 2, 5 and 8 (the twin).
+    index.put([(entry("twin"), vectors["m1"], "model-a")])
+    again = index.crowding(["m1"], model="model-a")
+    resampled = [vectors[ids[0]], vectors[ids[2]], vectors[ids[5]], vectors["m1"]]
+    assert again["m1"] == pytest.approx(_mean_nearest(vectors["m1"], resampled, 2), abs=1e-6)
+    assert again["m1"] > found["m1"]
