@@ -85,7 +85,7 @@ class SearchConfig(BaseModel):
         crowding: for ``calibrated``, what a memory's crowding costs it: how close
             its nearest neighbours in the collection lie (the mean similarity of
             its 50 nearest, measured against an even sample of the collection:
-            :func:`engine.retrieve.pipeline.crowding`). Its similarity loses
+            :meth:`engine.store.GraphStore.crowding`). Its similarity loses
             ``crowding`` spreads of the query's best similarities for each standard
             deviation its crowding stands above the dense candidates' mean, and
             gains as much for each below. A memory that sits among many like it

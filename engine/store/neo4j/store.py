@@ -789,8 +789,15 @@ class Neo4jStore:
 
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded the given memories' neighbourhoods are: their stored vectors
-        against a sample of the collection's (see :meth:`_sample`)."""
-        vectors = self.get_vectors(collection, ids)
+        of ``model`` against a sample of the collection's (see :meth:`_sample`)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        rows = self._read(
+            "read vectors",
+            _records("memory/model_vectors", {"ids": wanted, "model": model}, collection),
+        )
+        vectors = {row["id"]: convert.vector_of(row["embedding"]) for row in rows}
         if not vectors:
             return {}
         sample = self._sample(collection, model)

@@ -909,7 +909,7 @@ def test_crowding_measures_against_a_sample_read_once_a_minute(
             "memory/sample_vectors": [
                 {"total": 3, "id": i, "embedding": v.tolist()} for i, v in vectors.items()
             ],
-            "memory/get_vectors": lambda p: [
+            "memory/model_vectors": lambda p: [
                 {"id": i, "embedding": vectors[i].tolist()} for i in p["ids"] if i in vectors
             ],
         }
@@ -922,6 +922,7 @@ def test_crowding_measures_against_a_sample_read_once_a_minute(
     # (c's stored vector is not at unit length; it counts as one).
     assert crowding == pytest.approx({"a": (0.8 + 0.0) / 2, "c": 0.0})
     assert driver.params_of("memory/sample_vectors")["model"] == "m"
+    assert driver.params_of("memory/model_vectors")["model"] == "m"
     store.crowding(C, ["b"], model="m")
     assert driver.ran().count("memory/sample_vectors") == 1
     clock[0] += 61.0
