@@ -57,6 +57,10 @@ class VectorSample:
     ids: list[str]
     vectors: npt.NDArray[np.float32]
     total: int
+    position: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "position", {mid: i for i, mid in enumerate(self.ids)})
 
 
 def sample_rows(total: int, size: int) -> npt.NDArray[np.intp]:
@@ -79,11 +83,14 @@ def crowding_of(
     size = len(sample.ids)
     if size < 2 or not ids or units.shape[1] != sample.vectors.shape[1]:
         return {}
-    sims = units @ sample.vectors.T
-    column = {mid: i for i, mid in enumerate(sample.ids)}
+    # Pair by pair in this thread, not by a BLAS matrix product: that hands the
+    # work to BLAS's threads, which then spin on the cores the rest of the
+    # recall needs (see engine.store.embedded.index.similarities).
+    sims = np.vecdot(units[:, None, :], sample.vectors[None, :, :])
     for row, mid in enumerate(ids):
-        if mid in column:
-            sims[row, column[mid]] = -np.inf
+        column = sample.position.get(mid)
+        if column is not None:
+            sims[row, column] = -np.inf
     k = min(max(1, round(neighbours * size / max(sample.total, size))), size - 1)
     nearest = np.partition(sims, size - k, axis=1)[:, size - k :]
     return dict(zip(ids, nearest.mean(axis=1).tolist(), strict=True))
