@@ -13,7 +13,7 @@ import pytest
 from engine.extract import Extraction
 from engine.model import Memory, RecallFilters, RetrievalMeta
 from engine.model import content_hash as hash_of
-from engine.retrieve.config import ASSOCIATIVE, DENSE
+from engine.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
 from engine.retrieve.pipeline import retrieve
 from engine.store import MemoryRecord, Vector
 from engine.store.base import VectorSample, crowding_of
@@ -105,7 +105,10 @@ def test_a_memory_like_no_other_passes_near_repeats_that_match_a_little_better(
     assert ranked(store, ASSOCIATIVE.crowding)[0] == "distinct"
 
 
-def test_crowding_leaves_the_reported_similarity_alone(store: EmbeddedStore) -> None:
+@pytest.mark.parametrize("config", [ASSOCIATIVE, DENSE], ids=lambda c: c.name)
+def test_crowding_leaves_the_reported_similarity_alone(
+    store: EmbeddedStore, config: SearchConfig
+) -> None:
     found = retrieve(
         store,
         NoConcepts(),
@@ -113,15 +116,18 @@ def test_crowding_leaves_the_reported_similarity_alone(store: EmbeddedStore) -> 
         "q",
         QUERY,
         model=MODEL,
-        config=ASSOCIATIVE,
+        config=config,
         filters=RecallFilters(),
-        limit=3,
+        limit=len(VECTORS),
         now=T0,
     )
-    distinct = next(c for c in found.candidates if c.memory_id == "distinct")
-    assert distinct.similarity == pytest.approx(0.58, abs=1e-6)
-    # DENSE never weighs it: its score is the cosine.
-    assert DENSE.crowding == 0.0
+    by_id = {c.memory_id: c for c in found.candidates}
+    assert by_id["distinct"].similarity == pytest.approx(0.58, abs=1e-6)
+    assert by_id["repeat0"].similarity == pytest.approx(0.60, abs=1e-6)
+    if config is DENSE:
+        # DENSE never weighs crowding: its score is the cosine, repeats first.
+        assert all(c.score == pytest.approx(c.similarity) for c in found.candidates)
+        assert found.candidates[0].memory_id.startswith("repeat")
 
 
 def test_a_sample_stands_for_the_collection_by_its_share_of_neighbours() -> None:
