@@ -63,14 +63,6 @@ class VectorSample:
         object.__setattr__(self, "position", {mid: i for i, mid in enumerate(self.ids)})
 
 
-def sample_rows(total: int, size: int) -> npt.NDArray[np.intp]:
-    """``size`` positions spread evenly over ``range(total)`` (all of them when
-    ``total`` is no more)."""
-    if total <= size:
-        return np.arange(total, dtype=np.intp)
-    return np.linspace(0, total - 1, num=size).astype(np.intp)
-
-
 def crowding_of(
     ids: Sequence[str], units: npt.NDArray[np.float32], sample: VectorSample, neighbours: int
 ) -> dict[str, float]:

@@ -39,7 +39,6 @@ from engine.store.base import (
     Vector,
     VectorSample,
     crowding_of,
-    sample_rows,
 )
 from engine.store.embedded.rwlock import RWLock
 
@@ -577,7 +576,7 @@ class CollectionIndex:
                 self._samples.pop(model, None)
                 sample = VectorSample(ids=part.ids, vectors=part.vectors[: part.n], total=part.n)
             elif kept is None or kept[0] is not part or kept[1] != part.changes:
-                rows = sample_rows(part.n, CROWDING_SAMPLE)
+                rows = np.linspace(0, part.n - 1, num=CROWDING_SAMPLE).astype(np.intp)
                 sample = VectorSample(
                     ids=[part.ids[r] for r in rows.tolist()],
                     vectors=part.vectors[rows],

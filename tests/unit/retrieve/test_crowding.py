@@ -4,24 +4,19 @@ loses to one as close that says something of its own."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from engine.extract import Extraction
-from engine.model import Memory, RecallFilters, RetrievalMeta
-from engine.model import content_hash as hash_of
+from engine.model import RecallFilters
 from engine.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
-from engine.retrieve.pipeline import retrieve
+from engine.retrieve.pipeline import Retrieval, retrieve
 from engine.store import MemoryRecord, Vector
 from engine.store.base import VectorSample, crowding_of
 from engine.store.embedded import EmbeddedStore
+from tests.unit.retrieve.test_pipeline import MODEL, T0, C, FixedExtractor, memory
 
-C = "persona:crowds"
-MODEL = "test-8"
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 8
 
 
@@ -51,41 +46,18 @@ VECTORS = {
 }
 
 
-def memory(memory_id: str) -> Memory:
-    text = f"memory {memory_id}"
-    return Memory(
-        id=memory_id,
-        collection=C,
-        content=text,
-        category="insight",
-        created_at=T0,
-        updated_at=T0,
-        content_hash=hash_of(text),
-        embedding_model=MODEL,
-        retrieval=RetrievalMeta(),
-    )
-
-
-class NoConcepts:
-    name = "none"
-
-    def extract_many(self, texts: list[str]) -> list[Extraction]:
-        return [Extraction() for _ in texts]
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[EmbeddedStore]:
     s = EmbeddedStore(tmp_path / "data")
-    s.add_memories(C, [MemoryRecord(memory=memory(m), vector=v) for m, v in VECTORS.items()])
+    s.add_memories(C, [MemoryRecord(memory=memory(m, ()), vector=v) for m, v in VECTORS.items()])
     yield s
     s.close()
 
 
-def ranked(store: EmbeddedStore, crowding: float) -> list[str]:
-    config = ASSOCIATIVE.model_copy(update={"crowding": crowding})
-    found = retrieve(
+def run(store: EmbeddedStore, config: SearchConfig) -> Retrieval:
+    return retrieve(
         store,
-        NoConcepts(),
+        FixedExtractor({}),
         C,
         "q",
         QUERY,
@@ -95,6 +67,10 @@ def ranked(store: EmbeddedStore, crowding: float) -> list[str]:
         limit=len(VECTORS),
         now=T0,
     )
+
+
+def ranked(store: EmbeddedStore, crowding: float) -> list[str]:
+    found = run(store, ASSOCIATIVE.model_copy(update={"crowding": crowding}))
     return [c.memory_id for c in found.candidates]
 
 
@@ -109,18 +85,7 @@ def test_a_memory_like_no_other_passes_near_repeats_that_match_a_little_better(
 def test_crowding_leaves_the_reported_similarity_alone(
     store: EmbeddedStore, config: SearchConfig
 ) -> None:
-    found = retrieve(
-        store,
-        NoConcepts(),
-        C,
-        "q",
-        QUERY,
-        model=MODEL,
-        config=config,
-        filters=RecallFilters(),
-        limit=len(VECTORS),
-        now=T0,
-    )
+    found = run(store, config)
     by_id = {c.memory_id: c for c in found.candidates}
     assert by_id["distinct"].similarity == pytest.approx(0.58, abs=1e-6)
     assert by_id["repeat0"].similarity == pytest.approx(0.60, abs=1e-6)
