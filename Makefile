@@ -12,9 +12,11 @@ CYPHER_LINT := tools/cypher-lint
 COMPOSE_SCHEMA := tools/compose-schema
 EXPLORER := api/explore
 NODE_STAMP := node_modules/.installed-stamp
+NEO4J := tools/neo4j-server
+NEO4J_STATE := .neo4j/dev
 
 .PHONY: install run test lint typecheck unit cypher-lint workflow-check node-tools explorer bench-ingest bench-recall \
-	bench-load bench-crashloop bench-soak bench-maintenance clean
+	bench-load bench-crashloop bench-soak bench-maintenance neo4j neo4j-stop clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,8 +57,20 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# Every test, on the embedded store and on a live Neo4j: with-neo4j.sh starts
+# tools/neo4j-server's Neo4j where java and mvn are (or uses NEO4J_URI), and
+# stops it when the run ends, passed or failed.
 unit: install node-tools
-	$(BIN)/python -m pytest -q
+	$(NEO4J)/with-neo4j.sh $(BIN)/python -m pytest -q
+
+# A Neo4j Community 5.26 on loopback, no Docker: built from Maven Central's jars
+# (cached in ~/.m2) the first time, data and log in $(NEO4J_STATE). The last
+# three lines printed are NEO4J_URI=, NEO4J_USER= and NEO4J_PASSWORD=.
+neo4j:
+	@$(NEO4J)/neo4j.sh start $(NEO4J_STATE)
+
+neo4j-stop:
+	@$(NEO4J)/neo4j.sh stop $(NEO4J_STATE)
 
 # Every .cypher file (the store's statements and the Browser guide's queries)
 # against Neo4j's grammar, semantic analysis, procedure catalog and the graph
@@ -92,3 +106,4 @@ bench-maintenance: install
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
 	rm -rf $(CYPHER_LINT)/node_modules $(COMPOSE_SCHEMA)/node_modules $(EXPLORER)/node_modules
+	rm -rf $(NEO4J)/target

@@ -31,6 +31,7 @@ from tests.contract.backends import NEO4J_IMAGE, STORES, neo4j_plan
 from tests.contract.helpers import DIM
 
 _PROBE_S = 2.0
+_RETRY_S = 30.0
 
 
 def _connect(uri: str, user: str, password: str, database: str) -> Neo4jStore:
@@ -40,7 +41,10 @@ def _connect(uri: str, user: str, password: str, database: str) -> Neo4jStore:
         password=password,
         database=database,
         dimensions=DIM,
-        max_retry_s=_PROBE_S,
+        # The probe: a connection opens in 2 s or the server counts as away. A
+        # transaction under contention (the concurrency tests) is retried as
+        # long as a server's default would.
+        max_retry_s=_RETRY_S,
         timeout_s=_PROBE_S,
     )
     try:

@@ -1,5 +1,6 @@
-"""``.ci/run``, the CI entry point: on CI the explorer's browser test is required,
-so a Chromium that failed to install fails the run instead of being skipped."""
+"""``.ci/run``, the CI entry point: on CI the explorer's browser test and the
+Neo4j half of the suites are required, so a Chromium that failed to install or
+a Neo4j that did not start fails the run instead of being skipped."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ def run_ci(tmp_path: Path, **env: str) -> str:
     bin_dir.mkdir()
     for name, body in {
         "chromium": "exit 0",
-        "make": 'echo "make $* EXPLORER_REQUIRED=${EXPLORER_REQUIRED:-}"',
+        "make": (
+            'echo "make $* EXPLORER_REQUIRED=${EXPLORER_REQUIRED:-}'
+            ' NEO4J_REQUIRED=${NEO4J_REQUIRED:-}"'
+        ),
     }.items():
         script = bin_dir / name
         script.write_text(f"#!/bin/sh\n{body}\n")
@@ -33,9 +37,9 @@ def run_ci(tmp_path: Path, **env: str) -> str:
     return done.stdout.strip()
 
 
-def test_on_ci_the_explorer_browser_test_is_required(tmp_path: Path) -> None:
-    assert run_ci(tmp_path, CI="true") == "make test EXPLORER_REQUIRED=1"
+def test_on_ci_the_explorer_browser_test_and_neo4j_are_required(tmp_path: Path) -> None:
+    assert run_ci(tmp_path, CI="true") == "make test EXPLORER_REQUIRED=1 NEO4J_REQUIRED=1"
 
 
 def test_elsewhere_the_explorer_browser_test_may_skip(tmp_path: Path) -> None:
-    assert run_ci(tmp_path) == "make test EXPLORER_REQUIRED="
+    assert run_ci(tmp_path) == "make test EXPLORER_REQUIRED= NEO4J_REQUIRED="
