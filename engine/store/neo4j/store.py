@@ -1365,9 +1365,16 @@ class Neo4jStore:
         return 0
 
     def list_collections(self) -> list[str]:
-        """Collections holding at least one memory, sorted."""
-        rows = self._read("list collections", _records("memory/list_collections", {}))
-        return [row["collection"] for row in rows]
+        """Collections holding at least one memory, sorted: one index seek each
+        (``memory/list_collections``), all in one read transaction."""
+
+        def work(tx: ManagedTransaction) -> list[str]:
+            found: list[str] = []
+            while rows := _run(tx, "memory/list_collections", after=found[-1] if found else ""):
+                found.append(rows[0]["collection"])
+            return found
+
+        return self._read("list collections", work)
 
     def stats(self, collection: str) -> StoreStats:
         """Counts for one collection; ``pending_embeddings`` counts memories with no
