@@ -14,6 +14,8 @@ edges, equal to what the clients counted.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.server import Server
+from bench.server import REPO, Server
 from bench.workload import (
     Client,
     Latencies,
@@ -45,8 +47,8 @@ pytestmark = pytest.mark.slow
 
 STORES = ("embedded", "neo4j") if os.environ.get("NEO4J_URI") else ("embedded",)
 """The server runs on the embedded store, and on the Neo4j that ``NEO4J_URI``
-(``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``) names when set, whose
-schema must be set up (``hippo setup``)."""
+(``NEO4J_USER``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``) names when set, its
+schema set up first (``hippo setup``, idempotent) as an operator would."""
 
 
 def _store_settings(store: str) -> dict[str, str]:
@@ -61,9 +63,26 @@ def _store_settings(store: str) -> dict[str, str]:
     }
 
 
+def _set_up(settings: dict[str, str]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIPPO_")}
+    env.update(settings, HIPPO_EMBEDDER="hashing")
+    done = subprocess.run(
+        [sys.executable, "-m", "api.cli", "setup"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @pytest.fixture(params=STORES)
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     settings = _store_settings(request.param)
+    if request.param == "neo4j":
+        _set_up(settings)
     with Server(tmp_path / "data", tmp_path / "server.log", settings=settings) as srv:
         srv.start()
         yield srv
