@@ -1,6 +1,7 @@
 """Ingest throughput: each stage alone, then the whole pipeline, in one run.
 
     .venv/bin/python bench/ingest.py --n 10000 [--batch 64] [--embedder minilm|hashing] [--json]
+    .venv/bin/python bench/ingest.py --n 10000 --store neo4j   # the writes on Neo4j too
 
 The real pipeline (MiniLM embeddings unless told otherwise, spaCy extraction,
 the embedded store with its default ``synchronous=FULL``) on synthetic but
@@ -20,6 +21,11 @@ other in the same process, so the figures compare:
   embedded and written before the next), as ingest ran before the stream.
 
 Loading the models is reported apart and not counted.
+
+With ``--store neo4j`` the writes alone and the pipeline run on the embedded
+store and then, in the same run, in a collection of their own (dropped
+afterwards) on the Neo4j that ``HIPPO_NEO4J__URI``, ``__USER``, ``__PASSWORD``
+and ``__DATABASE`` name (its schema set up first), so the two stores compare.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import os
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +47,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.recall import connect_neo4j
 from bench.synth import memories
 from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from engine.extract import Extraction, SpacyConceptExtractor
@@ -83,18 +91,32 @@ def _timed(work: Callable[[], Any]) -> tuple[float, Any]:
 
 
 @contextmanager
-def _service(embedder: Any, extractor: Any, synchronous: str, embed_batch: int) -> Iterator[Any]:
+def _service(
+    embedder: Any, extractor: Any, synchronous: str, embed_batch: int, store_kind: str = "embedded"
+) -> Iterator[tuple[Hippocampus, str]]:
+    """A service on a fresh store (embedded) or a fresh collection (Neo4j), and
+    the collection to write to."""
+    if store_kind == "neo4j":
+        neo4j = connect_neo4j(embedder.dim)
+        collection = f"{COLLECTION}-{uuid.uuid4().hex[:8]}"
+        service = Hippocampus(neo4j, embedder, extractor, embed_batch_size=embed_batch)
+        try:
+            yield service, collection
+        finally:
+            neo4j.drop_collection(collection)
+            service.close()
+        return
     with tempfile.TemporaryDirectory(prefix="hippo-bench-") as tmp:
         store = EmbeddedStore(Path(tmp) / "data", synchronous=synchronous)
         service = Hippocampus(store, embedder, extractor, embed_batch_size=embed_batch)
         try:
-            yield service
+            yield service, COLLECTION
         finally:
             service.close()
 
 
-def _stored(service: Hippocampus, n: int) -> None:
-    stored = service.store.stats(COLLECTION).memories
+def _stored(service: Hippocampus, collection: str, n: int) -> None:
+    stored = service.store.stats(collection).memories
     if stored != n:
         raise SystemExit(f"stored {stored} memories, expected {n}")
 
@@ -107,6 +129,7 @@ def run(
     seed: int,
     synchronous: str,
     back_to_back: bool,
+    store_kind: str = "embedded",
 ) -> dict[str, Any]:
     load_before = os.getloadavg()
     items = memories(n, seed=seed)
@@ -146,7 +169,7 @@ def run(
 
     # Embedding alone: contents and then-new hub names, in runs as the stream takes them.
     vectors: dict[str, npt.NDArray[np.float32]] = {}
-    with _service(embedder, extractor, synchronous, embed_batch) as service:
+    with _service(embedder, extractor, synchronous, embed_batch) as (service, _):
 
         def embed_all() -> None:
             seen: set[str] = set()
@@ -160,25 +183,29 @@ def run(
 
         seconds["embed"], _ = _timed(embed_all)
 
-    # Writes alone: the models' results looked up.
     replay = Replay(embedder.name, embedder.dim, vectors, extractions)
-    with _service(replay, replay, synchronous, embed_batch) as service:
-        seconds["write"], _ = _timed(
-            lambda: [service.remember_many(COLLECTION, b) for b in batches]
-        )
-        _stored(service, n)
+    for kind in ("embedded", "neo4j") if store_kind == "neo4j" else ("embedded",):
+        suffix = "" if kind == "embedded" else "_neo4j"
+        # Writes alone: the models' results looked up.
+        with _service(replay, replay, synchronous, embed_batch, kind) as (service, c):
+            seconds[f"write{suffix}"], _ = _timed(
+                lambda: [service.remember_many(c, b) for b in batches]
+            )
+            _stored(service, c, n)
 
-    # The pipeline.
-    with _service(embedder, extractor, synchronous, embed_batch) as service:
-        seconds["pipeline"], _ = _timed(lambda: list(service.remember_batches(COLLECTION, batches)))
-        _stored(service, n)
+        # The pipeline.
+        with _service(embedder, extractor, synchronous, embed_batch, kind) as (service, c):
+            seconds[f"pipeline{suffix}"], _ = _timed(
+                lambda: list(service.remember_batches(c, batches))
+            )
+            _stored(service, c, n)
 
     if back_to_back:
-        with _service(embedder, extractor, synchronous, embed_batch) as service:
+        with _service(embedder, extractor, synchronous, embed_batch) as (service, c):
             seconds["back_to_back"], _ = _timed(
-                lambda: [service.remember_many(COLLECTION, b) for b in batches]
+                lambda: [service.remember_many(c, b) for b in batches]
             )
-            _stored(service, n)
+            _stored(service, c, n)
 
     torch_threads = None
     if embedder_kind == "minilm":
@@ -197,6 +224,7 @@ def run(
         "embedder": embedder.name,
         "extractor": extractor.name,
         "synchronous": synchronous,
+        "store": store_kind,
         "cpus": os.cpu_count(),
         "torch_threads": torch_threads,
         "blas_threads": _blas_threads(),
@@ -225,6 +253,8 @@ STAGES = (
     ("embed", "embedding alone (the ceiling)"),
     ("write", "writes alone"),
     ("pipeline", "pipeline (remember_batches)"),
+    ("write_neo4j", "writes alone, Neo4j"),
+    ("pipeline_neo4j", "pipeline (remember_batches), Neo4j"),
     ("back_to_back", "back to back (remember_many)"),
 )
 
@@ -237,7 +267,11 @@ def print_table(r: dict[str, Any]) -> None:
             f"{r['embed_batch']} texts per forward pass, runs of {r['embed_run']} "
             f"sorted by length; {r['hub_names']} hub names besides",
         ),
-        ("models", f"{r['embedder']} + {r['extractor']} + embedded store ({r['synchronous']})"),
+        (
+            "models",
+            f"{r['embedder']} + {r['extractor']} + embedded store ({r['synchronous']})"
+            + (", and Neo4j" if r["store"] == "neo4j" else ""),
+        ),
         (
             "machine",
             f"{r['cpus']} CPUs, torch threads {r['torch_threads']}, BLAS threads "
@@ -274,6 +308,12 @@ def main() -> None:
     )
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     parser.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL")
+    parser.add_argument(
+        "--store",
+        choices=("embedded", "neo4j"),
+        default="embedded",
+        help="neo4j: the writes and the pipeline on Neo4j too, beside the embedded store",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--no-back-to-back",
@@ -290,6 +330,7 @@ def main() -> None:
         args.seed,
         args.synchronous,
         not args.no_back_to_back,
+        args.store,
     )
     if args.json:
         print(json.dumps(result))
