@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall.py --n 100000 [--queries 200] [--vectors hashing|minilm] [--json]
     .venv/bin/python bench/recall.py --store neo4j --n 20000
+    .venv/bin/python bench/recall.py --store both --n 100000   # embedded, then Neo4j
     .venv/bin/python bench/recall.py --long [--long-collections 10] [--long-memories 1400]
 
 Builds a store with N synthetic memories: the embedded store (default) in a
@@ -21,6 +22,14 @@ vectors are embedded once, before timing, by the same embedder as the memories
 Timed per query: ``service.recall(collection, query, limit=10, query_vector=qv)``
 (embedding excluded), and in the same run ``M @ q`` + ``argpartition`` + sort of
 the top k over the same N×d float32 matrix.
+
+On Neo4j the table also gives the build's rate (memories/s through
+``add_memories``), the database hits of one recall (every statement it runs,
+``PROFILE``d, median over ``--profile-queries`` queries), and what the server
+holds: heap used and its maximum (JMX), the page cache configured, and the
+store's size on disk when ``--neo4j-home`` names the server's home (the
+database's folder under ``data/databases``): the page cache a server needs to
+hold the whole store. ``--keep`` leaves the collection in place.
 
 ``--long`` measures recall's tail on long memories instead: ``--long-collections``
 collections of ``--long-memories`` long chat messages each (1,500-6,000
@@ -208,8 +217,15 @@ def timed_recalls(
 
 
 def run(
-    n: int, n_queries: int, vectors_kind: str, seed: int, recipe: str, store_kind: str = "embedded"
+    n: int,
+    n_queries: int,
+    vectors_kind: str,
+    seed: int,
+    recipe: str,
+    store_kind: str = "embedded",
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    options = options or {}
     items = memories(n, seed=seed)
     embedder: Embedder = (
         SentenceTransformerEmbedder() if vectors_kind == "minilm" else HashingEmbedder()
@@ -221,6 +237,7 @@ def run(
     qvectors = embedder.encode(qtexts).astype(np.float32)
 
     cold_s: float | None = None
+    server: dict[str, Any] = {}
     if store_kind == "neo4j":
         neo4j = connect_neo4j(int(vectors.shape[1]))
         collection = f"{COLLECTION}-{uuid.uuid4().hex[:8]}"
@@ -231,8 +248,10 @@ def run(
             build_s = time.perf_counter() - t0
             log(f"  built {n} memories with {edges} hub edges in {build_s:.1f} s")
             recall_ms, results = timed_recalls(service, collection, qtexts, qvectors, recipe)
+            server = neo4j_figures(neo4j, collection, qtexts, qvectors, recipe, options)
         finally:
-            neo4j.drop_collection(collection)
+            if not options.get("keep"):
+                neo4j.drop_collection(collection)
             service.close()
     else:
         with tempfile.TemporaryDirectory(prefix="hippo-bench-") as tmp:
@@ -295,6 +314,61 @@ def run(
         "vectors_s": round(vectors_s, 1),
         "build_s": round(build_s, 1),
         "cold_index_build_s": round(cold_s, 2) if cold_s is not None else None,
+        "build_per_s": round(n / build_s, 1),
+        **server,
+    }
+
+
+def neo4j_figures(
+    store: Neo4jStore,
+    collection: str,
+    qtexts: list[str],
+    qvectors: np.ndarray,
+    recipe: str,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """Database hits per recall, and the server's memory, for the table."""
+    from tests.contract.plans import PlanningDriver, db_hits
+
+    driver = PlanningDriver(store._driver, mode="PROFILE")
+    planned = Neo4jStore(driver, database=store._database, dimensions=store.dimensions)  # type: ignore[arg-type]
+    service = Hippocampus(planned, HashingEmbedder(), SpacyConceptExtractor())
+    totals: list[int] = []
+    per: dict[str, list[int]] = {}
+    asked = list(zip(qtexts, qvectors, strict=True))[: options.get("profile_queries", 10)]
+    try:
+        for text, qv in asked:
+            driver.planned.clear()
+            service.recall(collection, text, limit=K, query_vector=qv, recipe=recipe)
+            hits: dict[str, int] = {}
+            for p in driver.planned:
+                hits[p.name] = hits.get(p.name, 0) + db_hits(p.plan)
+            totals.append(sum(hits.values()))
+            for name, h in hits.items():
+                per.setdefault(name, []).append(h)
+    finally:
+        service.close()
+    heap = store._driver.execute_query(
+        "CALL dbms.queryJmx('java.lang:type=Memory') YIELD attributes "
+        "RETURN attributes.HeapMemoryUsage.value.properties AS heap",
+        database_=store._database,
+    ).records[0]["heap"]
+    pagecache = store._driver.execute_query(
+        "SHOW SETTINGS YIELD name, value WHERE name = 'server.memory.pagecache.size' RETURN value",
+        database_=store._database,
+    ).records[0]["value"]
+    home = options.get("neo4j_home")
+    size = None
+    if home:
+        folder = Path(home) / "data" / "databases" / store._database
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    return {
+        "db_hits_per_recall": int(np.median(totals)) if totals else None,
+        "db_hits_by_statement": {k: int(np.median(v)) for k, v in sorted(per.items())},
+        "heap_used_mb": round(heap["used"] / 2**20),
+        "heap_max_mb": round(heap["max"] / 2**20),
+        "pagecache": pagecache,
+        "store_mb": round(size / 2**20) if size is not None else None,
     }
 
 
@@ -320,6 +394,18 @@ def print_table(r: dict[str, Any]) -> None:
             else "n/a (Neo4j keeps its indexes; nothing to rebuild)",
         ),
     ]
+    rows.append(("build rate", f"{r['build_per_s']} memories/s"))
+    if r.get("db_hits_per_recall") is not None:
+        by = ", ".join(f"{k} {v}" for k, v in r["db_hits_by_statement"].items())
+        rows += [
+            ("db hits / recall", f"{r['db_hits_per_recall']} (median; {by})"),
+            ("heap", f"{r['heap_used_mb']} MB used of {r['heap_max_mb']} MB"),
+            ("page cache", f"{r['pagecache']} configured"),
+            (
+                "store on disk",
+                f"{r['store_mb']} MB" if r["store_mb"] is not None else "n/a (no --neo4j-home)",
+            ),
+        ]
     width = max(len(name) for name, _ in rows)
     print("recall benchmark")
     for name, value in rows:
@@ -468,10 +554,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--store",
-        choices=("embedded", "neo4j"),
+        choices=("embedded", "neo4j", "both"),
         default="embedded",
-        help="store to measure (default %(default)s; neo4j: the one HIPPO_NEO4J__* names)",
+        help="store to measure (default %(default)s; neo4j: the one HIPPO_NEO4J__* names; "
+        "both: embedded, then Neo4j, in one run)",
     )
+    parser.add_argument("--profile-queries", type=int, default=10, help="Neo4j: recalls profiled")
+    parser.add_argument("--neo4j-home", help="Neo4j: the server's home, for the store's size")
+    parser.add_argument("--keep", action="store_true", help="Neo4j: keep the collection")
     parser.add_argument(
         "--recipe", default=DEFAULT_RECIPE, help="recall recipe (default %(default)s)"
     )
@@ -489,11 +579,23 @@ def main() -> None:
         else:
             print_long_table(long)
         return
-    result = run(args.n, args.queries, args.vectors, args.seed, args.recipe, args.store)
+    options = {
+        "profile_queries": args.profile_queries,
+        "neo4j_home": args.neo4j_home,
+        "keep": args.keep,
+    }
+    stores = ("embedded", "neo4j") if args.store == "both" else (args.store,)
+    results = [
+        run(args.n, args.queries, args.vectors, args.seed, args.recipe, kind, options)
+        for kind in stores
+    ]
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(results[0] if len(results) == 1 else results))
     else:
-        print_table(result)
+        for i, result in enumerate(results):
+            if i:
+                print()
+            print_table(result)
 
 
 if __name__ == "__main__":
