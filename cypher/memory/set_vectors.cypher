@@ -1,5 +1,6 @@
 // Store vectors of existing memories; ids that name no memory are skipped. The
-// document comes with them (its embedding_generated_at stamped by the store).
+// document comes with them (its embedding_generated_at stamped by the store,
+// which read it under learn/lock_memories).
 UNWIND $items AS item
 MATCH (m:Memory {collection: $collection, id: item.id})
 SET m.embedding = item.embedding,

@@ -732,8 +732,10 @@ class Neo4jStore:
         passages: Mapping[str, Vector] | None = None,
     ) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding),
-        stamped ``embedding_generated_at = at``: the documents are read and written
-        back in the same transaction. Each memory's passages become
+        stamped ``embedding_generated_at = at``: the documents are locked as a
+        learning update locks them (``learn/lock_memories``), then read and written
+        back in the same transaction, so no learning update commits between the read
+        and the write (and is lost). Each memory's passages become
         ``passages[memory_id]`` (none when absent: stored passages go). Ids that no
         longer exist are skipped.
 
@@ -760,8 +762,11 @@ class Neo4jStore:
         if not rows:
             return
 
+        ids = sorted({row["id"] for row in rows})
+
         def work(tx: ManagedTransaction) -> None:
-            found = _run(tx, "memory/get_memories", collection, ids=[r["id"] for r in rows])
+            _run(tx, "learn/lock_memories", collection, ids=ids)
+            found = _run(tx, "memory/get_memories", collection, ids=ids)
             docs = {row["id"]: row["doc"] for row in found}
             for row in rows:
                 doc = docs.get(row["id"])

@@ -1,0 +1,107 @@
+"""Writes on a live Neo4j that race other writes: what only a real server's lock
+manager shows.
+
+The races are made certain, not hoped for: one write holds a lock (inside a
+learning update) while the other is started and seen waiting for it
+(``SHOW TRANSACTIONS``); only then is the lock let go. Skipped without a Neo4j (``NEO4J_REQUIRED=1`` makes that a failure).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.model import Memory
+from engine.store import Learned
+from engine.store.neo4j import Neo4jStore
+from tests.contract.backends import neo4j_plan
+from tests.contract.helpers import T0, add, vec
+
+pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
+
+WAIT_S = 30.0
+"""How long a write may take to reach the lock it is meant to wait for: only a
+broken server or a stuck test waits this long."""
+
+
+@pytest.fixture
+def collection(neo4j_store: Neo4jStore) -> Iterator[str]:
+    name = f"contract-writes-{uuid.uuid4().hex[:8]}"
+    yield name
+    neo4j_store.drop_collection(name)
+
+
+def run_in_thread(work: Callable[[], object]) -> tuple[threading.Thread, list[BaseException]]:
+    """``work()`` started in a thread; its failure, if any, lands in the list."""
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as e:  # handed to the test thread
+            failures.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, failures
+
+
+def wait_until_blocked(store: Neo4jStore, collection: str) -> None:
+    """Return once a transaction on ``collection`` waits for a lock."""
+    deadline = time.monotonic() + WAIT_S
+    with store._driver.session(database=store._database) as session:
+        while time.monotonic() < deadline:
+            row = session.run(
+                "SHOW TRANSACTIONS YIELD status, parameters"
+                " WHERE status STARTS WITH 'Blocked' AND parameters.collection = $collection"
+                " RETURN count(*) AS n",
+                collection=collection,
+            ).single()
+            if row is not None and row["n"] > 0:
+                return
+            time.sleep(0.01)
+    raise AssertionError(f"no transaction on {collection!r} came to wait for a lock")
+
+
+def used(memory: Memory) -> Memory:
+    meta = memory.retrieval
+    return memory.model_copy(
+        update={"retrieval": meta.model_copy(update={"usage_count": meta.usage_count + 1})}
+    )
+
+
+# -- re-embedding against learning ------------------------------------------------
+
+
+def test_re_embedding_while_a_learning_update_holds_the_memory_loses_neither(
+    neo4j_store: Neo4jStore, collection: str
+) -> None:
+    add(neo4j_store, collection, ["a"])
+    new = vec("a, re-embedded")
+    at = T0 + timedelta(days=1)
+    started: list[tuple[threading.Thread, list[BaseException]]] = []
+
+    def re_embed() -> None:
+        neo4j_store.set_vectors(collection, [("a", new, "model-2")], at=at)
+
+    def learning(memories: Mapping[str, Memory], _: Mapping[str, dict[str, Any]]) -> Learned:
+        if not started:
+            started.append(run_in_thread(re_embed))
+            wait_until_blocked(neo4j_store, collection)
+        return Learned(memories=[used(memories["a"])])
+
+    neo4j_store.learn(collection, memory_ids=["a"], change=learning)
+    thread, failures = started[0]
+    thread.join()
+    assert failures == []
+    got = neo4j_store.get_memories(collection, ["a"])["a"]
+    assert got.retrieval.usage_count == 1
+    assert (got.embedding_model, got.embedding_generated_at) == ("model-2", at)
+    np.testing.assert_array_equal(neo4j_store.get_vectors(collection, ["a"])["a"], new)
