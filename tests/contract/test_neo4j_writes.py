@@ -2,8 +2,9 @@
 manager shows.
 
 The races are made certain, not hoped for: one write holds a lock (inside a
-learning update) while the other is started and seen waiting for it
-(``SHOW TRANSACTIONS``); only then is the lock let go. Skipped without a Neo4j (``NEO4J_REQUIRED=1`` makes that a failure).
+learning update, or in a transaction the test keeps open) while the other is
+started and seen waiting for it (``SHOW TRANSACTIONS``); only then is the lock
+let go. Skipped without a Neo4j (``NEO4J_REQUIRED=1`` makes that a failure).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.model import Memory
+from engine.model import EdgeUpdate, Memory
 from engine.store import Learned
-from engine.store.neo4j import Neo4jStore
+from engine.store.neo4j import Neo4jStore, convert
+from engine.store.neo4j.statements import statement
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import T0, add, vec
+from tests.contract.helpers import ABOUT, T0, add, edge, vec
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
 
@@ -105,3 +107,47 @@ def test_re_embedding_while_a_learning_update_holds_the_memory_loses_neither(
     assert got.retrieval.usage_count == 1
     assert (got.embedding_model, got.embedding_generated_at) == ("model-2", at)
     np.testing.assert_array_equal(neo4j_store.get_vectors(collection, ["a"])["a"], new)
+
+
+# -- decay against reinforcement ----------------------------------------------------
+
+
+def test_an_edge_reinforced_while_a_decay_pass_waits_for_it_is_not_decayed(
+    neo4j_store: Neo4jStore, collection: str
+) -> None:
+    add(neo4j_store, collection, ["a"], [edge("a", ABOUT, "x", 0.5)])
+    now = T0 + timedelta(days=400)
+    reinforcement = EdgeUpdate(
+        source="a", type=ABOUT, target="x", delta=0.1, cap=1.0, initial=0.3, at=now
+    )
+    decayed: list[int] = []
+
+    def decay() -> None:
+        decayed.append(
+            neo4j_store.decay_edges(
+                collection,
+                period="p1",
+                unused_before=now - timedelta(days=180),
+                step=0.05,
+                floor=0.1,
+            )
+        )
+
+    # The reinforcement holds the edge's write lock, uncommitted, while the pass
+    # selects the edge by its old used_at and comes to wait for the lock.
+    with neo4j_store._driver.session(database=neo4j_store._database) as session:
+        tx = session.begin_transaction()
+        tx.run(
+            statement("learn/reinforce_edges"),
+            collection=collection,
+            updates=[convert.update_row(reinforcement)],
+        ).consume()
+        thread, failures = run_in_thread(decay)
+        wait_until_blocked(neo4j_store, collection)
+        tx.commit()
+    thread.join()
+    assert failures == []
+    assert decayed == [0]
+    (kept,) = neo4j_store.edges_of(collection, "a")
+    assert kept.weight == pytest.approx(0.6)
+    assert kept.last_co_occurred == now

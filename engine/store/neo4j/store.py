@@ -1117,7 +1117,9 @@ class Neo4jStore:
         graph does not outgrow the server's transaction memory. Each edge it
         lowers is marked with the period, so a pass cut short (and the next one
         for the same period) finishes the work without decaying an edge twice;
-        the pass is recorded when the last page is done.
+        the pass is recorded when the last page is done. An edge is read again
+        under its write lock before it is lowered: one reinforced after the page
+        was read, while the pass waited for it, keeps its weight.
 
         Returns:
             How many edges were decayed.
