@@ -4,27 +4,33 @@ manager shows.
 The races are made certain, not hoped for: one write holds a lock (inside a
 learning update, or in a transaction the test keeps open) while the other is
 started and seen waiting for it (``SHOW TRANSACTIONS``); only then is the lock
-let go. Skipped without a Neo4j (``NEO4J_REQUIRED=1`` makes that a failure).
+let go. Batch writes that name shared hubs take their locks in one order
+whatever order they are given in, so concurrent ones never deadlock (as in
+``test_neo4j_locking.py``). Skipped without a Neo4j (``NEO4J_REQUIRED=1`` makes
+that a failure).
 """
 
 from __future__ import annotations
 
+import logging
+import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import pytest
 
-from engine.model import EdgeUpdate, Memory
+from engine.model import Edge, EdgeType, EdgeUpdate, Memory
 from engine.store import Learned
 from engine.store.neo4j import Neo4jStore, convert
 from engine.store.neo4j.statements import statement
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import ABOUT, T0, add, edge, vec
+from tests.contract.helpers import ABOUT, T0, add, edge, memory, record, vec
+from tests.contract.test_neo4j_locking import deadlocks, together
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
 
@@ -151,3 +157,56 @@ def test_an_edge_reinforced_while_a_decay_pass_waits_for_it_is_not_decayed(
     (kept,) = neo4j_store.edges_of(collection, "a")
     assert kept.weight == pytest.approx(0.6)
     assert kept.last_co_occurred == now
+
+
+# -- lock order of batch writes -----------------------------------------------------
+
+HUBS = 24
+ROUNDS = 6
+
+
+def shuffled(items: Sequence[Any], n: int) -> list[Any]:
+    """``items`` in an order of thread ``n``'s own."""
+    out = list(items)
+    random.Random(n).shuffle(out)
+    return out
+
+
+def hub_edges(source: str, n: int, round_: int) -> list[Edge]:
+    """Edges from ``source`` to the round's hubs of every kind, in thread ``n``'s
+    order: every thread names the same hubs, none in the same order."""
+    names = [f"hub {round_}-{i:02d}" for i in range(HUBS)]
+    kinds = (EdgeType.ABOUT, EdgeType.IN_DOMAIN, EdgeType.HAS_TRIGGER)
+    return shuffled([edge(source, kind, name) for kind in kinds for name in names], n)
+
+
+def test_edges_to_shared_hubs_written_in_any_order_never_deadlock(
+    neo4j_store: Neo4jStore, collection: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    add(neo4j_store, collection, [f"m{n}" for n in range(6)])
+
+    def work(n: int) -> None:
+        for r in range(ROUNDS):
+            # New memories, new hubs: every round creates nodes and edges.
+            fresh = [memory(f"new-{n}-{r}-{i}", collection) for i in range(2)]
+            records = [record(m, hub_edges(m.id, n + i, r)) for i, m in enumerate(fresh)]
+            neo4j_store.add_memories(collection, records)
+            neo4j_store.upsert_edges(collection, hub_edges(f"m{n}", n, r))
+            updates = [
+                EdgeUpdate(
+                    source=e.source,
+                    type=e.type,
+                    target=e.target + "!",
+                    delta=0.1,
+                    cap=1.0,
+                    initial=0.3,
+                    at=T0,
+                )
+                for e in hub_edges(f"m{n}", n, r)
+            ]
+            neo4j_store.reinforce_edges(collection, updates)
+
+    caplog.set_level(logging.WARNING, logger="neo4j")
+    together(work)
+    assert deadlocks(caplog) == []
+    assert len(neo4j_store.edges_of(collection, "m0")) == 2 * ROUNDS * 3 * HUBS

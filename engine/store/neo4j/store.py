@@ -418,7 +418,8 @@ class Neo4jStore:
             if passages:
                 _run(tx, "memory/set_passages", collection, items=passages)
             if edges:
-                _run(tx, "memory/upsert_edges", collection, edges=edges)
+                # One order over the whole batch, not record by record.
+                _run(tx, "memory/upsert_edges", collection, edges=convert.lock_order(edges))
             _link_turns(tx, collection, [r.memory for r in records])
 
         self._write("add memories", work)
@@ -987,7 +988,9 @@ class Neo4jStore:
         if rows:
             self._write(
                 "store hub vectors",
-                _records("memory/set_hub_vectors", {"items": rows}, collection),
+                _records(
+                    "memory/set_hub_vectors", {"items": convert.hub_lock_order(rows)}, collection
+                ),
             )
 
     def iter_hub_vectors(self, collection: str) -> Iterator[tuple[str, str, Vector, str]]:
@@ -1082,7 +1085,9 @@ class Neo4jStore:
         return found
 
     def reinforce_edges(self, collection: str, updates: Sequence[EdgeUpdate]) -> None:
-        """Apply reinforcements set-based, in one transaction and in order: an
+        """Apply reinforcements set-based, in one transaction; the updates of one edge
+        in the order given, edges in :func:`convert.lock_order` (so writers of the same
+        hubs queue rather than deadlock). An
         existing edge gains ``delta`` up to ``cap`` (a weight already above the cap
         is kept), a missing one starts at ``initial`` when the update may create it
         (``create``) and is skipped otherwise; ``co_occurrences += 1``,
@@ -1283,7 +1288,11 @@ class Neo4jStore:
         Raises:
             InvalidInputError: a document JSON cannot hold (nothing is written).
         """
-        rows = [{"key": key, "value": convert.state_value(key, doc)} for key, doc in items.items()]
+        # By key: two writers of the same new keys MERGE them in one order.
+        rows = [
+            {"key": key, "value": convert.state_value(key, doc)}
+            for key, doc in sorted(items.items())
+        ]
         if rows:
             self._write("write state", _records("memory/put_states", {"items": rows}, collection))
 
@@ -1638,9 +1647,10 @@ def _link_turns(tx: ManagedTransaction, collection: str, memories: Sequence[Memo
 
 def _reinforce(tx: ManagedTransaction, collection: str, updates: Sequence[EdgeUpdate]) -> None:
     """Run :meth:`Neo4jStore.reinforce_edges`'s statements in ``tx``."""
-    rows = [row for u in updates if (row := convert.update_row(u)) is not None]
+    rows = convert.lock_order(row for u in updates if (row := convert.update_row(u)) is not None)
     # Consecutive updates alike in `create` go in one statement; the runs go in
-    # order, so an edge named twice is updated in the order given.
+    # order, so the locks are taken in lock order across them and an edge named
+    # twice is updated in the order given.
     for _, run in itertools.groupby(rows, key=lambda r: r["create"]):
         batch = list(run)
         which = "learn/reinforce_edges" if batch[0]["create"] else "learn/strengthen_edges"
