@@ -1,12 +1,13 @@
-"""Writes on a live Neo4j that race other writes: what only a real server's lock
-manager shows.
+"""Writes on a live Neo4j: races with other writes, which only a real server's
+lock manager shows, and how vectors are stored.
 
 The races are made certain, not hoped for: one write holds a lock (inside a
 learning update, or in a transaction the test keeps open) while the other is
 started and seen waiting for it (``SHOW TRANSACTIONS``); only then is the lock
 let go. Batch writes that name shared hubs take their locks in one order
 whatever order they are given in, so concurrent ones never deadlock (as in
-``test_neo4j_locking.py``). Skipped without a Neo4j (``NEO4J_REQUIRED=1`` makes
+``test_neo4j_locking.py``). Every vector a statement writes is kept as a float32
+array, whatever the driver sends. Skipped without a Neo4j (``NEO4J_REQUIRED=1`` makes
 that a failure).
 """
 
@@ -29,7 +30,7 @@ from engine.store import Learned
 from engine.store.neo4j import Neo4jStore, convert
 from engine.store.neo4j.statements import statement
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import ABOUT, T0, add, edge, memory, record, vec
+from tests.contract.helpers import ABOUT, DIM, MODEL, T0, add, edge, memory, record, vec
 from tests.contract.test_neo4j_locking import deadlocks, together
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
@@ -210,3 +211,80 @@ def test_edges_to_shared_hubs_written_in_any_order_never_deadlock(
     together(work)
     assert deadlocks(caplog) == []
     assert len(neo4j_store.edges_of(collection, "m0")) == 2 * ROUNDS * 3 * HUBS
+
+
+# -- vectors as float32 -------------------------------------------------------------
+
+ROUNDED = float(np.float32(0.1))
+"""0.1 rounded to the nearest float32: what a float32 property gives back for 0.1."""
+
+
+def stored_values(store: Neo4jStore, query: str, **params: Any) -> list[float]:
+    with store._driver.session(database=store._database) as session:
+        row = session.run(query, params).single()
+    assert row is not None
+    return list(row["embedding"])
+
+
+def run_statement(store: Neo4jStore, name: str, **params: Any) -> None:
+    with store._driver.session(database=store._database) as session:
+        session.run(statement(name), params).consume()
+
+
+def test_every_vector_the_store_writes_is_kept_as_float32(
+    neo4j_store: Neo4jStore, collection: str
+) -> None:
+    # A float64 value sent to each statement comes back rounded to float32: the
+    # property is a float32 array, half the size of a list of Python floats.
+    value = [0.1] * DIM
+    add(
+        neo4j_store,
+        collection,
+        [memory("a", collection), memory("h", collection)],
+        [edge("h", ABOUT, "x")],
+    )
+    memory_vector = "MATCH (m:Memory {collection: $c, id: $id}) RETURN m.embedding AS embedding"
+    props = convert.memory_properties(memory("b", collection), vec("b"))
+    run_statement(
+        neo4j_store,
+        "memory/add_memories",
+        collection=collection,
+        memories=[{**props, "embedding": value}],
+    )
+    assert stored_values(neo4j_store, memory_vector, c=collection, id="b") == [ROUNDED] * DIM
+    run_statement(
+        neo4j_store,
+        "memory/set_vectors",
+        collection=collection,
+        items=[{"id": "a", "embedding": value, "embedding_model": MODEL, "doc": None}],
+    )
+    assert stored_values(neo4j_store, memory_vector, c=collection, id="a") == [ROUNDED] * DIM
+    run_statement(
+        neo4j_store,
+        "memory/replace_memory",
+        collection=collection,
+        id="h",
+        properties={},
+        embedding=value,
+        embedding_model=MODEL,
+        drop_embedding=False,
+    )
+    assert stored_values(neo4j_store, memory_vector, c=collection, id="h") == [ROUNDED] * DIM
+    run_statement(
+        neo4j_store,
+        "memory/set_passages",
+        collection=collection,
+        items=[{"id": "a", "model": MODEL, "passages": [value]}],
+    )
+    passage = (
+        "MATCH (p:Passage {collection: $c, memory_id: 'a', n: 1}) RETURN p.embedding AS embedding"
+    )
+    assert stored_values(neo4j_store, passage, c=collection) == [ROUNDED] * DIM
+    run_statement(
+        neo4j_store,
+        "memory/set_hub_vectors",
+        collection=collection,
+        items=[{"kind": "Concept", "name": "x", "embedding": value, "embedding_model": MODEL}],
+    )
+    hub = "MATCH (h:Concept {collection: $c, name: 'x'}) RETURN h.embedding AS embedding"
+    assert stored_values(neo4j_store, hub, c=collection) == [ROUNDED] * DIM

@@ -80,7 +80,9 @@ def check_vector(value: Vector, owner: str) -> Vector:
 
 
 def vector_value(vector: Vector) -> list[float]:
-    """A vector as Neo4j stores it: a list of floats (float32 values, exactly)."""
+    """A vector as the statements take it: a list of floats (float32 values,
+    exactly), which they store as a float32 array (``db.create.setNodeVectorProperty``):
+    written with ``SET``, a list of floats becomes 64-bit floats, twice the size."""
     values: list[float] = vector.astype(np.float64).tolist()
     return values
 
