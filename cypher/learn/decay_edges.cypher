@@ -27,13 +27,17 @@ CALL (page) {
     AND type(r) <> 'NEXT'
     AND ($types IS NULL OR type(r) IN $types)
     AND coalesce(r.decay_period, '') <> $period
-  // The SET reads the edge under the write lock it takes: a pass of the same
-  // period that got there first has marked it, and it is left as it is.
-  SET r.weight = CASE
-        WHEN coalesce(r.decay_period, '') = $period THEN r.weight
-        WHEN r.weight - $step < $floor THEN $floor
-        ELSE r.weight - $step
-      END,
+  // That was read without a lock: a reinforcement, or a pass of the same
+  // period, may commit before this one takes the edge's write lock. The first
+  // SET takes it (held until commit); the edge is then read again under it and
+  // decayed only if it still qualifies: used since, or marked, it is left as it is.
+  SET r.decay_lock = true
+  REMOVE r.decay_lock
+  WITH r
+  WHERE r.used_at < $unused_before
+    AND r.weight > $floor
+    AND coalesce(r.decay_period, '') <> $period
+  SET r.weight = CASE WHEN r.weight - $step < $floor THEN $floor ELSE r.weight - $step END,
       r.decay_period = $period
   RETURN count(r) AS decayed
 }

@@ -4,7 +4,8 @@
 // initial; co_occurrences + 1, last_co_occurred = used_at = at. Hubs are created
 // when absent; updates whose memories do not exist are skipped. ASSOCIATED comes
 // oriented from its smaller id. Every value is read inside SET, so an edge named
-// twice is reinforced twice, in order.
+// twice is reinforced twice, in order. Rows come in lock order (by type,
+// target, source): writers of the same hubs queue rather than deadlock.
 UNWIND $updates AS u
 MATCH (m:Memory {collection: $collection, id: u.source})
 CALL (m, u) {

@@ -3,7 +3,8 @@
 // exists gains delta up to cap (a weight above the cap is kept);
 // co_occurrences + 1, last_co_occurred = used_at = at. Nothing is created: an
 // update whose edge (or hub, or memory) does not exist is skipped. ASSOCIATED
-// comes oriented from its smaller id.
+// comes oriented from its smaller id. Rows come in lock order (by type,
+// target, source): writers of the same edges queue rather than deadlock.
 UNWIND $updates AS u
 MATCH (m:Memory {collection: $collection, id: u.source})
 CALL (m, u) {

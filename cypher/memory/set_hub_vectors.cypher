@@ -1,4 +1,5 @@
-// Store name vectors of existing hubs; others are skipped. A hub holds one vector.
+// Store name vectors of existing hubs; others are skipped. A hub holds one
+// vector, kept as a float32 array (as memory/add_memories explains).
 UNWIND $items AS item
 CALL (item) {
   MATCH (h:Domain {collection: $collection, name: item.name})
@@ -13,5 +14,6 @@ CALL (item) {
   WHERE item.kind = 'Concept'
   RETURN h
 }
-SET h.embedding = item.embedding,
-    h.embedding_model = item.embedding_model
+SET h.embedding_model = item.embedding_model
+WITH h, item
+CALL db.create.setNodeVectorProperty(h, 'embedding', item.embedding)

@@ -1,7 +1,7 @@
 // Replace the passages of existing memories. Each row of $items names a memory
 // (id), the model of its vectors and the vectors of its passages after the
 // first, in order (an empty list: it has none). Ids that name no memory are
-// skipped.
+// skipped. Vectors are kept as float32 arrays, as memory/add_memories explains.
 UNWIND $items AS item
 MATCH (m:Memory {collection: $collection, id: item.id})
 CALL (m) {
@@ -15,6 +15,7 @@ CREATE (p:Passage {
   collection: $collection,
   memory_id: m.id,
   n: i + 1,
-  model: item.model,
-  embedding: item.passages[i]
+  model: item.model
 })-[:PART_OF]->(m)
+WITH p, item.passages[i] AS vector
+CALL db.create.setNodeVectorProperty(p, 'embedding', vector)

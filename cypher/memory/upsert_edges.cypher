@@ -3,6 +3,8 @@
 // does not exist is skipped. created_at: as given, else the edge's own, else the
 // last co-occurrence, else its memory's creation; used_at: the last
 // co-occurrence, else created_at. ASSOCIATED comes oriented from its smaller id.
+// Rows come in lock order (by type, target, source): writers of the same hubs
+// take their locks in one order and queue rather than deadlock.
 UNWIND $edges AS e
 MATCH (m:Memory {collection: $collection, id: e.source})
 CALL (m, e) {

@@ -23,6 +23,7 @@ from engine.model import (
     EdgeType,
     EdgeUpdate,
     Event,
+    HubKind,
     Memory,
     RecallFilters,
     Tier,
@@ -79,7 +80,9 @@ def check_vector(value: Vector, owner: str) -> Vector:
 
 
 def vector_value(vector: Vector) -> list[float]:
-    """A vector as Neo4j stores it: a list of floats (float32 values, exactly)."""
+    """A vector as the statements take it: a list of floats (float32 values,
+    exactly), which they store as a float32 array (``db.create.setNodeVectorProperty``):
+    written with ``SET``, a list of floats becomes 64-bit floats, twice the size."""
     values: list[float] = vector.astype(np.float64).tolist()
     return values
 
@@ -191,9 +194,25 @@ def edge_row(edge: Edge, created: datetime | None = None) -> dict[str, Any] | No
     }
 
 
+def lock_order(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Edge rows (:func:`edge_row`, :func:`update_row`) in the order their statement
+    should write them: by type (so by hub kind), target, then source. A statement
+    MERGEs hubs and edges row by row, each taking its locks, so two writers of
+    the same hubs in different orders can each hold what the other waits for (a
+    deadlock: one is rolled back and retried). In one order they queue instead.
+    Stable: rows of one edge keep the order given."""
+    return sorted(rows, key=lambda row: (row["type"], row["target"], row["source"]))
+
+
+def hub_lock_order(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows naming hubs by ``kind`` and ``name`` in the order :func:`lock_order`
+    reaches the hubs: by the type of edge to their kind, then name."""
+    return sorted(rows, key=lambda row: (HUB_EDGE[HubKind(row["kind"])].value, row["name"]))
+
+
 def edge_rows(edges: Iterable[Edge], created: datetime | None = None) -> list[dict[str, Any]]:
-    """Rows of ``edges`` for ``upsert_edges``, one per edge: of an edge named twice the
-    last wins, keeping the latest creation date given."""
+    """Rows of ``edges`` for ``upsert_edges``, one per edge, in :func:`lock_order`: of an
+    edge named twice the last wins, keeping the latest creation date given."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for edge in edges:
         row = edge_row(edge, created)
@@ -204,7 +223,7 @@ def edge_rows(edges: Iterable[Edge], created: datetime | None = None) -> list[di
         if held is not None and row["created_at"] is None:
             row["created_at"] = held["created_at"]
         rows[key] = row
-    return list(rows.values())
+    return lock_order(rows.values())
 
 
 def record_edge_rows(memory: Memory, edges: Sequence[Edge]) -> list[dict[str, Any]]:

@@ -418,7 +418,8 @@ class Neo4jStore:
             if passages:
                 _run(tx, "memory/set_passages", collection, items=passages)
             if edges:
-                _run(tx, "memory/upsert_edges", collection, edges=edges)
+                # One order over the whole batch, not record by record.
+                _run(tx, "memory/upsert_edges", collection, edges=convert.lock_order(edges))
             _link_turns(tx, collection, [r.memory for r in records])
 
         self._write("add memories", work)
@@ -732,8 +733,10 @@ class Neo4jStore:
         passages: Mapping[str, Vector] | None = None,
     ) -> None:
         """Store ``(memory_id, vector, model)`` for existing memories (re-embedding),
-        stamped ``embedding_generated_at = at``: the documents are read and written
-        back in the same transaction. Each memory's passages become
+        stamped ``embedding_generated_at = at``: the documents are locked as a
+        learning update locks them (``learn/lock_memories``), then read and written
+        back in the same transaction, so no learning update commits between the read
+        and the write (and is lost). Each memory's passages become
         ``passages[memory_id]`` (none when absent: stored passages go). Ids that no
         longer exist are skipped.
 
@@ -760,8 +763,11 @@ class Neo4jStore:
         if not rows:
             return
 
+        ids = sorted({row["id"] for row in rows})
+
         def work(tx: ManagedTransaction) -> None:
-            found = _run(tx, "memory/get_memories", collection, ids=[r["id"] for r in rows])
+            _run(tx, "learn/lock_memories", collection, ids=ids)
+            found = _run(tx, "memory/get_memories", collection, ids=ids)
             docs = {row["id"]: row["doc"] for row in found}
             for row in rows:
                 doc = docs.get(row["id"])
@@ -982,7 +988,9 @@ class Neo4jStore:
         if rows:
             self._write(
                 "store hub vectors",
-                _records("memory/set_hub_vectors", {"items": rows}, collection),
+                _records(
+                    "memory/set_hub_vectors", {"items": convert.hub_lock_order(rows)}, collection
+                ),
             )
 
     def iter_hub_vectors(self, collection: str) -> Iterator[tuple[str, str, Vector, str]]:
@@ -1077,7 +1085,9 @@ class Neo4jStore:
         return found
 
     def reinforce_edges(self, collection: str, updates: Sequence[EdgeUpdate]) -> None:
-        """Apply reinforcements set-based, in one transaction and in order: an
+        """Apply reinforcements set-based, in one transaction; the updates of one edge
+        in the order given, edges in :func:`convert.lock_order` (so writers of the same
+        hubs queue rather than deadlock). An
         existing edge gains ``delta`` up to ``cap`` (a weight already above the cap
         is kept), a missing one starts at ``initial`` when the update may create it
         (``create``) and is skipped otherwise; ``co_occurrences += 1``,
@@ -1112,7 +1122,9 @@ class Neo4jStore:
         graph does not outgrow the server's transaction memory. Each edge it
         lowers is marked with the period, so a pass cut short (and the next one
         for the same period) finishes the work without decaying an edge twice;
-        the pass is recorded when the last page is done.
+        the pass is recorded when the last page is done. An edge is read again
+        under its write lock before it is lowered: one reinforced after the page
+        was read, while the pass waited for it, keeps its weight.
 
         Returns:
             How many edges were decayed.
@@ -1276,7 +1288,11 @@ class Neo4jStore:
         Raises:
             InvalidInputError: a document JSON cannot hold (nothing is written).
         """
-        rows = [{"key": key, "value": convert.state_value(key, doc)} for key, doc in items.items()]
+        # By key: two writers of the same new keys MERGE them in one order.
+        rows = [
+            {"key": key, "value": convert.state_value(key, doc)}
+            for key, doc in sorted(items.items())
+        ]
         if rows:
             self._write("write state", _records("memory/put_states", {"items": rows}, collection))
 
@@ -1638,9 +1654,10 @@ def _link_turns(tx: ManagedTransaction, collection: str, memories: Sequence[Memo
 
 def _reinforce(tx: ManagedTransaction, collection: str, updates: Sequence[EdgeUpdate]) -> None:
     """Run :meth:`Neo4jStore.reinforce_edges`'s statements in ``tx``."""
-    rows = [row for u in updates if (row := convert.update_row(u)) is not None]
+    rows = convert.lock_order(row for u in updates if (row := convert.update_row(u)) is not None)
     # Consecutive updates alike in `create` go in one statement; the runs go in
-    # order, so an edge named twice is updated in the order given.
+    # order, so the locks are taken in lock order across them and an edge named
+    # twice is updated in the order given.
     for _, run in itertools.groupby(rows, key=lambda r: r["create"]):
         batch = list(run)
         which = "learn/reinforce_edges" if batch[0]["create"] else "learn/strengthen_edges"

@@ -89,6 +89,30 @@ def test_update_rows_orient_associated_and_skip_self_loops() -> None:
     assert hub is not None and (hub["source"], hub["target"]) == ("b", "b")
 
 
+def test_edge_rows_come_in_one_lock_order_whatever_order_they_are_given_in() -> None:
+    edges = [
+        Edge(source=source, type=edge_type, target=target)
+        for source in "ba"
+        for edge_type in (EdgeType.IN_DOMAIN, EdgeType.ABOUT)
+        for target in "yx"
+    ]
+    for given in (edges, edges[::-1]):
+        rows = convert.edge_rows(given)
+        assert [(r["type"], r["target"], r["source"]) for r in rows] == [
+            ("ABOUT", "x", "a"),
+            ("ABOUT", "x", "b"),
+            ("ABOUT", "y", "a"),
+            ("ABOUT", "y", "b"),
+            ("IN_DOMAIN", "x", "a"),
+            ("IN_DOMAIN", "x", "b"),
+            ("IN_DOMAIN", "y", "a"),
+            ("IN_DOMAIN", "y", "b"),
+        ]
+    # Hubs named by kind come in the order of the edge types that reach them.
+    hubs = [{"kind": kind, "name": "n"} for kind in ("Domain", "Trigger", "Concept")]
+    assert [h["kind"] for h in convert.hub_lock_order(hubs)] == ["Concept", "Trigger", "Domain"]
+
+
 def test_events_keep_their_payload_and_name_their_conversation() -> None:
     event = Event(
         type="surfacing",

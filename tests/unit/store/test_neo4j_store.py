@@ -279,9 +279,10 @@ def test_state_documents_are_written_in_one_statement_or_not_at_all() -> None:
     store = make(driver)
     store.put_states(C, {"k": {"turn": 2}, "j": {}})
     assert driver.ran() == ["memory/put_states"]
+    # By key: writers of the same new keys MERGE them in one order.
     assert driver.params_of("memory/put_states")["items"] == [
-        {"key": "k", "value": '{"turn":2}'},
         {"key": "j", "value": "{}"},
+        {"key": "k", "value": '{"turn":2}'},
     ]
     with pytest.raises(InvalidInputError):
         store.put_states(C, {"fine": {}, "broken": {"x": float("nan")}})
@@ -661,13 +662,31 @@ def test_updates_that_may_not_create_go_to_the_statement_that_creates_nothing() 
     make(driver).reinforce_edges(
         C, [update("x", True), update("y", True), update("x", False), update("z", True)]
     )
-    # One transaction; runs in order, so the second update of x sees the first.
+    # One transaction, edges in lock order; runs in order, so the second update
+    # of x sees the first.
     assert len(driver.committed) == 1
     (tx,) = driver.committed
     assert [(name, [u["target"] for u in params["updates"]]) for name, params in tx] == [
-        ("learn/reinforce_edges", ["x", "y"]),
+        ("learn/reinforce_edges", ["x"]),
         ("learn/strengthen_edges", ["x"]),
-        ("learn/reinforce_edges", ["z"]),
+        ("learn/reinforce_edges", ["y", "z"]),
+    ]
+
+
+def test_a_batch_names_its_hubs_in_one_order_across_its_memories() -> None:
+    driver = FakeDriver()
+
+    def record(memory_id: str, targets: str) -> MemoryRecord:
+        edges = tuple(Edge(source=memory_id, type=EdgeType.ABOUT, target=t) for t in targets)
+        return MemoryRecord(memory=memory(memory_id), edges=edges)
+
+    make(driver).add_memories(C, [record("a", "zy"), record("b", "yz")])
+    rows = driver.params_of("memory/upsert_edges")["edges"]
+    assert [(r["target"], r["source"]) for r in rows] == [
+        ("y", "a"),
+        ("y", "b"),
+        ("z", "a"),
+        ("z", "b"),
     ]
 
 
