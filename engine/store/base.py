@@ -52,7 +52,7 @@ class VectorSample:
     :meth:`GraphStore.crowding` measures against): the memories' ids, their vectors at unit
     length (one row each, in the order of ``ids``), and how many memories of the
     collection have a vector of that model (``total``; the sample is all of them
-    when it is as long)."""
+    when it is as long; a store that does not count them estimates it)."""
 
     ids: list[str]
     vectors: npt.NDArray[np.float32]

@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
@@ -118,6 +120,9 @@ DEFAULT_DIMENSIONS = 384
 SAMPLE_MAX_AGE_S = 60.0
 """How long a sample of a collection's vectors (for :meth:`Neo4jStore.crowding`)
 is answered from memory before it is read again."""
+SAMPLES_KEPT = 64
+"""Samples held in memory at most (the least recently used go first): one per
+collection and model in use, whatever the number of collections."""
 
 _SCHEMA: tuple[str, ...] = (
     "schema/memory_key",
@@ -132,6 +137,7 @@ _SCHEMA: tuple[str, ...] = (
     "schema/memory_turn",
     "schema/memory_seed_due",
     "schema/memory_fsrs_due",
+    "schema/memory_sample",
     "schema/event_order",
     "schema/event_seq",
     "schema/event_log_key",
@@ -161,6 +167,8 @@ _MAX_CANDIDATES = 10_000
 _POLL_S = 0.5
 _DAWN = datetime(1, 1, 1, tzinfo=UTC)
 """Before any memory's creation: where :meth:`Neo4jStore.iter_memories` starts."""
+_HASH_END = "\U0010ffff"
+"""Above every content hash: where the circle of hashes a sample goes round ends."""
 
 
 class Neo4jStore:
@@ -197,8 +205,10 @@ class Neo4jStore:
         self._database = database
         self._dimensions = dimensions
         self._closed = False
-        # (collection, model) -> (read at, sample): see _sample.
-        self._samples: dict[tuple[str, str], tuple[float, VectorSample]] = {}
+        # (collection, model) -> (read at, sample), least recently used first, and
+        # the samples being read now: see _sample.
+        self._samples: OrderedDict[tuple[str, str], tuple[float, VectorSample]] = OrderedDict()
+        self._sampling: dict[tuple[str, str], threading.Event] = {}
         self._samples_lock = threading.Lock()
 
     @classmethod
@@ -808,34 +818,71 @@ class Neo4jStore:
         return crowding_of(found, units, sample, CROWDING_NEIGHBOURS)
 
     def _sample(self, collection: str, model: str) -> VectorSample:
-        """Up to :data:`CROWDING_SAMPLE` of ``model``'s vectors, spread evenly over
-        the collection's memories in id order (``cypher/memory/sample_vectors.cypher``),
-        normalized. Reading one collects every id of the collection, so each is kept
-        for :data:`SAMPLE_MAX_AGE_S` and answered from memory meanwhile."""
+        """The sample of ``model``'s vectors in the collection that crowding measures
+        against (:meth:`_read_sample`), kept for :data:`SAMPLE_MAX_AGE_S` and among
+        the :data:`SAMPLES_KEPT` last used. One thread reads a new one at a time:
+        meanwhile the others take the old one, or wait when there is none."""
         key = (collection, model)
-        now = time.monotonic()
-        with self._samples_lock:
-            kept = self._samples.get(key)
-        if kept is not None and now - kept[0] < SAMPLE_MAX_AGE_S:
-            return kept[1]
-        rows = self._read(
-            "read a sample of vectors",
-            _records(
-                "memory/sample_vectors", {"model": model, "size": CROWDING_SAMPLE}, collection
-            ),
-        )
+        while True:
+            with self._samples_lock:
+                kept = self._samples.get(key)
+                if kept is not None:
+                    self._samples.move_to_end(key)
+                    if time.monotonic() - kept[0] < SAMPLE_MAX_AGE_S:
+                        return kept[1]
+                reading = self._sampling.get(key)
+                if reading is None:
+                    reading = self._sampling[key] = threading.Event()
+                    break
+            if kept is not None:
+                return kept[1]
+            reading.wait()  # then the new sample is kept, or the reader failed
+        try:
+            read_at = time.monotonic()
+            sample = self._read_sample(collection, model)
+            with self._samples_lock:
+                self._samples[key] = (read_at, sample)
+                self._samples.move_to_end(key)
+                while len(self._samples) > SAMPLES_KEPT:
+                    self._samples.popitem(last=False)
+        finally:
+            with self._samples_lock:
+                del self._sampling[key]
+            reading.set()
+        return sample
+
+    def _read_sample(self, collection: str, model: str) -> VectorSample:
+        """Up to :data:`CROWDING_SAMPLE` of ``model``'s vectors in the collection,
+        normalized: those whose content hashes follow a random hash, going round
+        to the first hash when the last is reached. Content hashes (sha256) are
+        spread evenly, so this is a random sample, read through an index in hash
+        order (``cypher/memory/sample_vectors.cypher``) without reading the rest
+        of the collection; its ``total`` is estimated from how far round the
+        hashes it reaches (:func:`_sample_total`)."""
+        start = f"{random.getrandbits(64):016x}"
+
+        def work(tx: ManagedTransaction) -> tuple[list[Record], list[Record]]:
+            def arc(low: str, high: str, size: int) -> list[Record]:
+                params = {"model": model, "low": low, "high": high, "size": size}
+                return _run(tx, "memory/sample_vectors", collection, **params)
+
+            onward = arc(start, _HASH_END, CROWDING_SAMPLE)
+            rest = CROWDING_SAMPLE - len(onward)
+            return onward, arc("", start, rest) if rest else []
+
+        onward, wrapped = self._read("read a sample of vectors", work)
+        rows = [r for r in onward + wrapped if r["embedding"] is not None]
         if rows:
             vectors = normalize_rows(
                 np.asarray([convert.vector_of(r["embedding"]) for r in rows], dtype=np.float32)
             )
         else:
             vectors = np.empty((0, 0), dtype=np.float32)
-        sample = VectorSample(
-            ids=[r["id"] for r in rows], vectors=vectors, total=int(rows[0]["total"]) if rows else 0
+        return VectorSample(
+            ids=[r["id"] for r in rows],
+            vectors=vectors,
+            total=_sample_total(start, onward, wrapped),
         )
-        with self._samples_lock:
-            self._samples[key] = (now, sample)
-        return sample
 
     def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored passage vectors (2-D, in order, as given) of the given memories
@@ -1533,6 +1580,30 @@ def _check_passages(value: Vector | None, vector: Vector, memory_id: str) -> lis
             f"the passage vectors of {memory_id!r} are not finite", field="passages"
         )
     return [convert.vector_value(row) for row in rows]
+
+
+def _hash_point(content_hash: str) -> float | None:
+    """Where a content hash lies on the circle of hashes, in [0, 1); ``None`` for
+    one that is not hexadecimal (not a hash the engine made)."""
+    try:
+        return int(content_hash[:16], 16) / 16**16 if len(content_hash) >= 16 else None
+    except ValueError:
+        return None
+
+
+def _sample_total(start: str, onward: Sequence[Record], wrapped: Sequence[Record]) -> int:
+    """How many memories a sample read from the hash ``start`` stands for: all
+    there are when it came back short (it went all the way round); else ``n /
+    a``, its ``n`` memories being spread evenly over the arc ``a`` of the circle
+    of hashes that it covers."""
+    n = len(onward) + len(wrapped)
+    if n < CROWDING_SAMPLE:
+        return n
+    begin, end = _hash_point(start), _hash_point((wrapped or onward)[-1]["hash"])
+    if begin is None or end is None:
+        return n
+    arc = end - begin + (1.0 if wrapped else 0.0)
+    return max(n, round(n / arc)) if arc > 0.0 else n
 
 
 def _passage_item(record: MemoryRecord, vector: Vector | None) -> dict[str, Any]:
