@@ -48,7 +48,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import numpy as np
-from neo4j import Driver, GraphDatabase, ManagedTransaction, Record
+from neo4j import Driver, GraphDatabase, ManagedTransaction, Record, Session
 from neo4j.exceptions import ConfigurationError, Neo4jError
 
 from engine.embed.base import normalize_rows
@@ -210,6 +210,10 @@ class Neo4jStore:
         self._samples: OrderedDict[tuple[str, str], tuple[float, VectorSample]] = OrderedDict()
         self._sampling: dict[tuple[str, str], threading.Event] = {}
         self._samples_lock = threading.Lock()
+        # Every session waits for the bookmarks of the store's own last writes:
+        # on a cluster, a read then sees what this store wrote before it, even
+        # from a replica (a single server shows that anyway).
+        self._bookmarks = GraphDatabase.bookmark_manager()
 
     @classmethod
     def connect(
@@ -1527,10 +1531,14 @@ class Neo4jStore:
             )
         return convert.check_vector(record.vector, record.memory.id)
 
+    def _session(self) -> Session:
+        """A session of the store's database, causally after the store's writes."""
+        return self._driver.session(database=self._database, bookmark_manager=self._bookmarks)
+
     def _read(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
         """Run ``work`` in one managed read transaction."""
         self._check_open()
-        with translated(action), self._driver.session(database=self._database) as session:
+        with translated(action), self._session() as session:
             return session.execute_read(work)
 
     def _write(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
@@ -1548,7 +1556,7 @@ class Neo4jStore:
             while True:
                 attempt += 1
                 try:
-                    with self._driver.session(database=self._database) as session:
+                    with self._session() as session:
                         return session.execute_write(work)
                 except Neo4jError as e:
                     if not lost_race(e):

@@ -116,6 +116,23 @@ def test_a_write_is_one_transaction_and_a_failed_one_leaves_nothing() -> None:
     assert taken.committed == []
 
 
+def test_every_session_is_chained_after_the_stores_own_writes() -> None:
+    # A single server cannot show a read missing the caller's last write (a
+    # cluster's replica can): what shows here is that every session, read or
+    # write, carries the one bookmark manager of the store.
+    driver = FakeDriver(answers={"memory/get_memories": []})
+    store = make(driver)
+    store.add_memories(C, [MemoryRecord(memory=memory("a"))])
+    store.get_memories(C, ["a"])
+    store.delete_memory(C, "a")
+    other = make(driver)
+    other.get_memories(C, ["a"])
+    managers = [s["bookmark_manager"] for s in driver.sessions]
+    assert len(managers) == 4 and all(m is not None for m in managers)
+    assert managers[0] is managers[1] is managers[2] is not managers[3]
+    assert {s["database"] for s in driver.sessions} == {"neo4j"}
+
+
 def test_replacing_an_absent_memory_writes_nothing() -> None:
     driver = FakeDriver()
     with pytest.raises(NotFoundError):
