@@ -1,19 +1,23 @@
 """The Neo4j store as an operator runs it, on a live server (skipped without one;
 ``NEO4J_REQUIRED=1`` makes that a failure): what crowding's sample costs as a
-collection grows.
+collection grows, and how data of an old schema version is migrated in bounded
+transactions.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
 
 import pytest
 
+from engine.model import Event
 from engine.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import MODEL, memory, record
-from tests.contract.plans import PlanningDriver, db_hits
+from tests.contract.helpers import MODEL, T0, memory, record
+from tests.contract.plans import SCANS, PlanningDriver, db_hits, operator_name, operators
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
 
@@ -72,3 +76,79 @@ def test_crowding_reads_a_sample_that_costs_the_same_at_ten_times_the_memories(
     _with_vectors(neo4j_store, large, 10_000)
     at_small, at_large = _sample_hits(neo4j_store, small), _sample_hits(neo4j_store, large)
     assert at_large < 1.5 * at_small, (at_small, at_large)
+
+
+# -- migrations ---------------------------------------------------------------------------
+
+
+def _cypher(store: Neo4jStore, query: str, **params: Any) -> list[dict[str, Any]]:
+    """A statement of the test's own, on the store's server."""
+    with store._driver.session(database=store._database) as session:
+        return [record.data() for record in session.run(query, params)]
+
+
+_NEXT_EDGES = """
+MATCH (a:Memory {collection: $c})-[:NEXT]->(b:Memory)
+WHERE a.id IS NOT NULL
+RETURN a.id AS a, b.id AS b ORDER BY a
+"""
+_AS_VERSION_1 = (
+    # What schema version 1 wrote: no occurred_at or turn_of, no NEXT edges...
+    """
+    MATCH (m:Memory {collection: $c})
+    WHERE m.id IS NOT NULL
+    OPTIONAL MATCH (m)-[r:NEXT]->()
+    DELETE r
+    REMOVE m.occurred_at, m.turn_of
+    """,
+    # ...events in the order of (appended_at, batch, position), unnumbered...
+    """
+    MATCH (e:Event {collection: $c})
+    WHERE e.seq IS NOT NULL
+    SET e.batch = 0, e.position = e.seq
+    REMOVE e.seq
+    """,
+    # ...and no log counting them.
+    "MATCH (log:EventLog {collection: $c}) DELETE log",
+)
+
+
+def test_a_version_1_collection_is_migrated_a_bounded_page_per_transaction(
+    neo4j_store: Neo4jStore, dropped: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = _name(dropped, "migrate")
+    # Two conversations and a memory outside any, ids in another order than time.
+    turns = [("m6", "x", 0), ("m2", "x", 1), ("m4", "y", 2), ("m0", "x", 3), ("m5", "y", 4)]
+    turns += [("m1", "x", 5), ("m3", None, 6)]
+    neo4j_store.add_memories(
+        c,
+        [
+            record(memory(i, c, minutes=at, conversations=[talk] if talk else []))
+            for i, talk, at in turns
+        ],
+    )
+    for n in range(3):  # three appends: three appended_at
+        events = [Event(type="retrieval", at=T0 + timedelta(minutes=n), memory_ids=[f"m{n}"])]
+        neo4j_store.append_events(c, events * (n + 1))
+    linked, logged = _cypher(neo4j_store, _NEXT_EDGES, c=c), list(neo4j_store.iter_events(c))
+    assert len(linked) == 4 and len(logged) == 6
+    for statement in _AS_VERSION_1:
+        _cypher(neo4j_store, statement, c=c)
+    assert _cypher(neo4j_store, _NEXT_EDGES, c=c) == []
+
+    from engine.store.neo4j import store as store_module
+
+    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    migrations = frozenset({"schema/migrate_turns", "schema/number_events"})
+    driver, store = _planning(neo4j_store, "EXPLAIN", migrations)
+    store._migrate_turns(c)
+    store._number_events(c)
+
+    assert _cypher(neo4j_store, _NEXT_EDGES, c=c) == linked
+    assert list(neo4j_store.iter_events(c)) == logged
+    # 7 memories and 6 events, at most 2 a transaction (a statement each).
+    assert len(driver.plans_of("schema/migrate_turns")) == 4
+    assert len(driver.plans_of("schema/number_events")) == 4
+    assert {p.params["limit"] for p in driver.planned} == {2}
+    scans = {operator_name(n) for p in driver.planned for n in operators(p.plan)} & set(SCANS)
+    assert not scans

@@ -106,7 +106,7 @@ T = TypeVar("T")
 
 SCHEMA_VERSION = 5
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
-``_MIGRATIONS`` and bumps this. Version 3 adds passages: their key and vector
+``_migrate`` and bumps this. Version 3 adds passages: their key and vector
 index, which the schema statements create (no data changes). Version 4 adds the
 event log's retention: the counts of compacted events, keyed by collection and
 type (no data changes; events are found by age through event_order). Version 5 stores due
@@ -150,17 +150,13 @@ _SCHEMA: tuple[str, ...] = (
 """Schema statements, in order; each creates the index (or the constraint and its
 index) named after its file."""
 _INDEXES: tuple[str, ...] = tuple(name.split("/")[1] for name in _SCHEMA)
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: ("schema/migrate_turns", "schema/number_events")}
-"""Statements that bring a database from schema version ``v`` to ``v + 1``: version
-2 indexes conversation turns and links them in order, numbers events (``seq``) in
-commit order, and reads the log by number."""
 
 _PAGE = 500
 _RACE_RETRIES = 3
 _WRITE_BATCH = 1_000
 """Memories per decay transaction, nodes per drop transaction, events per
-compaction transaction: bounded work per transaction, whatever the collection's
-size."""
+compaction transaction, memories or events per migration transaction: bounded
+work per transaction, whatever the collection's size."""
 _SEARCH_OVERSAMPLE = 10
 _MIN_CANDIDATES = 100
 _MAX_CANDIDATES = 10_000
@@ -308,10 +304,7 @@ class Neo4jStore:
                 f"version {SCHEMA_VERSION} and older. Upgrade Hippocampus."
             )
         for step in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
-            for name in _MIGRATIONS.get(step, ()):
-                self._write(f"migrate the schema from version {step}", _runner(name, {}))
-        if version is not None and version < 5:
-            self._date_memories()
+            self._migrate(step)
         self._write(
             "record the schema version",
             _runner(
@@ -320,38 +313,86 @@ class Neo4jStore:
         )
         logger.info("neo4j schema version %d is set up", SCHEMA_VERSION)
 
-    def _date_memories(self) -> None:
-        """Store the due dates of memories written before schema version 5, a page
-        per transaction, collection by collection (resumable: a page done stays
-        done)."""
-        dated = 0
-        for collection in self.list_collections():
-            after = ""
-            while True:
-                rows = self._read(
-                    "list undated memories",
-                    _records(
-                        "schema/list_undated_memories",
-                        {"after": after, "limit": _WRITE_BATCH},
-                        collection,
-                    ),
-                )
-                if not rows:
-                    break
-                items = [
-                    {"id": row["id"], **convert.due_properties(convert.memory_of(row["doc"], None))}
-                    for row in rows
-                ]
-                self._write(
-                    "date memories",
-                    _records("schema/date_memories", {"items": items}, collection),
-                )
-                dated += len(rows)
-                if len(rows) < _WRITE_BATCH:
-                    break
-                after = str(rows[-1]["id"])
+    def _migrate(self, step: int) -> None:
+        """Bring the data from schema version ``step`` to ``step + 1``, collection
+        by collection, at most ``_WRITE_BATCH`` memories or events per
+        transaction: no transaction grows with the database. A migration cut
+        short keeps the pages it finished, and setup run again does the rest
+        (the version is recorded only after every step).
+
+        Version 2 gives memories occurred_at and turn_of and links each
+        conversation's turns in order (:meth:`_migrate_turns`), and numbers the
+        events (:meth:`_number_events`); version 5 stores due dates
+        (:meth:`_date_memories`). The other versions only add indexes."""
+        if step == 1:
+            for collection in self.list_collections():
+                self._migrate_turns(collection)
+            rows = self._read(
+                "list collections with events", _records("schema/list_event_collections", {})
+            )
+            for row in rows:
+                self._number_events(row["collection"])
+        elif step == 4:
+            for collection in self.list_collections():
+                self._date_memories(collection)
+
+    def _migrate_turns(self, collection: str) -> None:
+        """Version 1 to 2 for one collection's memories, a page by id per
+        transaction: the page's memories without occurred_at get it, and turn_of,
+        and are linked into their conversations (``memory/link_turns`` re-points
+        the turns around each, so pages may come in any order of time)."""
+        after = ""
+        while True:
+            rows = self._write(
+                "give memories their conversation turns", _turns_migrator(collection, after)
+            )
+            if len(rows) < _WRITE_BATCH:
+                return
+            after = max(str(row["id"]) for row in rows)
+
+    def _number_events(self, collection: str) -> None:
+        """Version 1 to 2 for one collection's event log: number its events in the
+        order version 1 read them back, ``_WRITE_BATCH`` per transaction."""
+        after = _DAWN.isoformat()
+        while True:
+            (row,) = self._write(
+                "number events",
+                _records(
+                    "schema/number_events", {"after": after, "limit": _WRITE_BATCH}, collection
+                ),
+            )
+            if int(row["numbered"]) < _WRITE_BATCH:
+                return
+            after = str(row["last"])
+
+    def _date_memories(self, collection: str) -> None:
+        """Store the due dates of a collection's memories written before schema
+        version 5, a page per transaction (resumable: a page done stays done)."""
+        dated, after = 0, ""
+        while True:
+            rows = self._read(
+                "list undated memories",
+                _records(
+                    "schema/list_undated_memories",
+                    {"after": after, "limit": _WRITE_BATCH},
+                    collection,
+                ),
+            )
+            if not rows:
+                break
+            items = [
+                {"id": row["id"], **convert.due_properties(convert.memory_of(row["doc"], None))}
+                for row in rows
+            ]
+            self._write(
+                "date memories", _records("schema/date_memories", {"items": items}, collection)
+            )
+            dated += len(rows)
+            if len(rows) < _WRITE_BATCH:
+                break
+            after = str(rows[-1]["id"])
         if dated:
-            logger.info("due dates stored for %d memories written before schema version 5", dated)
+            logger.info("due dates stored for %d memories of %s", dated, collection)
 
     def _await_indexes(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -1706,6 +1747,19 @@ def _link_turns(tx: ManagedTransaction, collection: str, memories: Sequence[Memo
             weight=SEQUENCE_WEIGHT,
             kind=SEQUENCE_KIND,
         )
+
+
+def _turns_migrator(collection: str, after: str) -> Callable[[ManagedTransaction], list[Record]]:
+    """A transaction function migrating the page of memories after ``after`` (see
+    :meth:`Neo4jStore._migrate_turns`)."""
+
+    def work(tx: ManagedTransaction) -> list[Record]:
+        params = {"after": after, "limit": _WRITE_BATCH}
+        rows = _run(tx, "schema/migrate_turns", collection, **params)
+        _link_turns(tx, collection, [convert.memory_of(r["doc"], None) for r in rows if r["doc"]])
+        return rows
+
+    return work
 
 
 def _reinforce(tx: ManagedTransaction, collection: str, updates: Sequence[EdgeUpdate]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -536,30 +536,69 @@ def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
     assert params["occurred_before"] is None and params["speakers"] == ["ada"]
 
 
-def test_a_version_1_database_gets_its_turns_linked_at_setup() -> None:
+def test_a_version_1_database_gets_its_turns_linked_at_setup_page_by_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.store.neo4j import store as store_module
+
+    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    olds = [memory(f"m{i}") for i in range(3)]
+    olds[1].retrieval.conversation_ids = ["talk"]
+
+    def page(params: dict[str, Any]) -> list[dict[str, Any]]:
+        rows = [m for m in olds if m.id > params["after"]][: params["limit"]]
+        return [{"id": m.id, "doc": m.model_dump_json()} for m in rows]
+
     driver = FakeDriver(
         answers={
             "schema/show_indexes": _indexes("ONLINE"),
             "schema/read_schema_version": [{"version": 1}],
+            "memory/list_collections": [{"collection": C}],
+            "schema/migrate_turns": page,
         }
     )
     make(driver).setup(timeout_s=10.0)
     ran = driver.ran()
     assert "schema/memory_turn" in ran
     assert ran.index("schema/migrate_turns") < ran.index("schema/write_schema_version")
+    pages = [tx for tx in driver.committed if tx[0][0] == "schema/migrate_turns"]
+    assert [params["after"] for _, params in (tx[0] for tx in pages)] == ["", "m1"]
+    # The one turn is linked in the transaction of its page, nothing else.
+    assert [[name for name, _ in tx] for tx in pages] == [
+        ["schema/migrate_turns", "memory/link_turns"],
+        ["schema/migrate_turns"],
+    ]
+    assert [p["id"] for p in pages[0][1][1]["places"]] == ["m1"]
 
 
-def test_a_schema_of_version_one_gets_its_events_numbered_on_setup() -> None:
+def test_a_schema_of_version_one_gets_its_events_numbered_on_setup_batch_by_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.store.neo4j import store as store_module
+
+    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    lasts = iter([T0.isoformat(), (T0 + timedelta(minutes=1)).isoformat()])
     driver = FakeDriver(
         answers={
             "schema/show_indexes": _indexes("ONLINE"),
             "schema/read_schema_version": [{"version": 1}],
+            "schema/list_event_collections": [{"collection": C}],
+            "schema/number_events": lambda p: [
+                {"numbered": 2 if p["after"] != T0.isoformat() else 1, "last": next(lasts)}
+            ],
         }
     )
     make(driver).setup()
     ran = driver.ran()
     assert "schema/event_seq" in ran and "schema/event_log_key" in ran
     assert ran.index("schema/number_events") < ran.index("schema/write_schema_version")
+    batches = [
+        params for tx in driver.committed for name, params in tx if name == "schema/number_events"
+    ]
+    assert [(b["after"], b["limit"]) for b in batches] == [
+        ("0001-01-01T00:00:00+00:00", 2),
+        (T0.isoformat(), 2),
+    ]
     assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 5
 
     fresh = FakeDriver(
@@ -570,6 +609,7 @@ def test_a_schema_of_version_one_gets_its_events_numbered_on_setup() -> None:
     )
     make(fresh).setup()
     assert "schema/number_events" not in fresh.ran()
+    assert "schema/migrate_turns" not in fresh.ran()
 
 
 def test_the_event_log_is_read_by_event_number_page_after_page() -> None:
