@@ -93,6 +93,7 @@ from engine.store.base import (
     VectorSample,
     check_decay_pass,
     check_learned,
+    check_lease,
     crowding_of,
 )
 from engine.store.neo4j import convert
@@ -146,6 +147,7 @@ _SCHEMA: tuple[str, ...] = (
     "schema/memory_content",
     "schema/passage_key",
     "schema/passage_embedding",
+    "schema/lease_key",
 )
 """Schema statements, in order; each creates the index (or the constraint and its
 index) named after its file."""
@@ -1555,6 +1557,22 @@ class Neo4jStore:
         except Exception:
             logger.warning("closing the neo4j driver failed", exc_info=True)
         logger.info("neo4j store closed")
+
+    # -- leases -----------------------------------------------------------------------
+
+    def take_lease(self, name: str, holder: str, ttl_s: float) -> bool:
+        """Take the lease ``name`` for ``holder`` (see the contract): its node's
+        write lock first, then who holds it, read under that lock, in one write
+        transaction; the term runs on the server's clock."""
+        check_lease(name, holder, ttl_s)
+        ttl_ms = round(ttl_s * 1000)
+
+        def work(tx: ManagedTransaction) -> bool:
+            _run(tx, "learn/lock_lease", name=name)
+            (row,) = _run(tx, "learn/take_lease", name=name, holder=holder, ttl_ms=ttl_ms)
+            return bool(row["taken"])
+
+        return self._write("take a lease", work)
 
     # -- internals --------------------------------------------------------------------
 
