@@ -1,22 +1,26 @@
 """The Neo4j store as an operator runs it, on a live server (skipped without one;
 ``NEO4J_REQUIRED=1`` makes that a failure): what crowding's sample costs as a
-collection grows, and how data of an old schema version is migrated in bounded
-transactions.
+collection grows, how data of an old schema version is migrated in bounded
+transactions, and how the Browser guide's queries find a collection.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine.model import Event
+from engine.model import EdgeType, Event
+from engine.store import MemoryRecord
 from engine.store.neo4j import Neo4jStore
+from engine.store.neo4j.statements import statement
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import MODEL, T0, memory, record
+from tests.contract.helpers import MODEL, T0, edge, memory, record
 from tests.contract.plans import SCANS, PlanningDriver, db_hits, operator_name, operators
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
@@ -132,8 +136,8 @@ def test_a_version_1_collection_is_migrated_a_bounded_page_per_transaction(
         neo4j_store.append_events(c, events * (n + 1))
     linked, logged = _cypher(neo4j_store, _NEXT_EDGES, c=c), list(neo4j_store.iter_events(c))
     assert len(linked) == 4 and len(logged) == 6
-    for statement in _AS_VERSION_1:
-        _cypher(neo4j_store, statement, c=c)
+    for strip in _AS_VERSION_1:
+        _cypher(neo4j_store, strip, c=c)
     assert _cypher(neo4j_store, _NEXT_EDGES, c=c) == []
 
     from engine.store.neo4j import store as store_module
@@ -152,3 +156,55 @@ def test_a_version_1_collection_is_migrated_a_bounded_page_per_transaction(
     assert {p.params["limit"] for p in driver.planned} == {2}
     scans = {operator_name(n) for p in driver.planned for n in operators(p.plan)} & set(SCANS)
     assert not scans
+
+
+# -- the Browser guide ----------------------------------------------------------------------
+
+BROWSER = Path(str(importlib.resources.files("cypher"))) / "browser"
+RELATIONSHIP_SCANS = ("DirectedRelationshipTypeScan", "UndirectedRelationshipTypeScan")
+"""Operators that read every relationship of a type, whatever its collection."""
+LISTINGS = {"collections"}
+"""Queries that list the collections: they must read an entry per memory, and
+read it from an index (NodeIndexScan), not from the nodes."""
+
+
+def _plan_operators(store: Neo4jStore, query: str, params: dict[str, Any]) -> set[str]:
+    with store._driver.session(database=store._database) as session:
+        plan = session.run(f"EXPLAIN {query}", params).consume().plan
+    return {operator_name(node) for node in operators(plan or {})}
+
+
+def test_the_browser_guides_queries_seek_the_collection_through_an_index(
+    neo4j_store: Neo4jStore, dropped: list[str]
+) -> None:
+    # A crowd of other memories, hubs and associations first: the planner
+    # chooses by cost, and a scan looks cheap in an empty database.
+    crowd = _name(dropped, "browser-crowd")
+    neo4j_store.add_memories(
+        crowd,
+        [
+            MemoryRecord(
+                memory=memory(f"c{i:04d}", crowd, model=None),
+                edges=(
+                    edge(f"c{i:04d}", EdgeType.ABOUT, f"concept {i % 40}"),
+                    edge(f"c{i:04d}", EdgeType.IN_DOMAIN, f"domain {i % 7}"),
+                    *([edge(f"c{i:04d}", EdgeType.ASSOCIATED, f"c{i - 1:04d}")] if i else []),
+                ),
+            )
+            for i in range(2_000)
+        ],
+    )
+    params = {"collection": _name(dropped, "browser"), "memory_id": "m", "conversation_id": "t"}
+    queries = {path.stem: path.read_text(encoding="utf-8") for path in BROWSER.glob("*.cypher")}
+    assert len(queries) >= 6
+    # The store's own listing of collections, which maintenance runs every round.
+    queries["memory/list_collections"] = statement("memory/list_collections")
+    scans = {}
+    for name, query in sorted(queries.items()):
+        found = _plan_operators(neo4j_store, query, params)
+        wrong = found & {*SCANS, *RELATIONSHIP_SCANS}
+        if name in LISTINGS or name == "memory/list_collections":
+            wrong |= {"NodeIndexScan"} - found
+        if wrong:
+            scans[name] = sorted(wrong)
+    assert not scans, scans
