@@ -4,12 +4,24 @@ lifespan (never by a constructor), stopped with it."""
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
+import uuid
 
 from engine.errors import HippoError
 from engine.service import Hippocampus
 
 logger = logging.getLogger(__name__)
+
+_TOKEN = uuid.uuid4().hex[:8]
+"""Tells this process apart from one with the same host name and pid (another
+container's): a forked worker differs by its pid."""
+
+
+def process_holder() -> str:
+    """This process's name as a holder of the maintenance lease."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_TOKEN}"
 
 
 class MaintenanceLoop:
@@ -24,18 +36,32 @@ class MaintenanceLoop:
     embedder is given a chance to recover first (a model missing at start is
     loaded once it is there); while it still fails, re-embedding waits.
 
+    Of several API processes sharing a store (``hippo serve --workers N``, or
+    several servers on one Neo4j), one runs the round: each writes its own
+    queued reinforcements, then only the holder of the store's maintenance
+    lease goes on. The lease's term is the interval, renewed before each
+    collection, so a long round keeps it, and when its holder stops another
+    process takes over within an interval.
+
     Args:
         service: the engine to maintain.
         interval_s: seconds between runs; 0 disables the loop.
         reindex_batch: memories re-embedded per collection per run.
+        holder: this process's name for the lease (:func:`process_holder`).
     """
 
     def __init__(
-        self, service: Hippocampus, *, interval_s: float, reindex_batch: int = 256
+        self,
+        service: Hippocampus,
+        *,
+        interval_s: float,
+        reindex_batch: int = 256,
+        holder: str | None = None,
     ) -> None:
         self._service = service
         self._interval = interval_s
         self._reindex_batch = reindex_batch
+        self._holder = holder or process_holder()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -55,7 +81,9 @@ class MaintenanceLoop:
         """One round; errors are logged, never raised, so the schedule survives them
         (and a collection that fails does not hold up the others)."""
         try:
-            self._service.flush_learning()
+            self._service.flush_learning()  # this process's queue: every process
+            if not self._my_turn():
+                return
             collections = self._service.collections()
             embedder_ok = self._service.recover_embedder().healthy
         except HippoError as e:
@@ -68,11 +96,20 @@ class MaintenanceLoop:
             if self._stop.is_set():
                 return
             try:
+                if not self._my_turn():  # the term ran out and another took it
+                    return
                 self._maintain(collection, reindex=embedder_ok)
             except HippoError as e:
                 logger.warning("maintenance of %s failed: %s", collection, e.message)
             except Exception:
                 logger.exception("maintenance of %s failed", collection)
+
+    def _my_turn(self) -> bool:
+        """Take or renew the maintenance lease; false while another process holds it."""
+        if self._service.take_maintenance_turn(self._holder, self._interval):
+            return True
+        logger.debug("maintenance round left to the process holding the lease")
+        return False
 
     def _maintain(self, collection: str, *, reindex: bool) -> None:
         service = self._service

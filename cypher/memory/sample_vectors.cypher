@@ -1,19 +1,12 @@
-// Up to $size stored vectors of $model, spread evenly over the collection's
-// memories taken in id order (all of them when there are no more), with how many
-// memories of the collection have a vector of that model. (The id test lets the
-// planner seek the (collection, id) index in id order: Neo4j uses a composite
-// index only when every property is tested.)
-MATCH (m:Memory {collection: $collection})
-WHERE m.id IS NOT NULL AND m.embedding IS NOT NULL AND m.embedding_model = $model
-WITH m.id AS id
-ORDER BY id
-WITH collect(id) AS ids
-WITH ids, size(ids) AS total
-WITH ids, total,
-     CASE WHEN total > $size THEN toFloat(total) / $size ELSE 1.0 END AS step,
-     CASE WHEN total > $size THEN $size ELSE total END AS taken
-UNWIND range(0, taken - 1) AS i
-WITH total, ids[toInteger(floor(i * step))] AS id
-MATCH (s:Memory {collection: $collection, id: id})
-RETURN total, s.id AS id, s.embedding AS embedding
-ORDER BY id
+// Up to $size of the collection's memories with a vector of $model, the first
+// whose content hash is at least $low and below $high, in hash order. Hashes are
+// spread evenly, so the memories from a random hash on are a random sample
+// (Neo4jStore._read_sample reads on from there, round to the start if need be).
+// The memory_sample index gives them in order, so the read stops after $size
+// however large the collection: the planner sees that order only when ORDER BY
+// names every property of the index (the first two are fixed here).
+MATCH (m:Memory {collection: $collection, embedding_model: $model})
+WHERE m.content_hash >= $low AND m.content_hash < $high
+RETURN m.id AS id, m.content_hash AS hash, m.embedding AS embedding
+ORDER BY m.collection, m.embedding_model, m.content_hash
+LIMIT $size

@@ -31,6 +31,8 @@ from engine.store import LearnChange, Learned
 # "engine.service" keeps covering every job.
 logger = logging.getLogger("engine.service")
 
+MAINTENANCE_LEASE = "maintenance"
+"""The lease of the maintenance round (:meth:`MaintenanceJobs.take_maintenance_turn`)."""
 GRAPH_HEALTH_KEY = "graph_health"
 """State document holding a collection's graph health as last computed: the
 figures, when, and how long it took (:meth:`MaintenanceJobs.refresh_graph_health`)."""
@@ -88,6 +90,13 @@ class MaintenanceJobs(ServiceCore):
     """Decay, reindexing, tier passes, quality retraining and stats."""
 
     # -- maintenance ------------------------------------------------------------
+
+    def take_maintenance_turn(self, holder: str, term_s: float) -> bool:
+        """Whether ``holder`` (one API process) runs the maintenance round now: the
+        store's maintenance lease goes to one holder at a time, for ``term_s``
+        seconds, renewed each time that holder asks again; the other processes
+        sharing the store skip their rounds meanwhile."""
+        return self.store.take_lease(MAINTENANCE_LEASE, holder, term_s)
 
     def decay(self, collection: str, *, now: datetime | None = None) -> int:
         """One temporal decay pass over the collection's edges (idempotent per

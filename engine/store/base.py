@@ -52,7 +52,7 @@ class VectorSample:
     :meth:`GraphStore.crowding` measures against): the memories' ids, their vectors at unit
     length (one row each, in the order of ``ids``), and how many memories of the
     collection have a vector of that model (``total``; the sample is all of them
-    when it is as long)."""
+    when it is as long; a store that does not count them estimates it)."""
 
     ids: list[str]
     vectors: npt.NDArray[np.float32]
@@ -542,6 +542,24 @@ class GraphStore(Protocol):
 
     def stats(self, collection: str) -> StoreStats: ...
 
+    # -- leases -----------------------------------------------------------------
+
+    def take_lease(self, name: str, holder: str, ttl_s: float) -> bool:
+        """Take the lease ``name`` for ``holder`` for ``ttl_s`` seconds when no one
+        holds it, its term has run out, or ``holder`` holds it already (its term
+        then starts again). Atomic against every process sharing the store: of
+        holders asking at once, one gets it. A lease is the store's, not a
+        collection's: it lets one of several API processes run a job for the
+        whole store (the maintenance round) while the others skip it.
+
+        Returns:
+            Whether ``holder`` holds the lease now.
+
+        Raises:
+            InvalidInputError: an empty name or holder, or a negative term.
+        """
+        ...
+
     def check(self) -> None:
         """Raise StoreUnavailableError if the store cannot serve right now."""
         ...
@@ -584,3 +602,17 @@ def check_decay_pass(period: str, step: float, floor: float) -> None:
         raise InvalidInputError("the decay step must not be negative", field="step")
     if not 0.0 <= floor <= 1.0:
         raise InvalidInputError("the decay floor must lie in [0, 1]", field="floor")
+
+
+def check_lease(name: str, holder: str, ttl_s: float) -> None:
+    """The arguments of :meth:`GraphStore.take_lease`, checked alike by every store.
+
+    Raises:
+        InvalidInputError: an empty name or holder, or a negative term.
+    """
+    if not name:
+        raise InvalidInputError("a lease needs a name", field="name")
+    if not holder:
+        raise InvalidInputError("a lease needs a holder", field="holder")
+    if not ttl_s >= 0.0:
+        raise InvalidInputError("a lease's term must not be negative", field="ttl_s")

@@ -67,6 +67,7 @@ from engine.store.base import (
     Vector,
     check_decay_pass,
     check_learned,
+    check_lease,
 )
 from engine.store.embedded import due, graph_sql, integrity, turns
 from engine.store.embedded import events as event_log
@@ -271,6 +272,11 @@ class EmbeddedStore:
         self._dues: dict[str, DueIndex] = {}
         # Why the latest write was refused (disk full, read-only), until one succeeds.
         self._writes_refused: StoreUnavailableError | None = None
+        # Leases by name: (holder, end of term on the monotonic clock). The data
+        # directory lock makes this process the store's only one: held here,
+        # a lease is held against everyone.
+        self._leases: dict[str, tuple[str, float]] = {}
+        self._leases_lock = threading.Lock()
         try:
             self._data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -1377,6 +1383,21 @@ class EmbeddedStore:
             _unlock_data_dir(self._lock_fd)
             self._lock_fd = None
         logger.info("embedded store at %s closed", self._data_dir)
+
+    # -- leases ---------------------------------------------------------------------
+
+    def take_lease(self, name: str, holder: str, ttl_s: float) -> bool:
+        """Take the lease ``name`` for ``holder`` (see the contract), in memory: no
+        other process opens this store, so its threads are the only contenders."""
+        check_lease(name, holder, ttl_s)
+        self._check_open()
+        with self._leases_lock:
+            now = time.monotonic()
+            held = self._leases.get(name)
+            if held is not None and held[0] != holder and held[1] > now:
+                return False
+            self._leases[name] = (holder, now + ttl_s)
+            return True
 
     # -- internals ------------------------------------------------------------------
 

@@ -32,6 +32,8 @@ PASSAGE_LABEL = "Passage"
 COMPACTED_EVENTS_LABEL = "CompactedEvents"
 """One node per collection and event type counting the events the retention
 dropped from the log (the log's totals count them still)."""
+LEASE_LABEL = "Lease"
+"""One node per lease (``GraphStore.take_lease``): who holds it, until when."""
 PART_OF = "PART_OF"
 """From a passage to its memory."""
 
@@ -45,6 +47,7 @@ LABELS: tuple[str, ...] = (
     EVENT_LOG_LABEL,
     PASSAGE_LABEL,
     COMPACTED_EVENTS_LABEL,
+    LEASE_LABEL,
 )
 RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
 STORE_RELATIONSHIP_TYPES: tuple[str, ...] = (PART_OF,)
@@ -55,7 +58,7 @@ NODE_KINDS: frozenset[str] = frozenset({MEMORY_LABEL, *HUB_LABELS})
 STORE_PROPERTY_KEYS: dict[str, str] = {
     "doc": "Memory: the memory as JSON, read back whole (the other properties are copies)",
     "embedding": "Memory and hub nodes: the vector, a list of floats",
-    "name": "hub nodes: the hub's name; SchemaVersion: whose schema it is",
+    "name": "hub nodes: the hub's name; SchemaVersion: whose schema it is; Lease: the lease's",
     "used_at": "edges: the last co-occurrence, else the creation (what decay compares)",
     "turn_of": "Memory: the conversation it is a turn of (its first conversation id)",
     "pruning": "hub nodes: set and removed at once, to lock a hub before pruning it",
@@ -80,6 +83,9 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "n": "Passage: its place in the memory (1: the second passage; the first is the memory's);"
     " CompactedEvents: how many events of its type were dropped",
     "model": "Passage: the model of its embedding (the memory's embedding_model)",
+    "holder": "Lease: who holds it (or held it last)",
+    "expires_at": "Lease: when its holder's term runs out",
+    "asked": "Lease: how many times it was asked for (each ask takes its lock)",
 }
 
 

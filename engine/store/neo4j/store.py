@@ -38,15 +38,17 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
 import numpy as np
-from neo4j import Driver, GraphDatabase, ManagedTransaction, Record
+from neo4j import Driver, GraphDatabase, ManagedTransaction, Record, Session
 from neo4j.exceptions import ConfigurationError, Neo4jError
 
 from engine.embed.base import normalize_rows
@@ -91,6 +93,7 @@ from engine.store.base import (
     VectorSample,
     check_decay_pass,
     check_learned,
+    check_lease,
     crowding_of,
 )
 from engine.store.neo4j import convert
@@ -104,7 +107,7 @@ T = TypeVar("T")
 
 SCHEMA_VERSION = 5
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
-``_MIGRATIONS`` and bumps this. Version 3 adds passages: their key and vector
+``_migrate`` and bumps this. Version 3 adds passages: their key and vector
 index, which the schema statements create (no data changes). Version 4 adds the
 event log's retention: the counts of compacted events, keyed by collection and
 type (no data changes; events are found by age through event_order). Version 5 stores due
@@ -118,6 +121,9 @@ DEFAULT_DIMENSIONS = 384
 SAMPLE_MAX_AGE_S = 60.0
 """How long a sample of a collection's vectors (for :meth:`Neo4jStore.crowding`)
 is answered from memory before it is read again."""
+SAMPLES_KEPT = 64
+"""Samples held in memory at most (the least recently used go first): one per
+collection and model in use, whatever the number of collections."""
 
 _SCHEMA: tuple[str, ...] = (
     "schema/memory_key",
@@ -132,6 +138,7 @@ _SCHEMA: tuple[str, ...] = (
     "schema/memory_turn",
     "schema/memory_seed_due",
     "schema/memory_fsrs_due",
+    "schema/memory_sample",
     "schema/event_order",
     "schema/event_seq",
     "schema/event_log_key",
@@ -140,27 +147,26 @@ _SCHEMA: tuple[str, ...] = (
     "schema/memory_content",
     "schema/passage_key",
     "schema/passage_embedding",
+    "schema/lease_key",
 )
 """Schema statements, in order; each creates the index (or the constraint and its
 index) named after its file."""
 _INDEXES: tuple[str, ...] = tuple(name.split("/")[1] for name in _SCHEMA)
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: ("schema/migrate_turns", "schema/number_events")}
-"""Statements that bring a database from schema version ``v`` to ``v + 1``: version
-2 indexes conversation turns and links them in order, numbers events (``seq``) in
-commit order, and reads the log by number."""
 
 _PAGE = 500
 _RACE_RETRIES = 3
 _WRITE_BATCH = 1_000
 """Memories per decay transaction, nodes per drop transaction, events per
-compaction transaction: bounded work per transaction, whatever the collection's
-size."""
+compaction transaction, memories or events per migration transaction: bounded
+work per transaction, whatever the collection's size."""
 _SEARCH_OVERSAMPLE = 10
 _MIN_CANDIDATES = 100
 _MAX_CANDIDATES = 10_000
 _POLL_S = 0.5
 _DAWN = datetime(1, 1, 1, tzinfo=UTC)
 """Before any memory's creation: where :meth:`Neo4jStore.iter_memories` starts."""
+_HASH_END = "\U0010ffff"
+"""Above every content hash: where the circle of hashes a sample goes round ends."""
 
 
 class Neo4jStore:
@@ -197,9 +203,15 @@ class Neo4jStore:
         self._database = database
         self._dimensions = dimensions
         self._closed = False
-        # (collection, model) -> (read at, sample): see _sample.
-        self._samples: dict[tuple[str, str], tuple[float, VectorSample]] = {}
+        # (collection, model) -> (read at, sample), least recently used first, and
+        # the samples being read now: see _sample.
+        self._samples: OrderedDict[tuple[str, str], tuple[float, VectorSample]] = OrderedDict()
+        self._sampling: dict[tuple[str, str], threading.Event] = {}
         self._samples_lock = threading.Lock()
+        # Every session waits for the bookmarks of the store's own last writes:
+        # on a cluster, a read then sees what this store wrote before it, even
+        # from a replica (a single server shows that anyway).
+        self._bookmarks = GraphDatabase.bookmark_manager()
 
     @classmethod
     def connect(
@@ -294,10 +306,7 @@ class Neo4jStore:
                 f"version {SCHEMA_VERSION} and older. Upgrade Hippocampus."
             )
         for step in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
-            for name in _MIGRATIONS.get(step, ()):
-                self._write(f"migrate the schema from version {step}", _runner(name, {}))
-        if version is not None and version < 5:
-            self._date_memories()
+            self._migrate(step)
         self._write(
             "record the schema version",
             _runner(
@@ -306,38 +315,86 @@ class Neo4jStore:
         )
         logger.info("neo4j schema version %d is set up", SCHEMA_VERSION)
 
-    def _date_memories(self) -> None:
-        """Store the due dates of memories written before schema version 5, a page
-        per transaction, collection by collection (resumable: a page done stays
-        done)."""
-        dated = 0
-        for collection in self.list_collections():
-            after = ""
-            while True:
-                rows = self._read(
-                    "list undated memories",
-                    _records(
-                        "schema/list_undated_memories",
-                        {"after": after, "limit": _WRITE_BATCH},
-                        collection,
-                    ),
-                )
-                if not rows:
-                    break
-                items = [
-                    {"id": row["id"], **convert.due_properties(convert.memory_of(row["doc"], None))}
-                    for row in rows
-                ]
-                self._write(
-                    "date memories",
-                    _records("schema/date_memories", {"items": items}, collection),
-                )
-                dated += len(rows)
-                if len(rows) < _WRITE_BATCH:
-                    break
-                after = str(rows[-1]["id"])
+    def _migrate(self, step: int) -> None:
+        """Bring the data from schema version ``step`` to ``step + 1``, collection
+        by collection, at most ``_WRITE_BATCH`` memories or events per
+        transaction: no transaction grows with the database. A migration cut
+        short keeps the pages it finished, and setup run again does the rest
+        (the version is recorded only after every step).
+
+        Version 2 gives memories occurred_at and turn_of and links each
+        conversation's turns in order (:meth:`_migrate_turns`), and numbers the
+        events (:meth:`_number_events`); version 5 stores due dates
+        (:meth:`_date_memories`). The other versions only add indexes."""
+        if step == 1:
+            for collection in self.list_collections():
+                self._migrate_turns(collection)
+            rows = self._read(
+                "list collections with events", _records("schema/list_event_collections", {})
+            )
+            for row in rows:
+                self._number_events(row["collection"])
+        elif step == 4:
+            for collection in self.list_collections():
+                self._date_memories(collection)
+
+    def _migrate_turns(self, collection: str) -> None:
+        """Version 1 to 2 for one collection's memories, a page by id per
+        transaction: the page's memories without occurred_at get it, and turn_of,
+        and are linked into their conversations (``memory/link_turns`` re-points
+        the turns around each, so pages may come in any order of time)."""
+        after = ""
+        while True:
+            rows = self._write(
+                "give memories their conversation turns", _turns_migrator(collection, after)
+            )
+            if len(rows) < _WRITE_BATCH:
+                return
+            after = max(str(row["id"]) for row in rows)
+
+    def _number_events(self, collection: str) -> None:
+        """Version 1 to 2 for one collection's event log: number its events in the
+        order version 1 read them back, ``_WRITE_BATCH`` per transaction."""
+        after = _DAWN.isoformat()
+        while True:
+            (row,) = self._write(
+                "number events",
+                _records(
+                    "schema/number_events", {"after": after, "limit": _WRITE_BATCH}, collection
+                ),
+            )
+            if int(row["numbered"]) < _WRITE_BATCH:
+                return
+            after = str(row["last"])
+
+    def _date_memories(self, collection: str) -> None:
+        """Store the due dates of a collection's memories written before schema
+        version 5, a page per transaction (resumable: a page done stays done)."""
+        dated, after = 0, ""
+        while True:
+            rows = self._read(
+                "list undated memories",
+                _records(
+                    "schema/list_undated_memories",
+                    {"after": after, "limit": _WRITE_BATCH},
+                    collection,
+                ),
+            )
+            if not rows:
+                break
+            items = [
+                {"id": row["id"], **convert.due_properties(convert.memory_of(row["doc"], None))}
+                for row in rows
+            ]
+            self._write(
+                "date memories", _records("schema/date_memories", {"items": items}, collection)
+            )
+            dated += len(rows)
+            if len(rows) < _WRITE_BATCH:
+                break
+            after = str(rows[-1]["id"])
         if dated:
-            logger.info("due dates stored for %d memories written before schema version 5", dated)
+            logger.info("due dates stored for %d memories of %s", dated, collection)
 
     def _await_indexes(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -814,34 +871,71 @@ class Neo4jStore:
         return crowding_of(found, units, sample, CROWDING_NEIGHBOURS)
 
     def _sample(self, collection: str, model: str) -> VectorSample:
-        """Up to :data:`CROWDING_SAMPLE` of ``model``'s vectors, spread evenly over
-        the collection's memories in id order (``cypher/memory/sample_vectors.cypher``),
-        normalized. Reading one collects every id of the collection, so each is kept
-        for :data:`SAMPLE_MAX_AGE_S` and answered from memory meanwhile."""
+        """The sample of ``model``'s vectors in the collection that crowding measures
+        against (:meth:`_read_sample`), kept for :data:`SAMPLE_MAX_AGE_S` and among
+        the :data:`SAMPLES_KEPT` last used. One thread reads a new one at a time:
+        meanwhile the others take the old one, or wait when there is none."""
         key = (collection, model)
-        now = time.monotonic()
-        with self._samples_lock:
-            kept = self._samples.get(key)
-        if kept is not None and now - kept[0] < SAMPLE_MAX_AGE_S:
-            return kept[1]
-        rows = self._read(
-            "read a sample of vectors",
-            _records(
-                "memory/sample_vectors", {"model": model, "size": CROWDING_SAMPLE}, collection
-            ),
-        )
+        while True:
+            with self._samples_lock:
+                kept = self._samples.get(key)
+                if kept is not None:
+                    self._samples.move_to_end(key)
+                    if time.monotonic() - kept[0] < SAMPLE_MAX_AGE_S:
+                        return kept[1]
+                reading = self._sampling.get(key)
+                if reading is None:
+                    reading = self._sampling[key] = threading.Event()
+                    break
+            if kept is not None:
+                return kept[1]
+            reading.wait()  # then the new sample is kept, or the reader failed
+        try:
+            read_at = time.monotonic()
+            sample = self._read_sample(collection, model)
+            with self._samples_lock:
+                self._samples[key] = (read_at, sample)
+                self._samples.move_to_end(key)
+                while len(self._samples) > SAMPLES_KEPT:
+                    self._samples.popitem(last=False)
+        finally:
+            with self._samples_lock:
+                del self._sampling[key]
+            reading.set()
+        return sample
+
+    def _read_sample(self, collection: str, model: str) -> VectorSample:
+        """Up to :data:`CROWDING_SAMPLE` of ``model``'s vectors in the collection,
+        normalized: those whose content hashes follow a random hash, going round
+        to the first hash when the last is reached. Content hashes (sha256) are
+        spread evenly, so this is a random sample, read through an index in hash
+        order (``cypher/memory/sample_vectors.cypher``) without reading the rest
+        of the collection; its ``total`` is estimated from how far round the
+        hashes it reaches (:func:`_sample_total`)."""
+        start = f"{random.getrandbits(64):016x}"
+
+        def work(tx: ManagedTransaction) -> tuple[list[Record], list[Record]]:
+            def arc(low: str, high: str, size: int) -> list[Record]:
+                params = {"model": model, "low": low, "high": high, "size": size}
+                return _run(tx, "memory/sample_vectors", collection, **params)
+
+            onward = arc(start, _HASH_END, CROWDING_SAMPLE)
+            rest = CROWDING_SAMPLE - len(onward)
+            return onward, arc("", start, rest) if rest else []
+
+        onward, wrapped = self._read("read a sample of vectors", work)
+        rows = [r for r in onward + wrapped if r["embedding"] is not None]
         if rows:
             vectors = normalize_rows(
                 np.asarray([convert.vector_of(r["embedding"]) for r in rows], dtype=np.float32)
             )
         else:
             vectors = np.empty((0, 0), dtype=np.float32)
-        sample = VectorSample(
-            ids=[r["id"] for r in rows], vectors=vectors, total=int(rows[0]["total"]) if rows else 0
+        return VectorSample(
+            ids=[r["id"] for r in rows],
+            vectors=vectors,
+            total=_sample_total(start, onward, wrapped),
         )
-        with self._samples_lock:
-            self._samples[key] = (now, sample)
-        return sample
 
     def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored passage vectors (2-D, in order, as given) of the given memories
@@ -1487,6 +1581,22 @@ class Neo4jStore:
             logger.warning("closing the neo4j driver failed", exc_info=True)
         logger.info("neo4j store closed")
 
+    # -- leases -----------------------------------------------------------------------
+
+    def take_lease(self, name: str, holder: str, ttl_s: float) -> bool:
+        """Take the lease ``name`` for ``holder`` (see the contract): its node's
+        write lock first, then who holds it, read under that lock, in one write
+        transaction; the term runs on the server's clock."""
+        check_lease(name, holder, ttl_s)
+        ttl_ms = round(ttl_s * 1000)
+
+        def work(tx: ManagedTransaction) -> bool:
+            _run(tx, "learn/lock_lease", name=name)
+            (row,) = _run(tx, "learn/take_lease", name=name, holder=holder, ttl_ms=ttl_ms)
+            return bool(row["taken"])
+
+        return self._write("take a lease", work)
+
     # -- internals --------------------------------------------------------------------
 
     def _check_open(self) -> None:
@@ -1503,10 +1613,14 @@ class Neo4jStore:
             )
         return convert.check_vector(record.vector, record.memory.id)
 
+    def _session(self) -> Session:
+        """A session of the store's database, causally after the store's writes."""
+        return self._driver.session(database=self._database, bookmark_manager=self._bookmarks)
+
     def _read(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
         """Run ``work`` in one managed read transaction."""
         self._check_open()
-        with translated(action), self._driver.session(database=self._database) as session:
+        with translated(action), self._session() as session:
             return session.execute_read(work)
 
     def _write(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
@@ -1524,7 +1638,7 @@ class Neo4jStore:
             while True:
                 attempt += 1
                 try:
-                    with self._driver.session(database=self._database) as session:
+                    with self._session() as session:
                         return session.execute_write(work)
                 except Neo4jError as e:
                     if not lost_race(e):
@@ -1556,6 +1670,30 @@ def _check_passages(value: Vector | None, vector: Vector, memory_id: str) -> lis
             f"the passage vectors of {memory_id!r} are not finite", field="passages"
         )
     return [convert.vector_value(row) for row in rows]
+
+
+def _hash_point(content_hash: str) -> float | None:
+    """Where a content hash lies on the circle of hashes, in [0, 1); ``None`` for
+    one that is not hexadecimal (not a hash the engine made)."""
+    try:
+        return int(content_hash[:16], 16) / 16**16 if len(content_hash) >= 16 else None
+    except ValueError:
+        return None
+
+
+def _sample_total(start: str, onward: Sequence[Record], wrapped: Sequence[Record]) -> int:
+    """How many memories a sample read from the hash ``start`` stands for: all
+    there are when it came back short (it went all the way round); else ``n /
+    a``, its ``n`` memories being spread evenly over the arc ``a`` of the circle
+    of hashes that it covers."""
+    n = len(onward) + len(wrapped)
+    if n < CROWDING_SAMPLE:
+        return n
+    begin, end = _hash_point(start), _hash_point((wrapped or onward)[-1]["hash"])
+    if begin is None or end is None:
+        return n
+    arc = end - begin + (1.0 if wrapped else 0.0)
+    return max(n, round(n / arc)) if arc > 0.0 else n
 
 
 def _passage_item(record: MemoryRecord, vector: Vector | None) -> dict[str, Any]:
@@ -1650,6 +1788,19 @@ def _link_turns(tx: ManagedTransaction, collection: str, memories: Sequence[Memo
             weight=SEQUENCE_WEIGHT,
             kind=SEQUENCE_KIND,
         )
+
+
+def _turns_migrator(collection: str, after: str) -> Callable[[ManagedTransaction], list[Record]]:
+    """A transaction function migrating the page of memories after ``after`` (see
+    :meth:`Neo4jStore._migrate_turns`)."""
+
+    def work(tx: ManagedTransaction) -> list[Record]:
+        params = {"after": after, "limit": _WRITE_BATCH}
+        rows = _run(tx, "schema/migrate_turns", collection, **params)
+        _link_turns(tx, collection, [convert.memory_of(r["doc"], None) for r in rows if r["doc"]])
+        return rows
+
+    return work
 
 
 def _reinforce(tx: ManagedTransaction, collection: str, updates: Sequence[EdgeUpdate]) -> None:

@@ -73,8 +73,11 @@ class FakeDriver:
     are not recorded as runs)."""
     committed: list[list[tuple[str, dict[str, Any]]]] = field(default_factory=list)
     closed: int = 0
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    """The configuration of every session opened, in order."""
 
-    def session(self, *, database: str) -> FakeSession:
+    def session(self, *, database: str, bookmark_manager: Any = None) -> FakeSession:
+        self.sessions.append({"database": database, "bookmark_manager": bookmark_manager})
         if self.failure is not None and self.fail_on is None:
             raise self.failure
         return FakeSession(self)

@@ -5,8 +5,9 @@ engine objects. What the Cypher itself does is the contract suite's job
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from engine.model import Edge, EdgeType, Event, Memory, RecallFilters
 from engine.model import content_hash as hash_of
 from engine.model.association import Anchor, ExpandParams
 from engine.store import GraphStore, Learned, MemoryRecord
+from engine.store.base import CROWDING_SAMPLE
 from engine.store.neo4j import Neo4jStore
 from engine.store.neo4j.store import SCHEMA_OWNER, SCHEMA_VERSION
 from tests.unit.store.neo4j_fake import FakeDriver
@@ -112,6 +114,23 @@ def test_a_write_is_one_transaction_and_a_failed_one_leaves_nothing() -> None:
     with pytest.raises(ConflictError):
         make(taken).add_memories(C, [record])
     assert taken.committed == []
+
+
+def test_every_session_is_chained_after_the_stores_own_writes() -> None:
+    # A single server cannot show a read missing the caller's last write (a
+    # cluster's replica can): what shows here is that every session, read or
+    # write, carries the one bookmark manager of the store.
+    driver = FakeDriver(answers={"memory/get_memories": []})
+    store = make(driver)
+    store.add_memories(C, [MemoryRecord(memory=memory("a"))])
+    store.get_memories(C, ["a"])
+    store.delete_memory(C, "a")
+    other = make(driver)
+    other.get_memories(C, ["a"])
+    managers = [s["bookmark_manager"] for s in driver.sessions]
+    assert len(managers) == 4 and all(m is not None for m in managers)
+    assert managers[0] is managers[1] is managers[2] is not managers[3]
+    assert {s["database"] for s in driver.sessions} == {"neo4j"}
 
 
 def test_replacing_an_absent_memory_writes_nothing() -> None:
@@ -518,30 +537,69 @@ def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
     assert params["occurred_before"] is None and params["speakers"] == ["ada"]
 
 
-def test_a_version_1_database_gets_its_turns_linked_at_setup() -> None:
+def test_a_version_1_database_gets_its_turns_linked_at_setup_page_by_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.store.neo4j import store as store_module
+
+    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    olds = [memory(f"m{i}") for i in range(3)]
+    olds[1].retrieval.conversation_ids = ["talk"]
+
+    def page(params: dict[str, Any]) -> list[dict[str, Any]]:
+        rows = [m for m in olds if m.id > params["after"]][: params["limit"]]
+        return [{"id": m.id, "doc": m.model_dump_json()} for m in rows]
+
     driver = FakeDriver(
         answers={
             "schema/show_indexes": _indexes("ONLINE"),
             "schema/read_schema_version": [{"version": 1}],
+            "memory/list_collections": lambda p: [{"collection": C}] if p["after"] < C else [],
+            "schema/migrate_turns": page,
         }
     )
     make(driver).setup(timeout_s=10.0)
     ran = driver.ran()
     assert "schema/memory_turn" in ran
     assert ran.index("schema/migrate_turns") < ran.index("schema/write_schema_version")
+    pages = [tx for tx in driver.committed if tx[0][0] == "schema/migrate_turns"]
+    assert [params["after"] for _, params in (tx[0] for tx in pages)] == ["", "m1"]
+    # The one turn is linked in the transaction of its page, nothing else.
+    assert [[name for name, _ in tx] for tx in pages] == [
+        ["schema/migrate_turns", "memory/link_turns"],
+        ["schema/migrate_turns"],
+    ]
+    assert [p["id"] for p in pages[0][1][1]["places"]] == ["m1"]
 
 
-def test_a_schema_of_version_one_gets_its_events_numbered_on_setup() -> None:
+def test_a_schema_of_version_one_gets_its_events_numbered_on_setup_batch_by_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.store.neo4j import store as store_module
+
+    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    lasts = iter([T0.isoformat(), (T0 + timedelta(minutes=1)).isoformat()])
     driver = FakeDriver(
         answers={
             "schema/show_indexes": _indexes("ONLINE"),
             "schema/read_schema_version": [{"version": 1}],
+            "schema/list_event_collections": [{"collection": C}],
+            "schema/number_events": lambda p: [
+                {"numbered": 2 if p["after"] != T0.isoformat() else 1, "last": next(lasts)}
+            ],
         }
     )
     make(driver).setup()
     ran = driver.ran()
     assert "schema/event_seq" in ran and "schema/event_log_key" in ran
     assert ran.index("schema/number_events") < ran.index("schema/write_schema_version")
+    batches = [
+        params for tx in driver.committed for name, params in tx if name == "schema/number_events"
+    ]
+    assert [(b["after"], b["limit"]) for b in batches] == [
+        ("0001-01-01T00:00:00+00:00", 2),
+        (T0.isoformat(), 2),
+    ]
     assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 5
 
     fresh = FakeDriver(
@@ -552,6 +610,7 @@ def test_a_schema_of_version_one_gets_its_events_numbered_on_setup() -> None:
     )
     make(fresh).setup()
     assert "schema/number_events" not in fresh.ran()
+    assert "schema/migrate_turns" not in fresh.ran()
 
 
 def test_the_event_log_is_read_by_event_number_page_after_page() -> None:
@@ -918,6 +977,28 @@ def test_an_edit_that_keeps_learning_locks_the_memory_before_reading_it() -> Non
     assert (written.importance, written.retrieval.usage_count) == (0.9, 7)
 
 
+def _sampled(vectors: Mapping[str, np.ndarray]) -> Any:
+    """An answer to ``memory/sample_vectors``: the memories of ``vectors`` whose
+    hashes (their ids spelt out in hex) lie in the arc asked for."""
+    hashes = {mid: mid.encode().hex().ljust(64, "0") for mid in vectors}
+
+    def answer(params: dict[str, Any]) -> list[dict[str, Any]]:
+        inside = sorted(
+            (h, mid) for mid, h in hashes.items() if params["low"] <= h < params["high"]
+        )
+        return [
+            {"id": mid, "hash": h, "embedding": vectors[mid].tolist()}
+            for h, mid in inside[: params["size"]]
+        ]
+
+    return answer
+
+
+def _samples_read(driver: FakeDriver) -> int:
+    """Transactions that read a sample (one or two runs of the statement each)."""
+    return sum(1 for tx in driver.committed if any(n == "memory/sample_vectors" for n, _ in tx))
+
+
 def test_crowding_measures_against_a_sample_read_once_a_minute(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -925,9 +1006,7 @@ def test_crowding_measures_against_a_sample_read_once_a_minute(
     vectors = {"a": e[1], "b": 0.8 * e[1] + 0.6 * e[2], "c": 2.0 * e[3]}
     driver = FakeDriver(
         answers={
-            "memory/sample_vectors": [
-                {"total": 3, "id": i, "embedding": v.tolist()} for i, v in vectors.items()
-            ],
+            "memory/sample_vectors": _sampled(vectors),
             "memory/model_vectors": lambda p: [
                 {"id": i, "embedding": vectors[i].tolist()} for i in p["ids"] if i in vectors
             ],
@@ -943,7 +1022,88 @@ def test_crowding_measures_against_a_sample_read_once_a_minute(
     assert driver.params_of("memory/sample_vectors")["model"] == "m"
     assert driver.params_of("memory/model_vectors")["model"] == "m"
     store.crowding(C, ["b"], model="m")
-    assert driver.ran().count("memory/sample_vectors") == 1
+    assert _samples_read(driver) == 1
     clock[0] += 61.0
     store.crowding(C, ["b"], model="m")
-    assert driver.ran().count("memory/sample_vectors") == 2
+    assert _samples_read(driver) == 2
+
+
+def test_a_sample_goes_round_the_hashes_from_a_random_one_and_estimates_the_total() -> None:
+    from engine.store.neo4j.store import _sample_total
+
+    def rows(*hashes: str) -> list[dict[str, str]]:
+        return [{"hash": h} for h in hashes]
+
+    start = "8" + "0" * 15  # half way round
+    # Short: every memory there is, whatever the hashes.
+    assert _sample_total(start, rows("9" * 64), rows("1" * 64)) == 2
+    full = CROWDING_SAMPLE
+    # A full sample from half way to three quarters round: a quarter of the
+    # circle holds it, so the collection holds four times as many.
+    onward = rows(*["a" * 64] * (full - 1), "c" + "0" * 63)
+    assert _sample_total(start, onward, []) == 4 * full
+    # Going round past the end: from half way to a quarter after the start.
+    assert _sample_total(start, rows("f" * 64), rows(*["0" * 64] * (full - 2), "4" + "0" * 63)) == (
+        pytest.approx(full / 0.75, abs=1)
+    )
+    # Hashes the engine did not make: the sample counts as the whole.
+    assert _sample_total(start, rows(*["not a hash"] * full), []) == full
+
+
+def test_samples_are_kept_for_the_most_recently_used_collections_only() -> None:
+    from engine.store.neo4j.store import SAMPLES_KEPT
+
+    e = np.eye(8, dtype=np.float32)
+    vectors = {"a": e[1], "b": e[2]}
+    driver = FakeDriver(
+        answers={
+            "memory/sample_vectors": _sampled(vectors),
+            "memory/model_vectors": lambda p: [
+                {"id": i, "embedding": vectors[i].tolist()} for i in p["ids"] if i in vectors
+            ],
+        }
+    )
+    store = make(driver)
+    for n in range(SAMPLES_KEPT + 1):
+        store.crowding(f"c{n}", ["a"], model="m")
+    assert _samples_read(driver) == SAMPLES_KEPT + 1
+    store.crowding(f"c{SAMPLES_KEPT}", ["a"], model="m")  # the newest: still kept
+    assert _samples_read(driver) == SAMPLES_KEPT + 1
+    store.crowding("c0", ["a"], model="m")  # the oldest: gone, read again
+    assert _samples_read(driver) == SAMPLES_KEPT + 2
+
+
+def test_one_thread_reads_a_sample_while_the_others_wait_for_it() -> None:
+    e = np.eye(8, dtype=np.float32)
+    vectors = {"a": e[1], "b": e[2]}
+    sampled = _sampled(vectors)
+    reading, release = threading.Event(), threading.Event()
+
+    def slow(params: dict[str, Any]) -> list[dict[str, Any]]:
+        reading.set()
+        release.wait(timeout=10)
+        return sampled(params)  # type: ignore[no-any-return]
+
+    driver = FakeDriver(
+        answers={
+            "memory/sample_vectors": slow,
+            "memory/model_vectors": lambda p: [
+                {"id": i, "embedding": vectors[i].tolist()} for i in p["ids"] if i in vectors
+            ],
+        }
+    )
+    store = make(driver)
+    found: list[dict[str, float]] = []
+    threads = [
+        threading.Thread(target=lambda: found.append(store.crowding(C, ["a"], model="m")))
+        for _ in range(4)
+    ]
+    threads[0].start()
+    assert reading.wait(timeout=10)
+    for t in threads[1:]:
+        t.start()
+    release.set()
+    for t in threads:
+        t.join(timeout=10)
+    assert found == [{"a": 0.0}] * 4
+    assert _samples_read(driver) == 1
