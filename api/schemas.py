@@ -1224,6 +1224,10 @@ class ResurfaceOut(BaseModel):
 
 class HealthOut(BaseModel):
     status: str = "ok"
+    pid: int = Field(
+        description="The answering process: with several workers (``hippo serve "
+        "--workers N``), which one a connection reached."
+    )
 
 
 class ReadyOut(BaseModel):

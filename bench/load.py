@@ -3,7 +3,8 @@ server process on loopback.
 
     .venv/bin/python bench/load.py [--clients 1,4,16] [--seconds 20] [--requests N]
                                    [--memories 300] [--embedder hashing|minilm]
-                                   [--slots N] [--json]
+                                   [--slots N] [--store embedded|neo4j]
+                                   [--workers N] [--json]
 
 Starts ``hippo serve`` on a temporary data dir (the hashing embedder by default;
 ``--embedder minilm`` for the real model), remembers ``--memories`` incident
@@ -15,7 +16,11 @@ one pool of the memories they remembered, and once it holds 20 a remember
 forgets the oldest instead. Per level and route: requests, throughput, p50 / p95
 / p99 latency and failed requests (5xx or no answer). Client and server share
 the machine's cores. ``--slots`` sets the server's HIPPO_ADMISSION__SLOTS (how
-many heavy requests execute at once; 0: no limit), to compare.
+many heavy requests execute at once; 0: no limit), to compare. ``--store neo4j``
+serves from the Neo4j that ``HIPPO_NEO4J__URI``, ``__USER``, ``__PASSWORD`` and
+``__DATABASE`` name, in a collection of its own dropped afterwards; there
+``--workers N`` runs ``hippo serve --workers N``, N processes sharing the one
+database (the run starts once every worker answers).
 
 Below the table, the run is held to its targets: at the most clients, total
 requests/s at least the 1-client figure of the same run, and conversation
@@ -25,11 +30,13 @@ message and engagement p95 at most 10x their own 1-client p50.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +55,41 @@ from bench.workload import (
     seed_memories,
     start_crew,
 )
+from engine.config import HippoSettings
+from engine.store.neo4j import Neo4jStore
 
 COLLECTION = "load"
 SLOW_ROUTES = ("message", "engage")  # p95 under load held to 10x their 1-client p50
+
+
+def neo4j_settings() -> dict[str, str]:
+    """The server's ``HIPPO_*`` for the Neo4j this environment names (the server
+    is given no other ``HIPPO_`` variables)."""
+    neo4j = HippoSettings().neo4j
+    return {
+        "HIPPO_STORE": "neo4j",
+        "HIPPO_NEO4J__URI": neo4j.uri,
+        "HIPPO_NEO4J__USER": neo4j.user,
+        "HIPPO_NEO4J__PASSWORD": neo4j.password,
+        "HIPPO_NEO4J__DATABASE": neo4j.database,
+    }
+
+
+@contextlib.contextmanager
+def neo4j_collection(prefix: str) -> Iterator[str]:
+    """A fresh collection in that Neo4j, its schema set up first; dropped after."""
+    neo4j = HippoSettings().neo4j
+    store = Neo4jStore.connect(
+        neo4j.uri, user=neo4j.user, password=neo4j.password, database=neo4j.database
+    )
+    with contextlib.closing(store):
+        store.setup()
+        name = f"{prefix}{uuid.uuid4().hex[:8]}"
+        try:
+            yield name
+        finally:
+            log(f"dropping {name} ...")
+            store.drop_collection(name)
 
 
 def log(message: str) -> None:
@@ -60,6 +99,7 @@ def log(message: str) -> None:
 
 def run_level(
     url: str,
+    collection: str,
     clients: int,
     seconds: float,
     requests: int | None,
@@ -77,7 +117,7 @@ def run_level(
         clients,
         lambda n: Client(
             url,
-            COLLECTION,
+            collection,
             ledger,
             latencies,
             name=f"c{clients}-{n}",
@@ -149,32 +189,52 @@ def main() -> int:
     p.add_argument(
         "--slots", type=int, default=None, help="HIPPO_ADMISSION__SLOTS (default: the server's)"
     )
+    p.add_argument(
+        "--store",
+        choices=("embedded", "neo4j"),
+        default="embedded",
+        help="the server's store (neo4j: the one HIPPO_NEO4J__* names)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=1, help="server processes (above 1: --store neo4j only)"
+    )
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = p.parse_args()
+    if args.workers > 1 and args.store != "neo4j":
+        p.error("--workers above 1 needs --store neo4j: one process owns an embedded data dir")
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
     settings = {"HIPPO_EMBEDDER": args.embedder}
     if args.slots is not None:
         settings["HIPPO_ADMISSION__SLOTS"] = str(args.slots)
 
-    with (
-        tempfile.TemporaryDirectory(prefix="hippo-load-") as tmp,
-        Server(Path(tmp) / "data", Path(tmp) / "server.log", settings) as server,
-    ):
-        log(f"starting the server ({args.embedder} embedder) ...")
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hippo-load-")))
+        collection = COLLECTION
+        if args.store == "neo4j":
+            settings.update(neo4j_settings())
+            # A shared database may hold other runs' collections: one of its own.
+            collection = stack.enter_context(neo4j_collection(f"{COLLECTION}-"))
+        server = stack.enter_context(
+            Server(tmp / "data", tmp / "server.log", settings, workers=args.workers)
+        )
+        log(f"starting the server ({args.store} store, {args.embedder} embedder) ...")
         server.start(timeout_s=300.0)
+        if args.workers > 1:
+            log(f"{args.workers} workers answered: pids {sorted(server.worker_pids())}")
         ledger = Ledger()
         seeds = notes(args.memories)
-        seed_memories(server.url, COLLECTION, seeds, ledger)
+        seed_memories(server.url, collection, seeds, ledger)
         hot = [m.id for m in seeds[:8]]
         next_note = counter(start=args.memories)
         log(f"{args.memories} memories remembered; warming up ...")
-        run_level(server.url, 2, 3.0, None, ledger=ledger, hot=hot, next_note=next_note)
+        run_level(server.url, collection, 2, 3.0, None, ledger=ledger, hot=hot, next_note=next_note)
         results = []
         for clients in levels:
             log(f"{clients} clients for {args.seconds:g} s ...")
             results.append(
                 run_level(
                     server.url,
+                    collection,
                     clients,
                     args.seconds,
                     args.requests,
@@ -187,6 +247,8 @@ def main() -> int:
 
     checks = targets(results)
     report: dict[str, Any] = {
+        "store": args.store,
+        "workers": args.workers,
         "embedder": args.embedder,
         "memories": args.memories,
         "slots": args.slots,
@@ -198,6 +260,7 @@ def main() -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
+        print(f"store {args.store}, {args.workers} worker(s), {args.embedder} embedder")
         print(
             f"{'clients':>7}  {'route':<9} {'requests':>8} {'req/s':>7} "
             f"{'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'failed':>6}"

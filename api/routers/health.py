@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
@@ -15,7 +17,7 @@ router = APIRouter(tags=["health"])
 @router.get("/healthz", response_model=HealthOut)
 def healthz() -> HealthOut:
     """The process is alive."""
-    return HealthOut()
+    return HealthOut(pid=os.getpid())
 
 
 @router.get(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from fastapi.testclient import TestClient
 
 from engine.service import Hippocampus
@@ -10,7 +12,7 @@ from engine.service import Hippocampus
 def test_healthz_is_ok_without_a_key(client: TestClient) -> None:
     r = client.get("/healthz")
     assert r.status_code == 200
-    assert r.json() == {"status": "ok"}
+    assert r.json() == {"status": "ok", "pid": os.getpid()}
 
 
 def test_readyz_reports_store_and_embedder_when_ready(client: TestClient) -> None:

@@ -2,12 +2,14 @@
 # Start or stop the Neo4j of tools/neo4j-server in the background.
 #
 #   neo4j.sh start STATE_DIR   build if needed, start, wait until Bolt answers,
-#                              print NEO4J_URI=…, NEO4J_USER=…, NEO4J_PASSWORD=… last
+#                              print NEO4J_HTTP=… (the HTTP connector, which serves
+#                              Neo4j Browser at /browser/), then NEO4J_URI=…,
+#                              NEO4J_USER=…, NEO4J_PASSWORD=… last
 #   neo4j.sh stop STATE_DIR    stop the server whose pid STATE_DIR/neo4j.pid holds
 #
 # STATE_DIR (an ignored folder) holds the pid file, the log, the password, the
 # ready file and the server's home (data and logs). A second start while the
-# server runs prints the same three lines. Sizes: NEO4J_HEAP (default 1g) and
+# server runs prints the same four lines. Sizes: NEO4J_HEAP (default 1g) and
 # NEO4J_PAGECACHE (default 512m); ports: NEO4J_BOLT_PORT and NEO4J_HTTP_PORT
 # (default 0: free ones).
 set -euo pipefail
@@ -31,6 +33,7 @@ running() {
 }
 
 print_env() {
+    echo "NEO4J_HTTP=$(sed -n 2p "$ready")"
     echo "NEO4J_URI=$(head -n 1 "$ready")"
     echo "NEO4J_USER=neo4j"
     echo "NEO4J_PASSWORD=$(cat "$password_file")"

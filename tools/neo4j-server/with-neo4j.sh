@@ -4,7 +4,8 @@
 # - NEO4J_URI already set: that server is used as it is.
 # - Else, where java and mvn are installed: a fresh Neo4j of tools/neo4j-server
 #   starts (state in .neo4j/test, its data wiped first), NEO4J_URI, NEO4J_USER,
-#   NEO4J_PASSWORD and NEO4J_REQUIRED=1 are exported to the command, and the
+#   NEO4J_PASSWORD, NEO4J_HTTP (where Neo4j Browser is served) and
+#   NEO4J_REQUIRED=1 are exported to the command, and the
 #   server is stopped when the command ends, whether it passed or failed.
 # - Else the command runs without one (its Neo4j tests skip, saying why),
 #   unless NEO4J_REQUIRED=1, which makes a missing Neo4j a failure.
@@ -35,7 +36,7 @@ fi
 trap '"$here/neo4j.sh" stop "$state"' EXIT
 while IFS= read -r line; do
     export "${line?}"
-done < <(tail -n 3 <<<"$lines")
+done < <(tail -n 4 <<<"$lines")
 export NEO4J_REQUIRED=1
 echo "with-neo4j: the suite runs on the embedded store and on Neo4j at $NEO4J_URI" >&2
 "$@"
