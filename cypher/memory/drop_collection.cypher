@@ -36,6 +36,10 @@ CALL () {
   MATCH (n:CompactedEvents {collection: $collection})
   WHERE n.type IS NOT NULL
   RETURN n
+  UNION ALL
+  MATCH (n:TurnOrder {collection: $collection})
+  WHERE n.turn_of IS NOT NULL
+  RETURN n
 }
 WITH n
 LIMIT $limit

@@ -3,12 +3,33 @@
 // nodes already show the change); turns are ordered by (occurred_at, id) within
 // turn_of. The turn just before each place, and the turn at it if it is still
 // there, get exactly one NEXT edge: to the turn right after them. A memory that is
-// no longer a turn leads nowhere.
+// no longer a turn leads nowhere. The caller holds the conversations' locks
+// (memory/lock_turns), so no other writer moves these neighbours meanwhile.
+//
+// Each neighbour is two seeks of memory_turn (collection, turn_of, occurred_at),
+// never a read of the whole conversation: the turns at the same moment on the
+// near side of the id, and the nearest moment strictly before (after), the
+// first of an index range read in order. Of the two, the nearer one wins. (The
+// hint keeps the planner off memory_key's range over ids; ordering by the index's
+// whole key, constant collection and turn_of first, lets it take the order from
+// the index and stop at the first turn, instead of sorting every earlier one.)
 UNWIND $places AS place
 CALL (place) {
-  MATCH (p:Memory {collection: $collection, turn_of: place.turn_of})
-  WHERE p.occurred_at < place.occurred_at
-     OR (p.occurred_at = place.occurred_at AND p.id < place.id)
+  CALL (place) {
+    MATCH (p:Memory {collection: $collection, turn_of: place.turn_of, occurred_at: place.occurred_at})
+    USING INDEX p:Memory(collection, turn_of, occurred_at)
+    WHERE p.id < place.id
+    RETURN p
+    ORDER BY p.id DESC
+    LIMIT 1
+    UNION ALL
+    MATCH (p:Memory {collection: $collection, turn_of: place.turn_of})
+    USING INDEX p:Memory(collection, turn_of, occurred_at)
+    WHERE p.occurred_at < place.occurred_at
+    RETURN p
+    ORDER BY p.collection DESC, p.turn_of DESC, p.occurred_at DESC, p.id DESC
+    LIMIT 1
+  }
   WITH p
   ORDER BY p.occurred_at DESC, p.id DESC
   LIMIT 1
@@ -32,10 +53,22 @@ CALL (turn) {
   DELETE old
 }
 CALL (turn) {
-  MATCH (s:Memory {collection: $collection, turn_of: turn.turn_of})
-  WHERE s.occurred_at > turn.occurred_at
-     OR (s.occurred_at = turn.occurred_at AND s.id > turn.id)
-  WITH s
+  CALL (turn) {
+    MATCH (s:Memory {collection: $collection, turn_of: turn.turn_of, occurred_at: turn.occurred_at})
+    USING INDEX s:Memory(collection, turn_of, occurred_at)
+    WHERE s.id > turn.id
+    RETURN s
+    ORDER BY s.id
+    LIMIT 1
+    UNION ALL
+    MATCH (s:Memory {collection: $collection, turn_of: turn.turn_of})
+    USING INDEX s:Memory(collection, turn_of, occurred_at)
+    WHERE s.occurred_at > turn.occurred_at
+    RETURN s
+    ORDER BY s.collection, s.turn_of, s.occurred_at, s.id
+    LIMIT 1
+  }
+  WITH turn, s
   ORDER BY s.occurred_at, s.id
   LIMIT 1
   CREATE (turn)-[:NEXT {

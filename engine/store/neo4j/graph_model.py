@@ -34,6 +34,9 @@ COMPACTED_EVENTS_LABEL = "CompactedEvents"
 dropped from the log (the log's totals count them still)."""
 LEASE_LABEL = "Lease"
 """One node per lease (``GraphStore.take_lease``): who holds it, until when."""
+TURN_ORDER_LABEL = "TurnOrder"
+"""One node per conversation of a collection (by ``turn_of``): the lock that
+writers of its turns' NEXT edges take, one after another."""
 PART_OF = "PART_OF"
 """From a passage to its memory."""
 
@@ -48,6 +51,7 @@ LABELS: tuple[str, ...] = (
     PASSAGE_LABEL,
     COMPACTED_EVENTS_LABEL,
     LEASE_LABEL,
+    TURN_ORDER_LABEL,
 )
 RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
 STORE_RELATIONSHIP_TYPES: tuple[str, ...] = (PART_OF,)
@@ -60,7 +64,9 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "embedding": "Memory and hub nodes: the vector, a list of floats",
     "name": "hub nodes: the hub's name; SchemaVersion: whose schema it is; Lease: the lease's",
     "used_at": "edges: the last co-occurrence, else the creation (what decay compares)",
-    "turn_of": "Memory: the conversation it is a turn of (its first conversation id)",
+    "turn_of": "Memory: the conversation it is a turn of (its first conversation id);"
+    " TurnOrder: the conversation it orders",
+    "relinks": "TurnOrder: how many writes have relinked the conversation's turns",
     "pruning": "hub nodes: set and removed at once, to lock a hub before pruning it",
     "decay_period": "edges: the period of the last decay pass that lowered the weight",
     "conversation_id": "Event: the payload's conversation_id, when it has one",

@@ -15,6 +15,8 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
     (:Event {collection, type, at, memory_ids, payload, ...})
     (:EventLog {collection, next})           numbers events in commit order
     (:CompactedEvents {collection, type, n}) events of a type the retention dropped
+    (:TurnOrder {collection, turn_of, relinks}) a conversation's lock: its turns'
+                                             NEXT edges are relinked one writer at a time
     (:DecayPass {collection, period, ...})   (:SchemaVersion {name, version})
     (:State {collection, key, value})        value: the document as JSON text
     (:Passage {collection, memory_id, n, model, embedding})-[:PART_OF]->(:Memory)
@@ -42,7 +44,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -105,14 +107,16 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
 ``_migrate`` and bumps this. Version 3 adds passages: their key and vector
 index, which the schema statements create (no data changes). Version 4 adds the
 event log's retention: the counts of compacted events, keyed by collection and
 type (no data changes; events are found by age through event_order). Version 5 stores due
 dates for resurfacing on every memory, indexed (setup computes those of the
-memories written before: :meth:`Neo4jStore._date_memories`)."""
+memories written before: :meth:`Neo4jStore._date_memories`). Version 6 adds
+the key of the conversations' locks (TurnOrder; no data changes: each is made
+at its conversation's next write)."""
 SCHEMA_OWNER = "hippocampus"
 VECTOR_INDEX = "memory_embedding"
 PASSAGE_INDEX = "passage_embedding"
@@ -136,6 +140,7 @@ _SCHEMA: tuple[str, ...] = (
     "schema/memory_hash",
     "schema/memory_created",
     "schema/memory_turn",
+    "schema/turn_order_key",
     "schema/memory_seed_due",
     "schema/memory_fsrs_due",
     "schema/memory_sample",
@@ -464,8 +469,11 @@ class Neo4jStore:
         if repeated:
             raise ConflictError(f"ids repeated in the batch: {_some(repeated)}", field="id")
         ids = list(seen)
+        added = [r.memory for r in records]
 
         def work(tx: ManagedTransaction) -> None:
+            # The conversations first, before any memory (see _lock_turns).
+            locked = _lock_turns(tx, collection, added)
             existing = [r["id"] for r in _run(tx, "memory/existing_ids", collection, ids=ids)]
             if existing:
                 raise ConflictError(
@@ -477,7 +485,7 @@ class Neo4jStore:
             if edges:
                 # One order over the whole batch, not record by record.
                 _run(tx, "memory/upsert_edges", collection, edges=convert.lock_order(edges))
-            _link_turns(tx, collection, [r.memory for r in records])
+            _link_turns(tx, collection, added, locked)
 
         self._write("add memories", work)
 
@@ -529,10 +537,16 @@ class Neo4jStore:
 
         def work(tx: ManagedTransaction) -> None:
             written = params
+            was = _stored(tx, collection, memory.id)
+            locked: frozenset[str] = frozenset()
+            if was is not None and _turn_place(was) != _turn_place(memory):
+                # A move: its conversations are locked first, then read again.
+                locked = _lock_turns(tx, collection, [memory, was])
             if record.keep_learned:
                 # Locked before it is read: no learning update commits between.
                 _run(tx, "learn/lock_memories", collection, ids=[memory.id])
-            was = _stored(tx, collection, memory.id)
+            if locked or record.keep_learned:
+                was = _stored(tx, collection, memory.id)
             if record.keep_learned and was is not None:
                 kept = with_learning_of(memory, was, tier=record.keep_tier)
                 written = {
@@ -544,7 +558,7 @@ class Neo4jStore:
             if vector is not None or record.drop_vector:
                 _run(tx, "memory/set_passages", collection, items=[passages])
             if was is not None and _turn_place(was) != _turn_place(memory):
-                _link_turns(tx, collection, [memory, was])
+                _link_turns(tx, collection, [memory, was], locked)
             if not replace_edges:
                 return
             (dropped,) = _run(tx, "memory/drop_hub_edges", collection, id=memory.id)
@@ -561,11 +575,16 @@ class Neo4jStore:
 
         def work(tx: ManagedTransaction) -> bool:
             was = _stored(tx, collection, memory_id)
+            locked: frozenset[str] = frozenset()
+            if was is not None and was.turn_of is not None:
+                # A turn: its conversation is locked first, then it is read again.
+                locked = _lock_turns(tx, collection, [was])
+                was = _stored(tx, collection, memory_id)
             _run(tx, "memory/delete_passages", collection, ids=[memory_id])
             if not _run(tx, "memory/delete_memory", collection, id=memory_id):
                 return False
             if was is not None:
-                _link_turns(tx, collection, [was])
+                _link_turns(tx, collection, [was], locked)
             return True
 
         return self._write("delete a memory", work)
@@ -1414,11 +1433,18 @@ class Neo4jStore:
         reads them, so every API process on this database applies its updates of
         one memory or document one after another. A transaction the driver runs
         again (a deadlock, a lost race) runs ``change`` again on what it reads then.
+
+        An update that moves a memory among its conversation's turns (a merged
+        repeat) needs the conversations' locks, which come before any memory's
+        (see ``_lock_turns``): the first time it finds that out it is rolled
+        back and run again, those conversations locked first.
         """
         ids = sorted(set(memory_ids))
         keys = sorted(set(state_keys))
+        conversations: set[str] = set()
 
         def work(tx: ManagedTransaction) -> Learned:
+            locked = _lock_conversations(tx, collection, conversations)
             if ids:
                 _run(tx, "learn/lock_memories", collection, ids=ids)
             if keys:
@@ -1449,7 +1475,11 @@ class Neo4jStore:
             # A merged repeat can make a memory a turn of its conversation.
             moved = [m for m in memories if _turn_place(m) != _turn_place(read[m.id])]
             if moved:
-                _link_turns(tx, collection, [*moved, *(read[m.id] for m in moved)])
+                places = [*moved, *(read[m.id] for m in moved)]
+                wanted = {m.turn_of for m in places if m.turn_of is not None}
+                if not wanted <= locked:
+                    raise _TurnsToLock(wanted)
+                _link_turns(tx, collection, places, locked)
             if learned.states:
                 rows = [
                     {"key": key, "value": convert.state_value(key, doc)}
@@ -1465,7 +1495,11 @@ class Neo4jStore:
                 _run(tx, "memory/append_events", collection, events=events)
             return learned
 
-        return self._write("learn", work)
+        while True:
+            try:
+                return self._write("learn", work)
+            except _TurnsToLock as e:
+                conversations.update(e.conversations)
 
     # -- collections ------------------------------------------------------------------
 
@@ -1769,10 +1803,57 @@ def _turn_place(memory: Memory) -> tuple[str | None, datetime]:
     return memory.turn_of, convert.utc(memory.occurred_at)
 
 
-def _link_turns(tx: ManagedTransaction, collection: str, memories: Sequence[Memory]) -> None:
+class _TurnsToLock(Exception):
+    """Raised inside a transaction that found it must relink turns of
+    conversations it has not locked: run it again, these locked first."""
+
+    def __init__(self, conversations: set[str]) -> None:
+        super().__init__(f"conversations to lock first: {sorted(conversations)}")
+        self.conversations = frozenset(conversations)
+
+
+def _lock_conversations(
+    tx: ManagedTransaction, collection: str, conversations: Iterable[str]
+) -> frozenset[str]:
+    """Take the write locks of these conversations (``memory/lock_turns``), in
+    sorted order; the conversations now locked."""
+    locked = frozenset(conversations)
+    if locked:
+        _run(tx, "memory/lock_turns", collection, conversations=sorted(locked))
+    return locked
+
+
+def _lock_turns(
+    tx: ManagedTransaction, collection: str, memories: Iterable[Memory]
+) -> frozenset[str]:
+    """Lock the conversations these memories are turns of; the ones locked.
+
+    Every write that relinks a conversation's turns holds its lock from before it
+    reads their neighbours until it commits, so the writers of one conversation
+    relink it one after another and leave one chain. A transaction takes these
+    locks first, in sorted order, before any memory's (those it writes, those
+    ``learn/lock_memories`` takes): the holder of a conversation may wait for a
+    turn's memory, but never the other way round, so none deadlocks."""
+    return _lock_conversations(
+        tx, collection, {m.turn_of for m in memories if m.turn_of is not None}
+    )
+
+
+def _link_turns(
+    tx: ManagedTransaction,
+    collection: str,
+    memories: Sequence[Memory],
+    locked: frozenset[str] = frozenset(),
+) -> None:
     """Re-point the NEXT edges around the places these memories now hold or held
     (see ``cypher/memory/link_turns.cypher``); memories outside any conversation
-    hold no place."""
+    hold no place. The conversations not among ``locked`` are locked here (late:
+    a write that read a place anew under its locks and found another one)."""
+    _lock_conversations(
+        tx,
+        collection,
+        {m.turn_of for m in memories if m.turn_of is not None} - locked,
+    )
     places = [
         {"turn_of": m.turn_of, "occurred_at": convert.utc(m.occurred_at), "id": m.id}
         for m in memories

@@ -451,10 +451,13 @@ def test_added_turns_are_linked_in_the_same_transaction() -> None:
     )
     (tx,) = driver.committed
     assert [name for name, _ in tx] == [
+        "memory/lock_turns",
         "memory/existing_ids",
         "memory/add_memories",
         "memory/link_turns",
     ]
+    # The conversations are locked first, before any memory.
+    assert driver.params_of("memory/lock_turns") == {"conversations": ["chat"], "collection": C}
     params = driver.params_of("memory/link_turns")
     assert params["places"] == [
         {"turn_of": "chat", "occurred_at": datetime(2024, 1, 1, 9, 2, tzinfo=UTC), "id": "b"}
@@ -478,7 +481,14 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
         }
     )
     make(driver).replace_memory(C, MemoryRecord(memory=_turn("b", 7)), replace_edges=False)
-    assert driver.ran() == ["memory/get_memories", "memory/replace_memory", "memory/link_turns"]
+    # A move: read, its conversation locked, read again under the lock.
+    assert driver.ran() == [
+        "memory/get_memories",
+        "memory/lock_turns",
+        "memory/get_memories",
+        "memory/replace_memory",
+        "memory/link_turns",
+    ]
     assert [p["occurred_at"].minute for p in driver.params_of("memory/link_turns")["places"]] == [
         7,
         2,
@@ -491,7 +501,7 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
         }
     )
     make(same).replace_memory(C, MemoryRecord(memory=stored), replace_edges=False)
-    assert "memory/link_turns" not in same.ran()
+    assert same.ran() == ["memory/get_memories", "memory/replace_memory"]
 
     gone = FakeDriver(
         answers={
@@ -502,6 +512,8 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
     assert make(gone).delete_memory(C, "b") is True
     assert gone.ran() == [
         "memory/get_memories",
+        "memory/lock_turns",
+        "memory/get_memories",
         "memory/delete_passages",
         "memory/delete_memory",
         "memory/link_turns",
@@ -510,6 +522,7 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
 
     absent = FakeDriver()
     assert make(absent).delete_memory(C, "b") is False
+    assert "memory/lock_turns" not in absent.ran()
 
 
 def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
@@ -566,10 +579,10 @@ def test_a_version_1_database_gets_its_turns_linked_at_setup_page_by_page(
     assert [params["after"] for _, params in (tx[0] for tx in pages)] == ["", "m1"]
     # The one turn is linked in the transaction of its page, nothing else.
     assert [[name for name, _ in tx] for tx in pages] == [
-        ["schema/migrate_turns", "memory/link_turns"],
+        ["schema/migrate_turns", "memory/lock_turns", "memory/link_turns"],
         ["schema/migrate_turns"],
     ]
-    assert [p["id"] for p in pages[0][1][1]["places"]] == ["m1"]
+    assert [p["id"] for p in pages[0][2][1]["places"]] == ["m1"]
 
 
 def test_a_schema_of_version_one_gets_its_events_numbered_on_setup_batch_by_batch(
@@ -600,7 +613,7 @@ def test_a_schema_of_version_one_gets_its_events_numbered_on_setup_batch_by_batc
         ("0001-01-01T00:00:00+00:00", 2),
         (T0.isoformat(), 2),
     ]
-    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 5
+    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 6
 
     fresh = FakeDriver(
         answers={
@@ -966,7 +979,10 @@ def test_an_edit_that_keeps_learning_locks_the_memory_before_reading_it() -> Non
     store = make(driver)
     edited = stored.model_copy(update={"importance": 0.9})
     store.replace_memory(C, MemoryRecord(memory=edited, keep_learned=True), replace_edges=False)
-    assert driver.ran()[:3] == [
+    # The first read only looks for a move among turns (whose conversations would
+    # be locked before the memory); the one the edit keeps comes after the lock.
+    assert driver.ran()[:4] == [
+        "memory/get_memories",
         "learn/lock_memories",
         "memory/get_memories",
         "memory/replace_memory",
@@ -975,6 +991,25 @@ def test_an_edit_that_keeps_learning_locks_the_memory_before_reading_it() -> Non
         driver.params_of("memory/replace_memory")["properties"]["doc"]
     )
     assert (written.importance, written.retrieval.usage_count) == (0.9, 7)
+
+
+def test_a_learning_update_that_makes_a_turn_runs_again_its_conversation_locked_first() -> None:
+    loose = _turn("a", 3, None)
+    driver = FakeDriver(answers={"memory/get_memories": _stored_doc(loose)})
+    calls = 0
+
+    def merged(memories: Mapping[str, Memory], states: Mapping[str, dict[str, Any]]) -> Learned:
+        nonlocal calls
+        calls += 1
+        return Learned(memories=[_turn("a", 3)])  # now a turn of "chat"
+
+    make(driver).learn(C, memory_ids=["a"], change=merged)
+    # The first try found the conversation unlocked and was rolled back; the
+    # second locked it before the memory.
+    assert calls == 2 and len(driver.committed) == 1
+    assert driver.ran()[:2] == ["memory/lock_turns", "learn/lock_memories"]
+    assert driver.params_of("memory/lock_turns")["conversations"] == ["chat"]
+    assert driver.ran()[-1] == "memory/link_turns"
 
 
 def _sampled(vectors: Mapping[str, np.ndarray]) -> Any:
