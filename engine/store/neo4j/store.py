@@ -1165,6 +1165,11 @@ class Neo4jStore:
         found = []
         for row in rows:
             reached = row["reached"]
+            if row["memory_id"] is None or _through_deleted(reached):
+                # A node the walk reached was deleted while it ran (reads see
+                # committed deletes at once): that memory is gone, or its path
+                # no longer exists. The next recall walks the graph as it is.
+                continue
             strongest = min(reached, key=lambda r: (-r["strength"], r["anchor"]), default=None)
             walked: list[GraphPath] = []
             if paths:
@@ -1682,6 +1687,12 @@ class Neo4jStore:
                             f"cannot {action}: it kept colliding with concurrent writes ({e})"
                         ) from e
                     logger.info("%s collided with a concurrent write; running it again", action)
+
+
+def _through_deleted(reached: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a path of an expansion row steps through a node deleted mid-walk
+    (its name reads as null)."""
+    return any(step["name"] is None for r in reached for step in r["steps"])
 
 
 def _usable(query: Vector) -> bool:

@@ -242,6 +242,26 @@ def test_setup_reports_failed_slow_or_mismatched_indexes() -> None:
         make(newer).setup()
 
 
+def test_an_expansion_through_a_node_deleted_mid_walk_is_left_out() -> None:
+    # Reads see a committed delete at once: the deleted node's properties read
+    # as null, in the result (a deleted memory) or on a path (a deleted hub).
+    def row(memory_id: str | None, name: str | None) -> dict[str, Any]:
+        step = {"type": "ABOUT", "weight": 0.5, "kind": "Concept", "name": name}
+        return {
+            "memory_id": memory_id,
+            "strength": 0.5,
+            "reached": [{"anchor": 0, "strength": 0.5, "steps": [step]}],
+        }
+
+    driver = FakeDriver(
+        answers={"recall/expand": [row(None, "cache"), row("m", None), row("n", "cache")]}
+    )
+    found = make(driver).expand(
+        C, [Anchor(kind="Concept", name="cache")], params=ExpandParams(), filters=RecallFilters()
+    )
+    assert [e.memory_id for e in found] == ["n"]
+
+
 def test_expansion_rows_become_expansions_with_paths_strongest_first() -> None:
     row = {
         "memory_id": "m",
