@@ -32,6 +32,8 @@ PASSAGE_LABEL = "Passage"
 COMPACTED_EVENTS_LABEL = "CompactedEvents"
 """One node per collection and event type counting the events the retention
 dropped from the log (the log's totals count them still)."""
+COUNT_LABEL = "Count"
+"""Counter nodes of a collection, by key and shard (:mod:`engine.store.neo4j.counts`)."""
 PART_OF = "PART_OF"
 """From a passage to its memory."""
 
@@ -45,6 +47,7 @@ LABELS: tuple[str, ...] = (
     EVENT_LOG_LABEL,
     PASSAGE_LABEL,
     COMPACTED_EVENTS_LABEL,
+    COUNT_LABEL,
 )
 RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
 STORE_RELATIONSHIP_TYPES: tuple[str, ...] = (PART_OF,)
@@ -59,6 +62,7 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "used_at": "edges: the last co-occurrence, else the creation (what decay compares)",
     "turn_of": "Memory: the conversation it is a turn of (its first conversation id)",
     "pruning": "hub nodes: set and removed at once, to lock a hub before pruning it",
+    "locking": "Memory: set and removed at once, to lock a memory before reading it",
     "decay_period": "edges: the period of the last decay pass that lowered the weight",
     "conversation_id": "Event: the payload's conversation_id, when it has one",
     "appended_at": "Event: when its batch was appended",
@@ -70,7 +74,8 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "unused_before": "DecayPass: its cutoff",
     "decayed": "DecayPass: how many edges lost weight",
     "version": "SchemaVersion: the schema version",
-    "key": "State: the document's key, unique within its collection",
+    "key": "State: the document's key, unique within its collection; Count: what it counts",
+    "shard": "Count: which of a counter's nodes it is",
     "value": "State: the document as JSON text (Neo4j has no map properties)",
     "memory_id": "Passage: the id of the memory it is part of",
     "seed_due": "Memory: when it falls due for resurfacing by the seed scheduler (microseconds)",
@@ -78,7 +83,7 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "fsrs_due": "Memory: when it falls due by the FSRS-style scheduler (microseconds)",
     "fsrs_span": "Memory: the length of that interval (microseconds)",
     "n": "Passage: its place in the memory (1: the second passage; the first is the memory's);"
-    " CompactedEvents: how many events of its type were dropped",
+    " CompactedEvents: how many events of its type were dropped; Count: the count",
     "model": "Passage: the model of its embedding (the memory's embedding_model)",
 }
 

@@ -93,7 +93,8 @@ from engine.store.base import (
     check_learned,
     crowding_of,
 )
-from engine.store.neo4j import convert
+from engine.store.neo4j import convert, counts
+from engine.store.neo4j.counts import Tally
 from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
 from engine.store.neo4j.statements import statement
 from engine.store.neo4j.translate import lost_race, translated
@@ -102,14 +103,16 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
 ``_MIGRATIONS`` and bumps this. Version 3 adds passages: their key and vector
 index, which the schema statements create (no data changes). Version 4 adds the
 event log's retention: the counts of compacted events, keyed by collection and
 type (no data changes; events are found by age through event_order). Version 5 stores due
 dates for resurfacing on every memory, indexed (setup computes those of the
-memories written before: :meth:`Neo4jStore._date_memories`)."""
+memories written before: :meth:`Neo4jStore._date_memories`). Version 6 keeps
+counters beside each collection (:mod:`engine.store.neo4j.counts`; setup counts
+the collections written before: :meth:`Neo4jStore._count_collection`)."""
 SCHEMA_OWNER = "hippocampus"
 VECTOR_INDEX = "memory_embedding"
 PASSAGE_INDEX = "passage_embedding"
@@ -136,6 +139,7 @@ _SCHEMA: tuple[str, ...] = (
     "schema/event_seq",
     "schema/event_log_key",
     "schema/compacted_events_key",
+    "schema/count_key",
     "schema/memory_embedding",
     "schema/memory_content",
     "schema/passage_key",
@@ -298,6 +302,9 @@ class Neo4jStore:
                 self._write(f"migrate the schema from version {step}", _runner(name, {}))
         if version is not None and version < 5:
             self._date_memories()
+        if version is not None and version < 6:
+            for collection in self.list_collections():
+                self._count_collection(collection)
         self._write(
             "record the schema version",
             _runner(
@@ -338,6 +345,21 @@ class Neo4jStore:
                 after = str(rows[-1]["id"])
         if dated:
             logger.info("due dates stored for %d memories written before schema version 5", dated)
+
+    def _count_collection(self, collection: str) -> None:
+        """Count a collection written before schema version 6 into its counters:
+        the old counters go, then one read counts the memories, edges, hubs and
+        events, and one write stores the counts (run again, it counts afresh)."""
+        while True:
+            (row,) = self._write(
+                "drop a collection's counters",
+                _records("schema/drop_counts", {"limit": _WRITE_BATCH}, collection),
+            )
+            if int(row["deleted"]) < _WRITE_BATCH:
+                break
+        tally = self._read("count a collection", lambda tx: counts.census(tx, collection))
+        self._write("store a collection's counts", lambda tx: tally.write(tx, collection, 0))
+        logger.info("counters of %s built", collection)
 
     def _await_indexes(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -390,6 +412,7 @@ class Neo4jStore:
         rows: list[dict[str, Any]] = []
         edges: list[dict[str, Any]] = []
         passages: list[dict[str, Any]] = []
+        stored: list[tuple[Memory, str | None]] = []
         seen: set[str] = set()
         repeated: list[str] = []
         for record in records:
@@ -403,6 +426,7 @@ class Neo4jStore:
             if item["passages"]:
                 passages.append(item)
             rows.append(convert.memory_properties(memory, vector))
+            stored.append((memory, memory.embedding_model if vector is not None else None))
             edges.extend(convert.record_edge_rows(memory, record.edges))
         if repeated:
             raise ConflictError(f"ids repeated in the batch: {_some(repeated)}", field="id")
@@ -415,11 +439,14 @@ class Neo4jStore:
                     f"memories already exist in {collection!r}: {_some(existing)}", field="id"
                 )
             _run(tx, "memory/add_memories", collection, memories=rows)
+            tally = Tally()
+            for memory, model in stored:
+                tally.memory(memory, model)
             if passages:
                 _run(tx, "memory/set_passages", collection, items=passages)
-            if edges:
-                _run(tx, "memory/upsert_edges", collection, edges=edges)
-            _link_turns(tx, collection, [r.memory for r in records])
+            _upsert_edges(tx, collection, edges, tally)
+            _link_turns(tx, collection, [r.memory for r in records], tally)
+            tally.write(tx, collection)
 
         self._write("add memories", work)
 
@@ -471,29 +498,30 @@ class Neo4jStore:
 
         def work(tx: ManagedTransaction) -> None:
             written = params
-            if record.keep_learned:
-                # Locked before it is read: no learning update commits between.
-                _run(tx, "learn/lock_memories", collection, ids=[memory.id])
+            # Locked before it is read: no write of it commits between (a
+            # learning update's, or one whose counts would then be lost).
+            lock = "learn/lock_memories" if record.keep_learned else "memory/lock_memories"
+            _run(tx, lock, collection, ids=[memory.id])
             was = _stored(tx, collection, memory.id)
+            now = memory
             if record.keep_learned and was is not None:
-                kept = with_learning_of(memory, was, tier=record.keep_tier)
+                now = with_learning_of(memory, was, tier=record.keep_tier)
                 written = {
                     **params,
-                    "properties": convert.memory_properties(kept, vector, with_vector=False),
+                    "properties": convert.memory_properties(now, vector, with_vector=False),
                 }
             if not _run(tx, "memory/replace_memory", collection, **written):
                 raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
+            tally = Tally()
+            if was is not None:
+                tally.changed(was, was.embedding_model, now, _model_after(record, was))
             if vector is not None or record.drop_vector:
                 _run(tx, "memory/set_passages", collection, items=[passages])
             if was is not None and _turn_place(was) != _turn_place(memory):
-                _link_turns(tx, collection, [memory, was])
-            if not replace_edges:
-                return
-            (dropped,) = _run(tx, "memory/drop_hub_edges", collection, id=memory.id)
-            if edges:
-                _run(tx, "memory/upsert_edges", collection, edges=edges)
-            if dropped["hubs"]:
-                _run(tx, "memory/prune_hubs", collection, hubs=dropped["hubs"])
+                _link_turns(tx, collection, [memory, was], tally)
+            if replace_edges:
+                _replace_hub_edges(tx, collection, memory.id, edges, tally)
+            tally.write(tx, collection)
 
         self._write("replace a memory", work)
 
@@ -502,12 +530,21 @@ class Neo4jStore:
         go too. ``False`` if absent."""
 
         def work(tx: ManagedTransaction) -> bool:
+            _run(tx, "memory/lock_memories", collection, ids=[memory_id])
             was = _stored(tx, collection, memory_id)
             _run(tx, "memory/delete_passages", collection, ids=[memory_id])
-            if not _run(tx, "memory/delete_memory", collection, id=memory_id):
+            found = _run(tx, "memory/delete_memory", collection, id=memory_id)
+            if not found:
                 return False
+            tally = Tally()
+            for edge_type in found[0]["edges"]:
+                tally.edges(edge_type, -1)
+            for kind in found[0]["pruned"]:
+                tally.hubs(kind, -1)
             if was is not None:
-                _link_turns(tx, collection, [was])
+                tally.memory(was, was.embedding_model, -1)
+                _link_turns(tx, collection, [was], tally)
+            tally.write(tx, collection)
             return True
 
         return self._write("delete a memory", work)
@@ -761,19 +798,30 @@ class Neo4jStore:
             return
 
         def work(tx: ManagedTransaction) -> None:
-            found = _run(tx, "memory/get_memories", collection, ids=[r["id"] for r in rows])
-            docs = {row["id"]: row["doc"] for row in found}
+            ids = sorted({r["id"] for r in rows})
+            # Locked before they are read: the counts move from what they hold.
+            _run(tx, "memory/lock_memories", collection, ids=ids)
+            found = {
+                row["id"]: convert.memory_of(row["doc"], row["embedding_model"])
+                for row in _run(tx, "memory/get_memories", collection, ids=ids)
+            }
+            tally = Tally()
             for row in rows:
-                doc = docs.get(row["id"])
-                row["doc"] = (
-                    convert.memory_of(doc, row["embedding_model"])
-                    .model_copy(update={"embedding_generated_at": at})
-                    .model_dump_json()
-                    if doc is not None
-                    else None
-                )
+                was = found.get(row["id"])
+                row["doc"] = None
+                if was is not None:
+                    now = was.model_copy(
+                        update={
+                            "embedding_model": row["embedding_model"],
+                            "embedding_generated_at": at,
+                        }
+                    )
+                    row["doc"] = now.model_dump_json()
+                    tally.changed(was, was.embedding_model, now, now.embedding_model)
+                    found[row["id"]] = now  # an id given twice: its last vector stays
             _run(tx, "memory/set_vectors", collection, items=rows)
             _run(tx, "memory/set_passages", collection, items=passage_items)
+            tally.write(tx, collection)
 
         self._write("store vectors", work)
 
@@ -863,12 +911,10 @@ class Neo4jStore:
         return [convert.memory_of(row["doc"], row["embedding_model"]) for row in rows]
 
     def count_pending_embeddings(self, collection: str, model: str) -> int:
-        """How many memories :meth:`pending_embeddings` would list with no limit."""
-        (row,) = self._read(
-            "count pending embeddings",
-            _records("memory/count_pending_embeddings", {"model": model}, collection),
-        )
-        return int(row["pending"])
+        """How many memories :meth:`pending_embeddings` would list with no limit, from
+        the collection's counters (:mod:`.counts`)."""
+        kept = self._read("count pending embeddings", lambda tx: counts.read(tx, collection))
+        return counts.pending(kept, model)
 
     # -- lexical ----------------------------------------------------------------------
 
@@ -1088,7 +1134,9 @@ class Neo4jStore:
             return
 
         def work(tx: ManagedTransaction) -> None:
-            _reinforce(tx, collection, updates)
+            tally = Tally()
+            _reinforce(tx, collection, updates, tally)
+            tally.write(tx, collection)
 
         self._write("reinforce edges", work)
 
@@ -1203,8 +1251,15 @@ class Neo4jStore:
         own, or when new is dated by its memory's creation.
         """
         rows = convert.edge_rows(edges)
-        if rows:
-            self._write("write edges", _records("memory/upsert_edges", {"edges": rows}, collection))
+        if not rows:
+            return
+
+        def work(tx: ManagedTransaction) -> None:
+            tally = Tally()
+            _upsert_edges(tx, collection, rows, tally)
+            tally.write(tx, collection)
+
+        self._write("write edges", work)
 
     # -- events -----------------------------------------------------------------------
 
@@ -1213,7 +1268,14 @@ class Neo4jStore:
         if not events:
             return
         rows = [convert.event_row(event) for event in events]
-        self._write("append events", _records("memory/append_events", {"events": rows}, collection))
+
+        def work(tx: ManagedTransaction) -> None:
+            _run(tx, "memory/append_events", collection, events=rows)
+            tally = Tally()
+            tally.events(row["type"] for row in rows)
+            tally.write(tx, collection)
+
+        self._write("append events", work)
 
     def iter_events(self, collection: str) -> Iterator[Event]:
         """The collection's event log, in the order it was appended (the order the
@@ -1325,7 +1387,10 @@ class Neo4jStore:
             learned = change(read, states)
             check_learned(collection, read, learned)
             memories = list({m.id: m for m in learned.memories}.values())
+            tally = Tally()
             for memory in memories:
+                model = read[memory.id].embedding_model  # the vector stays as it is
+                tally.changed(read[memory.id], model, memory, model)
                 _run(
                     tx,
                     "memory/replace_memory",
@@ -1339,7 +1404,7 @@ class Neo4jStore:
             # A merged repeat can make a memory a turn of its conversation.
             moved = [m for m in memories if _turn_place(m) != _turn_place(read[m.id])]
             if moved:
-                _link_turns(tx, collection, [*moved, *(read[m.id] for m in moved)])
+                _link_turns(tx, collection, [*moved, *(read[m.id] for m in moved)], tally)
             if learned.states:
                 rows = [
                     {"key": key, "value": convert.state_value(key, doc)}
@@ -1349,10 +1414,12 @@ class Neo4jStore:
             unwritten = [k for k in keys if k not in states and k not in learned.states]
             if unwritten:
                 _run(tx, "learn/drop_unwritten_states", collection, keys=unwritten)
-            _reinforce(tx, collection, learned.reinforce)
+            _reinforce(tx, collection, learned.reinforce, tally)
             if learned.events:
                 events = [convert.event_row(event) for event in learned.events]
                 _run(tx, "memory/append_events", collection, events=events)
+                tally.events(event["type"] for event in events)
+            tally.write(tx, collection)
             return learned
 
         return self._write("learn", work)
@@ -1370,42 +1437,13 @@ class Neo4jStore:
         return [row["collection"] for row in rows]
 
     def stats(self, collection: str) -> StoreStats:
-        """Counts for one collection; ``pending_embeddings`` counts memories with no
-        vector at all."""
+        """Counts for one collection, from its counters (:mod:`.counts`): a read of
+        a few nodes, whatever its size. ``pending_embeddings`` counts memories with
+        no vector at all."""
 
         def work(tx: ManagedTransaction) -> StoreStats:
-            stats = StoreStats()
-            for row in _run(tx, "memory/stats_memories", collection):
-                n = int(row["n"])
-                stats.memories += n
-                category, tier = row["category"], row["tier"]
-                stats.by_category[category] = stats.by_category.get(category, 0) + n
-                stats.by_tier[tier] = stats.by_tier.get(tier, 0) + n
-                if row["pending"]:
-                    stats.pending_embeddings += n
-                stats.quality_scored += int(row["scored"])
-                stats.quality_sum += float(row["quality_sum"] or 0.0)
-            stats.hubs = {
-                row["kind"]: int(row["n"])
-                for row in _run(tx, "memory/stats_hubs", collection)
-                if row["n"]
-            }
-            stats.edges = {
-                row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_edges", collection)
-            }
-            held = {
-                row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_events", collection)
-            }
-            compacted = {
-                row["type"]: int(row["n"])
-                for row in _run(tx, "memory/stats_compacted_events", collection)
-            }
-            stats.events_by_type = {
-                t: held.get(t, 0) + compacted.get(t, 0) for t in sorted({*held, *compacted})
-            }
-            stats.events = sum(stats.events_by_type.values())
-            stats.events_retained = sum(held.values())
-            return stats
+            kept = counts.read(tx, collection)
+            return counts.stats_of(kept, _run(tx, "memory/stats_compacted_events", collection))
 
         return self._read("read stats", work)
 
@@ -1604,21 +1642,32 @@ def _stored(tx: ManagedTransaction, collection: str, memory_id: str) -> Memory |
     return convert.memory_of(rows[0]["doc"], rows[0]["embedding_model"]) if rows else None
 
 
+def _model_after(record: MemoryRecord, was: Memory) -> str | None:
+    """The model of the vector a memory holds once ``record`` replaced it (``was``
+    as stored before): the record's with a vector, none when it drops the vector,
+    else the one it had."""
+    if record.vector is not None:
+        return record.memory.embedding_model
+    return None if record.drop_vector else was.embedding_model
+
+
 def _turn_place(memory: Memory) -> tuple[str | None, datetime]:
     return memory.turn_of, convert.utc(memory.occurred_at)
 
 
-def _link_turns(tx: ManagedTransaction, collection: str, memories: Sequence[Memory]) -> None:
+def _link_turns(
+    tx: ManagedTransaction, collection: str, memories: Sequence[Memory], tally: Tally
+) -> None:
     """Re-point the NEXT edges around the places these memories now hold or held
-    (see ``cypher/memory/link_turns.cypher``); memories outside any conversation
-    hold no place."""
+    (see ``cypher/memory/link_turns.cypher``), counting the change in ``tally``;
+    memories outside any conversation hold no place."""
     places = [
         {"turn_of": m.turn_of, "occurred_at": convert.utc(m.occurred_at), "id": m.id}
         for m in memories
         if m.turn_of is not None
     ]
     if places:
-        _run(
+        made = _run_counted(
             tx,
             "memory/link_turns",
             collection,
@@ -1627,17 +1676,63 @@ def _link_turns(tx: ManagedTransaction, collection: str, memories: Sequence[Memo
             weight=SEQUENCE_WEIGHT,
             kind=SEQUENCE_KIND,
         )
+        tally.edges(EdgeType.NEXT.value, made.relationships_created - made.relationships_deleted)
 
 
-def _reinforce(tx: ManagedTransaction, collection: str, updates: Sequence[EdgeUpdate]) -> None:
-    """Run :meth:`Neo4jStore.reinforce_edges`'s statements in ``tx``."""
+def _upsert_edges(
+    tx: ManagedTransaction, collection: str, rows: Sequence[dict[str, Any]], tally: Tally
+) -> None:
+    """Run ``memory/upsert_edges`` on ``rows``, one statement per edge type, so
+    that the server's counts of what each created are the edges (and hubs) of
+    that type it added, for ``tally``."""
+    for edge_type, batch in _by_type(rows):
+        made = _run_counted(tx, "memory/upsert_edges", collection, edges=batch)
+        tally.created(edge_type, made)
+
+
+def _replace_hub_edges(
+    tx: ManagedTransaction,
+    collection: str,
+    memory_id: str,
+    rows: Sequence[dict[str, Any]],
+    tally: Tally,
+) -> None:
+    """Make ``rows`` the memory's hub edges (and upsert its memory edges among
+    them); hubs left without edges go. Counted in ``tally``."""
+    (dropped,) = _run(tx, "memory/drop_hub_edges", collection, id=memory_id)
+    for edge_type in dropped["types"]:
+        tally.edges(edge_type, -1)
+    _upsert_edges(tx, collection, rows, tally)
+    if dropped["hubs"]:
+        for row in _run(tx, "memory/prune_hubs", collection, hubs=dropped["hubs"]):
+            tally.hubs(row["kind"], -int(row["n"]))
+
+
+def _by_type(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """``rows`` grouped by their ``type``, each group in the order given."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["type"], []).append(row)
+    return list(groups.items())
+
+
+def _reinforce(
+    tx: ManagedTransaction, collection: str, updates: Sequence[EdgeUpdate], tally: Tally
+) -> None:
+    """Run :meth:`Neo4jStore.reinforce_edges`'s statements in ``tx``, counting the
+    edges and hubs they create in ``tally``."""
     rows = [row for u in updates if (row := convert.update_row(u)) is not None]
-    # Consecutive updates alike in `create` go in one statement; the runs go in
-    # order, so an edge named twice is updated in the order given.
-    for _, run in itertools.groupby(rows, key=lambda r: r["create"]):
+    # Consecutive updates alike in `create` go in one statement (one per edge
+    # type when they may create: see _upsert_edges); the runs go in order, so an
+    # edge named twice is updated in the order given.
+    for create, run in itertools.groupby(rows, key=lambda r: r["create"]):
         batch = list(run)
-        which = "learn/reinforce_edges" if batch[0]["create"] else "learn/strengthen_edges"
-        _run(tx, which, collection, updates=batch)
+        if not create:
+            _run(tx, "learn/strengthen_edges", collection, updates=batch)
+            continue
+        for edge_type, typed in _by_type(batch):
+            made = _run_counted(tx, "learn/reinforce_edges", collection, updates=typed)
+            tally.created(edge_type, made)
 
 
 def _run(
@@ -1648,6 +1743,13 @@ def _run(
     if collection is not None:
         params["collection"] = collection
     return list(tx.run(statement(which), params))
+
+
+def _run_counted(tx: ManagedTransaction, which: str, collection: str, /, **params: Any) -> Any:
+    """Run the statement ``which`` in ``tx`` for its effect: the server's counts of
+    what it created and deleted (``SummaryCounters``)."""
+    params["collection"] = collection
+    return tx.run(statement(which), params).consume().counters
 
 
 def _records(

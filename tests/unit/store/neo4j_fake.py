@@ -43,12 +43,23 @@ def _parameters(text: str) -> set[str]:
 
 
 @dataclass
+class FakeCounters:
+    """What a statement created and deleted, as the server counts it: nothing."""
+
+    nodes_created: int = 0
+    nodes_deleted: int = 0
+    relationships_created: int = 0
+    relationships_deleted: int = 0
+
+
+@dataclass
 class FakeSummary:
     """What ``consume()`` gives: the plan (``EXPLAIN``) or profile (``PROFILE``)
-    scripted for the statement, if any."""
+    scripted for the statement, if any, and its counters."""
 
     plan: dict[str, Any] | None = None
     profile: dict[str, Any] | None = None
+    counters: FakeCounters = field(default_factory=FakeCounters)
 
 
 class FakeResult(list[dict[str, Any]]):

@@ -118,6 +118,7 @@ _INDEXED_AFTER_COLLECTION = {
     "DecayPass": ("period",),
     "State": ("key",),
     "CompactedEvents": ("type",),
+    "Count": ("key",),
 }
 """The second properties of the composite indexes that begin with ``collection``
 (schema/*.cypher). EventLog's key is ``collection`` alone."""

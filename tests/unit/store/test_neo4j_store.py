@@ -100,7 +100,7 @@ def test_a_write_is_one_transaction_and_a_failed_one_leaves_nothing() -> None:
     driver = FakeDriver()
     make(driver).add_memories(C, [record])
     assert [[name for name, _ in tx] for tx in driver.committed] == [
-        ["memory/existing_ids", "memory/add_memories", "memory/upsert_edges"]
+        ["memory/existing_ids", "memory/add_memories", "memory/upsert_edges", "memory/add_counts"]
     ]
 
     broken = FakeDriver(failure=ServiceUnavailable("gone"), fail_on="memory/upsert_edges")
@@ -397,10 +397,21 @@ def test_many_dense_searches_of_another_dimension_scan_the_collection() -> None:
     assert len(driver.committed) == 1
 
 
-def test_pending_embeddings_are_counted_in_cypher() -> None:
-    driver = FakeDriver(answers={"memory/count_pending_embeddings": [{"pending": 3}]})
+def test_pending_embeddings_are_counted_from_the_collections_counters() -> None:
+    # Shards of a key come summed; memories with a vector of another model, or
+    # none, are pending.
+    driver = FakeDriver(
+        answers={
+            "memory/read_counts": [
+                {"key": '["memories","insight","active","m"]', "n": 4},
+                {"key": '["memories","insight","active","old"]', "n": 2},
+                {"key": '["memories","decision","archived",null]', "n": 1},
+                {"key": '["edges","ABOUT"]', "n": 9},
+            ]
+        }
+    )
     assert make(driver).count_pending_embeddings(C, "m") == 3
-    assert driver.params_of("memory/count_pending_embeddings") == {"model": "m", "collection": C}
+    assert driver.params_of("memory/read_counts") == {"collection": C}
 
 
 # -- conversation turns ---------------------------------------------------------------
@@ -434,6 +445,7 @@ def test_added_turns_are_linked_in_the_same_transaction() -> None:
         "memory/existing_ids",
         "memory/add_memories",
         "memory/link_turns",
+        "memory/add_counts",
     ]
     params = driver.params_of("memory/link_turns")
     assert params["places"] == [
@@ -458,7 +470,12 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
         }
     )
     make(driver).replace_memory(C, MemoryRecord(memory=_turn("b", 7)), replace_edges=False)
-    assert driver.ran() == ["memory/get_memories", "memory/replace_memory", "memory/link_turns"]
+    assert driver.ran() == [
+        "memory/lock_memories",
+        "memory/get_memories",
+        "memory/replace_memory",
+        "memory/link_turns",
+    ]
     assert [p["occurred_at"].minute for p in driver.params_of("memory/link_turns")["places"]] == [
         7,
         2,
@@ -476,15 +493,17 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
     gone = FakeDriver(
         answers={
             "memory/get_memories": _stored_doc(stored),
-            "memory/delete_memory": [{"deleted": True}],
+            "memory/delete_memory": [{"deleted": True, "edges": ["NEXT"], "pruned": []}],
         }
     )
     assert make(gone).delete_memory(C, "b") is True
     assert gone.ran() == [
+        "memory/lock_memories",
         "memory/get_memories",
         "memory/delete_passages",
         "memory/delete_memory",
         "memory/link_turns",
+        "memory/add_counts",
     ]
     assert gone.params_of("memory/link_turns")["places"][0]["id"] == "b"
 
@@ -541,7 +560,7 @@ def test_a_schema_of_version_one_gets_its_events_numbered_on_setup() -> None:
     ran = driver.ran()
     assert "schema/event_seq" in ran and "schema/event_log_key" in ran
     assert ran.index("schema/number_events") < ran.index("schema/write_schema_version")
-    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 5
+    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 6
 
     fresh = FakeDriver(
         answers={
@@ -752,11 +771,18 @@ def test_a_write_that_lost_a_race_for_a_hub_runs_again() -> None:
         failure=ConstraintError(_HUB_LINKED),
         fail_on="memory/delete_memory",
         fail_times=2,
-        answers={"memory/delete_memory": [{"deleted": True}]},
+        answers={"memory/delete_memory": [{"deleted": True, "edges": [], "pruned": ["Concept"]}]},
     )
     assert make(pruner).delete_memory(C, "a") is True
-    # The memory is read first (a conversation turn's neighbours are relinked).
-    assert pruner.ran() == ["memory/get_memories", "memory/delete_passages", "memory/delete_memory"]
+    # The memory is locked and read first (a conversation turn's neighbours are
+    # relinked, and the counts move by what it held).
+    assert pruner.ran() == [
+        "memory/lock_memories",
+        "memory/get_memories",
+        "memory/delete_passages",
+        "memory/delete_memory",
+        "memory/add_counts",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -812,12 +838,12 @@ def test_the_plan_checks_see_each_statement_a_store_runs_with_its_operators() ->
     assert db_hits(planned.plan) == 8
     assert fake.ran() == ["memory/get_memories"]  # the statement itself ran once
 
-    profiling = PlanningDriver(fake, mode="PROFILE", only=frozenset({"memory/stats_events"}))
-    fake.answers["memory/stats_events"] = [{"type": "retrieval", "n": 0}]
-    fake.plans["memory/stats_events"] = {"operatorType": "NodeIndexSeek@neo4j", "dbHits": 3}
+    profiling = PlanningDriver(fake, mode="PROFILE", only=frozenset({"memory/read_counts"}))
+    fake.answers["memory/read_counts"] = [{"key": '["events","retrieval"]', "n": 0}]
+    fake.plans["memory/read_counts"] = {"operatorType": "NodeIndexSeek@neo4j", "dbHits": 3}
     Neo4jStore(profiling, dimensions=8).stats(C)  # type: ignore[arg-type]
-    assert [p.name for p in profiling.planned] == ["memory/stats_events"]
-    assert db_hits(profiling.plans_of("memory/stats_events")[0]) == 3
+    assert [p.name for p in profiling.planned] == ["memory/read_counts"]
+    assert db_hits(profiling.plans_of("memory/read_counts")[0]) == 3
 
 
 def test_a_learning_update_locks_before_it_reads_and_writes_in_the_same_transaction() -> None:
@@ -865,6 +891,7 @@ def test_a_learning_update_locks_before_it_reads_and_writes_in_the_same_transact
         "memory/put_states",
         "learn/drop_unwritten_states",
         "memory/append_events",
+        "memory/add_counts",
     ]
     assert driver.params_of("learn/drop_unwritten_states")["keys"] == ["new"]
     written = Memory.model_validate_json(
