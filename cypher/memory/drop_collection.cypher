@@ -41,6 +41,10 @@ CALL () {
   MATCH (n:Count {collection: $collection})
   WHERE n.key IS NOT NULL AND n.shard IS NOT NULL
   RETURN n
+  UNION ALL
+  MATCH (n:TermCount {collection: $collection})
+  WHERE n.term IS NOT NULL AND n.shard IS NOT NULL
+  RETURN n
 }
 WITH n
 LIMIT $limit

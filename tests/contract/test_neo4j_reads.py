@@ -1,9 +1,12 @@
 """Reads of the Neo4j store on a live server, where only a real one shows their cost
-(skipped without one; ``NEO4J_REQUIRED=1`` makes that a failure).
+and their ranking (skipped without one; ``NEO4J_REQUIRED=1`` makes that a failure).
 
 - ``stats()`` and the pending-embedding count read counters kept by the writes:
   their database hits do not grow with the collection (``PROFILE``), and the
   counters stay exact under concurrent writers.
+- Lexical search ranks a collection by BM25 with that collection's own
+  statistics, as the embedded store does, whatever other collections hold, and
+  reads a bounded number of full-text hits.
 """
 
 from __future__ import annotations
@@ -11,15 +14,18 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
+import numpy as np
 import pytest
 
-from engine.model import EdgeType, Event, Tier
+from engine.model import EdgeType, Event, RecallFilters, Tier
 from engine.store import MemoryRecord, StoreStats
+from engine.store.embedded import EmbeddedStore
 from engine.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import MODEL, T0, edge, memory, record, vec
+from tests.contract.helpers import ALL_TIERS, MODEL, T0, edge, memory, record, vec
 from tests.contract.plans import PlanningDriver, db_hits
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
@@ -206,15 +212,120 @@ def test_setup_counts_a_collection_written_before_the_store_kept_counters(
     neo4j_store.compact_events(c, keep=5)
     want = neo4j_store.stats(c)
     assert (want.events, want.events_retained) == (SMALL // 10, 5)
+    found = neo4j_store.search_text(c, "memory m00007", k=5, filters=ALL_TIERS)
+    assert found[0][0] == "m00007" and len(found) == 5
+    # A collection as schema version 5 left it: no counters, no terms indexed.
     with neo4j_store._driver.session(database=neo4j_store._database) as session:
-        session.run(
+        for wipe in (
             "MATCH (n:Count {collection: $c}) WHERE n.key IS NOT NULL AND n.shard IS NOT NULL "
             "DELETE n",
-            c=c,
-        ).consume()
+            "MATCH (n:TermCount {collection: $c}) WHERE n.term IS NOT NULL "
+            "AND n.shard IS NOT NULL DELETE n",
+            "MATCH (m:Memory {collection: $c}) WHERE m.id IS NOT NULL REMOVE m.terms",
+        ):
+            session.run(wipe, c=c).consume()
     assert neo4j_store.stats(c).memories == 0
+    assert neo4j_store.search_text(c, "memory m00007", k=5, filters=ALL_TIERS) == []
     # What setup() runs for each collection of a database of schema version 5.
     neo4j_store._count_collection(c)
     _same(neo4j_store.stats(c), want)
+    assert neo4j_store.search_text(c, "memory m00007", k=5, filters=ALL_TIERS) == found
     neo4j_store._count_collection(c)  # run again (a setup cut short): counted afresh
     _same(neo4j_store.stats(c), want)
+    assert neo4j_store.search_text(c, "memory m00007", k=5, filters=ALL_TIERS) == found
+
+
+# -- lexical ----------------------------------------------------------------------
+
+_TOPICS = (
+    "cache invalidation after deploy",
+    "postgres connection pool exhausted under load",
+    "redis cache eviction policy",
+    "deploy pipeline flaky integration test",
+    "timeout talking to the payment gateway",
+    "index rebuild blocks writes on the orders table",
+)
+
+
+def _corpus(n: int) -> list[str]:
+    """``n`` short notes mixing a few topics, with repeats, so that terms differ in
+    document frequency and documents in length."""
+    rng = np.random.default_rng(7)
+    notes = []
+    for i in range(n):
+        picked = rng.choice(len(_TOPICS), size=1 + i % 3, replace=False)
+        words = " ".join(_TOPICS[j] for j in picked)
+        notes.append(f"note {i}: {words}" + " cache" * int(rng.integers(0, 3)))
+    return notes
+
+
+def _skewed(n: int) -> list[str]:
+    """Another collection's notes: "cache" in every one, "payment" in most."""
+    return [f"cache payment cache ledger entry {i}" for i in range(n)]
+
+
+def _texts(store: Neo4jStore | EmbeddedStore, collection: str, texts: Sequence[str]) -> None:
+    for start in range(0, len(texts), BATCH):
+        store.add_memories(
+            collection,
+            [
+                record(
+                    memory(
+                        f"t{i:05d}",
+                        collection,
+                        content=texts[i],
+                        model=None,
+                        tier=Tier.ARCHIVED if i % 7 == 0 else Tier.ACTIVE,
+                        category=CATEGORIES[i % 3],
+                    )
+                )
+                for i in range(start, min(len(texts), start + BATCH))
+            ],
+        )
+
+
+QUERIES = (
+    "cache",
+    "payment gateway timeout",
+    "deploy cache invalidation",
+    "postgres pool",
+    "orders table index rebuild writes",
+    "nothing matches this",
+)
+FILTERS = (
+    RecallFilters(),
+    ALL_TIERS,
+    RecallFilters(categories=["decision"], tiers=list(Tier)),
+)
+
+
+def test_lexical_ranking_is_the_embedded_stores_whatever_other_collections_hold(
+    neo4j_store: Neo4jStore, dropped: list[str], tmp_path: Path
+) -> None:
+    c, crowd = _name(dropped, "lexical"), _name(dropped, "skewed")
+    corpus = _corpus(60)
+    _texts(neo4j_store, crowd, _skewed(3_000))
+    _texts(neo4j_store, c, corpus)
+    with EmbeddedStore(tmp_path / "embedded") as embedded:
+        _texts(embedded, c, corpus)
+        for query in QUERIES:
+            for filters in FILTERS:
+                for k in (1, 5, 100):
+                    want = embedded.search_text(c, query, k=k, filters=filters)
+                    got = neo4j_store.search_text(c, query, k=k, filters=filters)
+                    # The same memories in the same order, and the same scores
+                    # to the last bit.
+                    assert got == want, (query, filters, k)
+
+
+def test_lexical_search_reads_a_bounded_number_of_full_text_hits(
+    neo4j_store: Neo4jStore, dropped: list[str]
+) -> None:
+    c, crowd = _name(dropped, "lexical"), _name(dropped, "skewed")
+    _texts(neo4j_store, crowd, _skewed(3_000))
+    _texts(neo4j_store, c, _corpus(60))
+    driver, store = _planning(neo4j_store, mode="PROFILE", only=frozenset({"recall/search_text"}))
+    assert store.search_text(c, "cache payment", k=5, filters=RecallFilters())
+    hits = sum(db_hits(p.plan) for p in driver.planned)
+    # The other collection's 3,000 notes all hold both words: none is read.
+    assert hits < 1_000, hits

@@ -7,7 +7,11 @@ commits, so a count is exact whenever the writes are. A key is a JSON array:
 ``["memories", category, tier, model]`` (``model``: the model of the stored
 vector, ``null`` without one), ``["quality_scored"]``, ``["quality_sum"]``,
 ``["edges", type]``, ``["hubs", kind]``, ``["events", type]`` (events ever
-appended; the retention's drops are counted on ``CompactedEvents``).
+appended; the retention's drops are counted on ``CompactedEvents``) and
+``["terms"]`` (the terms of all memories' content, for BM25's mean length).
+Document frequencies, for BM25's idf, are ``(:TermCount {collection, term, shard,
+n})`` nodes alike: how many memories hold each term of the tokenizer the
+embedded store's text index uses (:func:`engine.retrieve.lexical.tokenize`).
 
 Every counter a write touches is locked until it commits, so writers that
 touch one counter run one after the other. Each key is therefore split in
@@ -30,6 +34,7 @@ from typing import Any
 from neo4j import ManagedTransaction, Record
 
 from engine.model import HUB_OF_EDGE, EdgeType, Memory, Tier
+from engine.retrieve.lexical import tokenize
 from engine.store.base import StoreStats
 from engine.store.neo4j.statements import statement
 
@@ -58,22 +63,37 @@ class Tally:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self.quality_sum = 0.0
+        self.terms: Counter[str] = Counter()
 
-    def memory(self, memory: Memory, model: str | None, sign: int = 1) -> None:
+    def memory(
+        self, memory: Memory, model: str | None, sign: int = 1, *, text: bool = True
+    ) -> None:
         """Count a memory as stored (``sign`` 1) or as no longer stored (-1);
-        ``model`` is that of its stored vector, ``None`` without one."""
+        ``model`` is that of its stored vector, ``None`` without one. With
+        ``text``, its content's terms too."""
         self.add(MEMORIES, memory.category, Tier(memory.tier).value, model, n=sign)
         score = memory.retrieval.quality_score
         if score is not None:
             self.add("quality_scored", n=sign)
             self.quality_sum += sign * score
+        if text:
+            self.text(memory.content, sign)
 
     def changed(
         self, was: Memory, was_model: str | None, now: Memory, now_model: str | None
     ) -> None:
         """Count a memory rewritten from ``was`` to ``now``."""
-        self.memory(was, was_model, -1)
-        self.memory(now, now_model)
+        same = was.content == now.content  # most rewrites: no term to count
+        self.memory(was, was_model, -1, text=not same)
+        self.memory(now, now_model, text=not same)
+
+    def text(self, content: str, sign: int = 1) -> None:
+        """Count a memory's content in (``sign`` 1) or out (-1) of the text
+        statistics: its terms, and each distinct one once."""
+        terms = tokenize(content)
+        self.add("terms", n=sign * len(terms))
+        for term in set(terms):
+            self.terms[term] += sign
 
     def add(self, *parts: Any, n: int) -> None:
         """Add ``n`` to the counter of key ``parts``."""
@@ -108,17 +128,27 @@ class Tally:
             rows.sort(key=lambda row: row["key"])
         return rows
 
+    def term_rows(self) -> list[dict[str, Any]]:
+        """The document-frequency changes as ``memory/add_term_counts`` takes
+        them: sorted by term, without those that cancel out."""
+        return [{"term": t, "n": n} for t, n in sorted(self.terms.items()) if n]
+
     def write(self, tx: ManagedTransaction, collection: str, at: int | None = None) -> None:
         """Add the changes to the collection's counters in ``tx`` (to the shard
-        ``at``, by default the calling thread's)."""
-        rows = self.rows()
-        if rows:
-            params = {
-                "collection": collection,
-                "shard": shard() if at is None else at,
-                "counts": rows,
-            }
-            tx.run(statement("memory/add_counts"), params).consume()
+        ``at``, by default the calling thread's): the counts, then the document
+        frequencies (every writer locks them in this order)."""
+        at = shard() if at is None else at
+        add_rows(tx, "memory/add_counts", collection, at, self.rows())
+        add_rows(tx, "memory/add_term_counts", collection, at, self.term_rows())
+
+
+def add_rows(
+    tx: ManagedTransaction, name: str, collection: str, at: int, rows: Sequence[dict[str, Any]]
+) -> None:
+    """Run ``memory/add_counts`` or ``memory/add_term_counts`` on ``rows``."""
+    if rows:
+        params = {"collection": collection, "shard": at, "counts": list(rows)}
+        tx.run(statement(name), params).consume()
 
 
 def census(tx: ManagedTransaction, collection: str) -> Tally:
@@ -148,6 +178,21 @@ def read(tx: ManagedTransaction, collection: str) -> dict[tuple[Any, ...], Any]:
     """The collection's counters by key (as a tuple), summed over their shards."""
     rows = tx.run(statement("memory/read_counts"), {"collection": collection})
     return {tuple(json.loads(row["key"])): row["n"] for row in rows}
+
+
+def document_frequencies(
+    tx: ManagedTransaction, collection: str, terms: Sequence[str]
+) -> list[int]:
+    """How many of the collection's memories hold each of ``terms``, in order."""
+    rows = tx.run(statement("memory/read_term_counts"), {"collection": collection, "terms": terms})
+    found = {row["term"]: int(row["n"]) for row in rows}
+    return [found.get(term, 0) for term in terms]
+
+
+def text_statistics(counts: Mapping[tuple[Any, ...], Any]) -> tuple[int, int]:
+    """The collection's number of memories and of their content's terms."""
+    memories = sum(n for parts, n in counts.items() if parts[0] == MEMORIES)
+    return int(memories), int(counts.get(("terms",), 0))
 
 
 def pending(counts: Mapping[tuple[Any, ...], Any], model: str) -> int:

@@ -34,6 +34,8 @@ COMPACTED_EVENTS_LABEL = "CompactedEvents"
 dropped from the log (the log's totals count them still)."""
 COUNT_LABEL = "Count"
 """Counter nodes of a collection, by key and shard (:mod:`engine.store.neo4j.counts`)."""
+TERM_COUNT_LABEL = "TermCount"
+"""Document frequencies of a collection, by term and shard (the same module)."""
 PART_OF = "PART_OF"
 """From a passage to its memory."""
 
@@ -48,6 +50,7 @@ LABELS: tuple[str, ...] = (
     PASSAGE_LABEL,
     COMPACTED_EVENTS_LABEL,
     COUNT_LABEL,
+    TERM_COUNT_LABEL,
 )
 RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
 STORE_RELATIONSHIP_TYPES: tuple[str, ...] = (PART_OF,)
@@ -75,7 +78,9 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "decayed": "DecayPass: how many edges lost weight",
     "version": "SchemaVersion: the schema version",
     "key": "State: the document's key, unique within its collection; Count: what it counts",
-    "shard": "Count: which of a counter's nodes it is",
+    "shard": "Count and TermCount: which of a counter's nodes it is",
+    "terms": "Memory: its content's terms, tagged with its collection, for full-text search",
+    "term": "TermCount: the term whose memories it counts",
     "value": "State: the document as JSON text (Neo4j has no map properties)",
     "memory_id": "Passage: the id of the memory it is part of",
     "seed_due": "Memory: when it falls due for resurfacing by the seed scheduler (microseconds)",
@@ -83,7 +88,7 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "fsrs_due": "Memory: when it falls due by the FSRS-style scheduler (microseconds)",
     "fsrs_span": "Memory: the length of that interval (microseconds)",
     "n": "Passage: its place in the memory (1: the second passage; the first is the memory's);"
-    " CompactedEvents: how many events of its type were dropped; Count: the count",
+    " CompactedEvents: how many events of its type were dropped; Count, TermCount: the count",
     "model": "Passage: the model of its embedding (the memory's embedding_model)",
 }
 

@@ -77,6 +77,7 @@ from engine.model.association import (
     HubMatch,
     PathStep,
 )
+from engine.retrieve.lexical import bm25_score
 from engine.schedule import IndexedSchedule
 from engine.store.base import (
     CROWDING_NEIGHBOURS,
@@ -111,12 +112,13 @@ event log's retention: the counts of compacted events, keyed by collection and
 type (no data changes; events are found by age through event_order). Version 5 stores due
 dates for resurfacing on every memory, indexed (setup computes those of the
 memories written before: :meth:`Neo4jStore._date_memories`). Version 6 keeps
-counters beside each collection (:mod:`engine.store.neo4j.counts`; setup counts
-the collections written before: :meth:`Neo4jStore._count_collection`)."""
+counters beside each collection (:mod:`engine.store.neo4j.counts`) and indexes
+each memory's terms, tagged with its collection, for lexical recall (setup does
+both for the collections written before: :meth:`Neo4jStore._count_collection`)."""
 SCHEMA_OWNER = "hippocampus"
 VECTOR_INDEX = "memory_embedding"
 PASSAGE_INDEX = "passage_embedding"
-TEXT_INDEX = "memory_content"
+TEXT_INDEX = "memory_terms"
 DEFAULT_DIMENSIONS = 384
 SAMPLE_MAX_AGE_S = 60.0
 """How long a sample of a collection's vectors (for :meth:`Neo4jStore.crowding`)
@@ -140,18 +142,23 @@ _SCHEMA: tuple[str, ...] = (
     "schema/event_log_key",
     "schema/compacted_events_key",
     "schema/count_key",
+    "schema/term_count_key",
     "schema/memory_embedding",
-    "schema/memory_content",
+    "schema/memory_terms",
     "schema/passage_key",
     "schema/passage_embedding",
 )
 """Schema statements, in order; each creates the index (or the constraint and its
 index) named after its file."""
 _INDEXES: tuple[str, ...] = tuple(name.split("/")[1] for name in _SCHEMA)
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: ("schema/migrate_turns", "schema/number_events")}
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("schema/migrate_turns", "schema/number_events"),
+    5: ("schema/drop_memory_content",),
+}
 """Statements that bring a database from schema version ``v`` to ``v + 1``: version
 2 indexes conversation turns and links them in order, numbers events (``seq``) in
-commit order, and reads the log by number."""
+commit order, and reads the log by number; version 6 searches text through
+memory_terms, not memory_content."""
 
 _PAGE = 500
 _RACE_RETRIES = 3
@@ -162,6 +169,11 @@ size."""
 _SEARCH_OVERSAMPLE = 10
 _MIN_CANDIDATES = 100
 _MAX_CANDIDATES = 10_000
+_WIDEN = 4
+"""How much wider each next index search is, when the filters left too few hits."""
+_MIN_TEXT_CANDIDATES = 200
+"""Full-text candidates of a first search: the ranking is exact when the
+collection's memories sharing a term with the query are fewer."""
 _POLL_S = 0.5
 _DAWN = datetime(1, 1, 1, tzinfo=UTC)
 """Before any memory's creation: where :meth:`Neo4jStore.iter_memories` starts."""
@@ -182,7 +194,9 @@ class Neo4jStore:
       configured dimension from every collection: when too few of its nearest
       candidates belong to the collection and pass the filters, or the query has
       another dimension, the collection is searched exhaustively instead.
-    - Lexical search is Lucene's BM25 over content with the English analyzer.
+    - Lexical search scores BM25 as the embedded store does (its tokenizer, the
+      collection's own statistics, kept as counters); the full-text index finds
+      the candidates, a bounded number of them (``recall/search_text``).
     - Search filters match exactly (no case folding).
 
     Args:
@@ -348,8 +362,9 @@ class Neo4jStore:
 
     def _count_collection(self, collection: str) -> None:
         """Count a collection written before schema version 6 into its counters:
-        the old counters go, then one read counts the memories, edges, hubs and
-        events, and one write stores the counts (run again, it counts afresh)."""
+        the old counters go, one read counts the memories, edges, hubs and events,
+        the memories' terms are indexed and counted a page per transaction, then
+        the counts are stored (run again, it counts afresh)."""
         while True:
             (row,) = self._write(
                 "drop a collection's counters",
@@ -358,8 +373,47 @@ class Neo4jStore:
             if int(row["deleted"]) < _WRITE_BATCH:
                 break
         tally = self._read("count a collection", lambda tx: counts.census(tx, collection))
-        self._write("store a collection's counts", lambda tx: tally.write(tx, collection, 0))
+        self._index_terms(collection, tally)
+        self._write(
+            "store a collection's counts",
+            _counter_rows("memory/add_counts", collection, tally.rows()),
+        )
+        terms = tally.term_rows()
+        for start in range(0, len(terms), _WRITE_BATCH):
+            self._write(
+                "store a collection's term counts",
+                _counter_rows(
+                    "memory/add_term_counts", collection, terms[start : start + _WRITE_BATCH]
+                ),
+            )
         logger.info("counters of %s built", collection)
+
+    def _index_terms(self, collection: str, tally: Tally) -> None:
+        """Store the tagged terms of every memory of the collection (for
+        memory_terms), a page per transaction, counting them into ``tally``."""
+        after = ""
+        while True:
+            rows = self._read(
+                "list memory content",
+                _records(
+                    "schema/list_memory_content",
+                    {"after": after, "limit": _WRITE_BATCH},
+                    collection,
+                ),
+            )
+            items = []
+            for row in rows:
+                tally.text(row["content"])
+                terms = convert.text_terms(collection, row["content"])
+                items.append({"id": row["id"], "terms": terms})
+            if items:
+                self._write(
+                    "index memory terms",
+                    _records("schema/set_memory_terms", {"items": items}, collection),
+                )
+            if len(rows) < _WRITE_BATCH:
+                return
+            after = str(rows[-1]["id"])
 
     def _await_indexes(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -921,21 +975,22 @@ class Neo4jStore:
     def search_text(
         self, collection: str, query: str, *, k: int, filters: RecallFilters
     ) -> list[tuple[str, float]]:
-        """Top ``k`` memories by the full-text index's relevance (Lucene BM25, English
-        analyzer) of their content to any word of ``query``, among those that pass
-        ``filters``; best first, scores > 0 only."""
-        text = convert.lucene_query(query)
-        if text is None or k <= 0:
+        """Top ``k`` memories by BM25 relevance of their content to ``query`` among
+        those that pass ``filters``, scored as the embedded store scores them (its
+        tokenizer, and this collection's own statistics); best first, scores > 0
+        only, ties by id. The full-text index gives a bounded number of
+        candidates (``recall/search_text`` says when the ranking is exact), more
+        while the filters leave fewer than ``k`` of them."""
+        terms, words = convert.text_query(collection, query)
+        if not terms or k <= 0:
             return []
-        rows = self._read(
-            "search text",
-            _records(
-                "recall/search_text",
-                {"index": TEXT_INDEX, "query": text, "k": k, **convert.filter_params(filters)},
-                collection,
-            ),
-        )
-        return [(row["id"], float(row["score"])) for row in rows if row["score"] > 0.0]
+        params = {
+            "index": TEXT_INDEX,
+            "query": " ".join(words),
+            "terms": words,
+            **convert.filter_params(filters),
+        }
+        return self._read("search text", lambda tx: _text_hits(tx, collection, terms, params, k))
 
     # -- hubs -------------------------------------------------------------------------
 
@@ -1620,6 +1675,43 @@ def _passage_hits(
     return [(row["id"], float(row["similarity"])) for row in rows]
 
 
+def _text_hits(
+    tx: ManagedTransaction,
+    collection: str,
+    terms: list[str],
+    params: dict[str, Any],
+    k: int,
+) -> list[tuple[str, float]]:
+    """:meth:`Neo4jStore.search_text`'s answer: the full-text index's candidates
+    (widened while the filters leave fewer than ``k`` and more are there),
+    scored by BM25 with the collection's counts."""
+    n, total = counts.text_statistics(counts.read(tx, collection))
+    dfs = counts.document_frequencies(tx, collection, terms) if n and total else []
+    if not any(dfs):
+        return []
+    for candidates in _widths(k, _MIN_TEXT_CANDIDATES):
+        (row,) = _run(tx, "recall/search_text", collection, candidates=candidates, **params)
+        if len(row["hits"]) >= k or row["seen"] < candidates:
+            break
+    scored = [
+        (hit["id"], bm25_score(hit["tfs"], dfs, hit["length"], n, total)) for hit in row["hits"]
+    ]
+    ranked = sorted((hit for hit in scored if hit[1] > 0.0), key=lambda hit: (-hit[1], hit[0]))
+    return ranked[:k]
+
+
+def _widths(k: int, least: int = 0) -> list[int]:
+    """How many candidates an index search asks for, try after try: ``k`` times
+    the oversample (at least ``least``), then four times as many each time,
+    up to :data:`_MAX_CANDIDATES`."""
+    width = min(max(k * _SEARCH_OVERSAMPLE, least), _MAX_CANDIDATES)
+    widths = [width]
+    while width < _MAX_CANDIDATES:
+        width = min(width * _WIDEN, _MAX_CANDIDATES)
+        widths.append(width)
+    return widths
+
+
 def _best_of(
     hits: list[tuple[str, float]], passage_hits: list[tuple[str, float]], k: int
 ) -> list[tuple[str, float]]:
@@ -1759,6 +1851,17 @@ def _records(
 
     def work(tx: ManagedTransaction) -> list[Record]:
         return _run(tx, name, collection, **params)
+
+    return work
+
+
+def _counter_rows(
+    name: str, collection: str, rows: Sequence[dict[str, Any]]
+) -> Callable[[ManagedTransaction], None]:
+    """A transaction function adding counter ``rows`` to shard 0 (setup's counts)."""
+
+    def work(tx: ManagedTransaction) -> None:
+        counts.add_rows(tx, name, collection, 0, rows)
 
     return work
 

@@ -100,7 +100,13 @@ def test_a_write_is_one_transaction_and_a_failed_one_leaves_nothing() -> None:
     driver = FakeDriver()
     make(driver).add_memories(C, [record])
     assert [[name for name, _ in tx] for tx in driver.committed] == [
-        ["memory/existing_ids", "memory/add_memories", "memory/upsert_edges", "memory/add_counts"]
+        [
+            "memory/existing_ids",
+            "memory/add_memories",
+            "memory/upsert_edges",
+            "memory/add_counts",
+            "memory/add_term_counts",
+        ]
     ]
 
     broken = FakeDriver(failure=ServiceUnavailable("gone"), fail_on="memory/upsert_edges")
@@ -193,7 +199,7 @@ def test_setup_applies_the_schema_waits_for_the_indexes_and_records_the_version(
     )
     make(driver).setup(timeout_s=10.0)
     ran = driver.ran()
-    assert ran[0] == "schema/memory_key" and "schema/memory_content" in ran
+    assert ran[0] == "schema/memory_key" and "schema/memory_terms" in ran
     assert ran.count("schema/show_indexes") == 2
     assert ran[-1] == "schema/write_schema_version"
     assert driver.params_of("schema/memory_embedding") == {"dimensions": 8}
@@ -446,6 +452,7 @@ def test_added_turns_are_linked_in_the_same_transaction() -> None:
         "memory/add_memories",
         "memory/link_turns",
         "memory/add_counts",
+        "memory/add_term_counts",
     ]
     params = driver.params_of("memory/link_turns")
     assert params["places"] == [
@@ -504,6 +511,7 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
         "memory/delete_memory",
         "memory/link_turns",
         "memory/add_counts",
+        "memory/add_term_counts",
     ]
     assert gone.params_of("memory/link_turns")["places"][0]["id"] == "b"
 
@@ -515,6 +523,12 @@ def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
     driver = FakeDriver(
         answers={
             "memory/neighbour_turns": [{"id": "b", "earlier": ["a"], "later": ["c", "d"]}],
+            "memory/read_counts": [
+                {"key": '["memories","insight","active",null]', "n": 2},
+                {"key": '["terms"]', "n": 5},
+            ],
+            "memory/read_term_counts": [{"term": "kafka", "n": 1}],
+            "recall/search_text": [{"seen": 1, "hits": [{"id": "b", "length": 2, "tfs": [1]}]}],
         }
     )
     store = make(driver)
@@ -528,9 +542,10 @@ def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
         "after": 0,
     }
     after = datetime(2024, 1, 1, 9, 0)  # naive: UTC
-    store.search_text(
+    found = store.search_text(
         C, "kafka", k=3, filters=RecallFilters(occurred_after=after, speakers=["ada"])
     )
+    assert [memory_id for memory_id, _ in found] == ["b"]
     params = driver.params_of("recall/search_text")
     assert params["occurred_after"] == after.replace(tzinfo=UTC)
     assert params["occurred_before"] is None and params["speakers"] == ["ada"]
