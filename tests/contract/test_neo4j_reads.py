@@ -7,6 +7,9 @@ and their ranking (skipped without one; ``NEO4J_REQUIRED=1`` makes that a failur
 - Lexical search ranks a collection by BM25 with that collection's own
   statistics, as the embedded store does, whatever other collections hold, and
   reads a bounded number of full-text hits.
+- Filtered dense search widens the vector index search step by step before it
+  gives up on the index, and goes straight to the exact scan when the filter
+  leaves too few memories for the index to find.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +28,7 @@ from engine.store import MemoryRecord, StoreStats
 from engine.store.embedded import EmbeddedStore
 from engine.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import ALL_TIERS, MODEL, T0, edge, memory, record, vec
+from tests.contract.helpers import ALL_TIERS, DIM, MODEL, T0, edge, memory, record, unit, vec
 from tests.contract.plans import PlanningDriver, db_hits
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
@@ -329,3 +332,76 @@ def test_lexical_search_reads_a_bounded_number_of_full_text_hits(
     hits = sum(db_hits(p.plan) for p in driver.planned)
     # The other collection's 3,000 notes all hold both words: none is read.
     assert hits < 1_000, hits
+
+
+# -- filtered dense search --------------------------------------------------------
+
+CLUSTER = 2_000
+
+
+def _clustered(store: Neo4jStore, collection: str, rare: Callable[[int], str | None]) -> None:
+    """``CLUSTER`` memories whose vectors lie around one direction (so that they are
+    the vector index's nearest to a query there, whatever other collections the
+    index holds); memory ``i`` is of category ``rare(i)``, or "insight"."""
+    rng = np.random.default_rng(11)
+    centre = unit(vec("centre"))
+    for start in range(0, CLUSTER, BATCH):
+        records = []
+        for i in range(start, start + BATCH):
+            v = (centre + 0.3 * unit(rng.standard_normal(DIM).astype(np.float32))).astype(
+                np.float32
+            )
+            m = memory(f"v{i:05d}", collection, category=rare(i) or "insight")
+            records.append(MemoryRecord(memory=m, vector=v))
+        store.add_memories(collection, records)
+
+
+def _exact(
+    store: Neo4jStore, collection: str, query: np.ndarray, ids: list[str], k: int
+) -> list[str]:
+    """The top ``k`` of ``ids`` by cosine with ``query``, computed here."""
+    vectors = store.get_vectors(collection, ids)
+    q = unit(query)
+    return sorted(ids, key=lambda i: (-float(np.dot(unit(vectors[i]), q)), i))[:k]
+
+
+def test_a_filter_of_one_in_twenty_is_answered_by_a_widened_index_search(
+    neo4j_store: Neo4jStore, dropped: list[str]
+) -> None:
+    c = _name(dropped, "widen")
+    _clustered(neo4j_store, c, lambda i: "rare" if i % 20 == 0 else None)
+    driver, store = _planning(neo4j_store)
+    query = unit(vec("centre")) + 0.1 * unit(vec("query"))
+    filters = RecallFilters(categories=["rare"])
+    hits = store.search_vectors(c, query, model=MODEL, k=10, filters=filters, passages=False)
+    ran = [p.name for p in driver.planned]
+    assert "recall/search_vectors_exact" not in ran
+    widths = [p.params["candidates"] for p in driver.planned if p.name == "recall/search_vectors"]
+    assert len(widths) >= 2 and widths == sorted(widths), widths
+    rare = [f"v{i:05d}" for i in range(0, CLUSTER, 20)]
+    # The index is approximate (HNSW): near ties at the edge of the 400 it is
+    # asked for may swap, so one of the ten may differ from the exact answer.
+    assert len({i for i, _ in hits} & set(_exact(neo4j_store, c, query, rare, 10))) >= 9
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+
+    driver.planned.clear()
+    many = store.search_vectors_many(
+        c, np.stack([query, query]), model=MODEL, k=10, filters=filters, passages=False
+    )
+    assert [[i for i, _ in row] for row in many] == [[i for i, _ in hits]] * 2
+    assert "recall/search_vectors_exact" not in [p.name for p in driver.planned]
+
+
+def test_a_filter_too_selective_for_the_index_goes_straight_to_the_exact_scan(
+    neo4j_store: Neo4jStore, dropped: list[str]
+) -> None:
+    c = _name(dropped, "selective")
+    _clustered(neo4j_store, c, lambda i: "unique" if i == 1_234 else None)
+    driver, store = _planning(neo4j_store)
+    query = unit(vec("centre"))
+    filters = RecallFilters(categories=["unique"])
+    hits = store.search_vectors(c, query, model=MODEL, k=10, filters=filters, passages=False)
+    assert [i for i, _ in hits] == ["v01234"]
+    ran = [p.name for p in driver.planned]
+    assert "recall/search_vectors" not in ran
+    assert "recall/search_vectors_exact" in ran

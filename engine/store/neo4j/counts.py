@@ -195,6 +195,24 @@ def text_statistics(counts: Mapping[tuple[Any, ...], Any]) -> tuple[int, int]:
     return int(memories), int(counts.get(("terms",), 0))
 
 
+def passing(
+    counts: Mapping[tuple[Any, ...], Any],
+    *,
+    model: str,
+    categories: Sequence[str],
+    tiers: Sequence[str],
+) -> tuple[int, int]:
+    """Memories with a vector of ``model``: how many are of one of ``categories``
+    (any, when empty) and ``tiers``, and how many there are."""
+    passed = total = 0
+    for parts, n in counts.items():
+        if parts[0] == MEMORIES and parts[3] == model:
+            total += n
+            if (not categories or parts[1] in categories) and parts[2] in tiers:
+                passed += n
+    return int(passed), int(total)
+
+
 def pending(counts: Mapping[tuple[Any, ...], Any], model: str) -> int:
     """Memories with no vector of ``model``: all of them, less those with one."""
     total = with_model = 0

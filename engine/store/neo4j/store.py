@@ -66,6 +66,7 @@ from engine.model import (
     Event,
     Memory,
     RecallFilters,
+    Tier,
     with_learning_of,
 )
 from engine.model.association import (
@@ -192,8 +193,11 @@ class Neo4jStore:
       vector (``None`` without one).
     - Dense search goes through the vector index, which holds vectors of the
       configured dimension from every collection: when too few of its nearest
-      candidates belong to the collection and pass the filters, or the query has
-      another dimension, the collection is searched exhaustively instead.
+      candidates belong to the collection and pass the filters, it asks for four
+      times as many, up to 10,000, before it searches the collection
+      exhaustively. It searches exhaustively at once when the query has another
+      dimension, or when the collection's counters say that the filter's
+      categories and tiers leave too few memories for the index to find.
     - Lexical search scores BM25 as the embedded store does (its tokenizer, the
       collection's own statistics, kept as counters); the full-text index finds
       the candidates, a bounded number of them (``recall/search_text``).
@@ -727,24 +731,16 @@ class Neo4jStore:
             "k": k,
             **convert.filter_params(filters),
         }
-        if query.shape[0] == self._dimensions:
-            candidates = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
-            (row,) = self._read(
-                "search vectors",
-                _records(
-                    "recall/search_vectors",
-                    {**params, "index": VECTOR_INDEX, "candidates": candidates},
-                    collection,
-                ),
-            )
-            hits = [(hit["id"], float(hit["similarity"])) for hit in row["hits"]]
-            if len(hits) >= k or row["seen"] < candidates:
-                return hits
-        rows = self._read(
-            "search vectors exhaustively",
-            _records("recall/search_vectors_exact", params, collection),
-        )
-        return [(row["id"], float(row["similarity"])) for row in rows]
+        indexed = query.shape[0] == self._dimensions
+
+        def work(tx: ManagedTransaction) -> list[tuple[str, float]]:
+            if indexed and _index_may_answer(tx, collection, filters, model, k):
+                hits = _index_hits(tx, collection, "recall/search_vectors", params, k)
+                if hits is not None:
+                    return hits
+            return _exact_hits(tx, collection, params)
+
+        return self._read("search vectors", work)
 
     def search_vectors_many(
         self,
@@ -762,9 +758,11 @@ class Neo4jStore:
 
         The vector index answers every row in one statement; a row it answers
         short (too few of its nearest candidates belong to the collection and pass
-        the filters), or every row when the queries have another dimension than
-        the index, is searched exhaustively, as :meth:`search_vectors` does. A
-        zero or non-finite row finds nothing.
+        the filters) is searched wider, alone, as :meth:`search_vectors` does, and
+        exhaustively when the widest search still falls short; every row is
+        searched exhaustively when the queries have another dimension than the
+        index or the filter is too selective for it. A zero or non-finite row
+        finds nothing.
         """
         rows = np.asarray(vectors, dtype=np.float32)
         if rows.ndim != 2:
@@ -773,13 +771,15 @@ class Neo4jStore:
         if k <= 0 or rows.shape[1] == 0 or not usable:
             return [[] for _ in range(rows.shape[0])]
         params = {"model": model, "k": k, **convert.filter_params(filters)}
-        candidates = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
+        candidates = _widths(k, _MIN_CANDIDATES)[0]
 
         def work(tx: ManagedTransaction) -> list[list[tuple[str, float]]]:
             # Built afresh on each try: the driver may run this function again.
             found: list[list[tuple[str, float]]] = [[] for _ in range(rows.shape[0])]
-            exhaustive = usable
-            if rows.shape[1] == self._dimensions:
+            short = usable
+            indexed = rows.shape[1] == self._dimensions
+            indexed = indexed and _index_may_answer(tx, collection, filters, model, k)
+            if indexed:
                 answered = _run(
                     tx,
                     "recall/search_vectors_many",
@@ -789,23 +789,24 @@ class Neo4jStore:
                     candidates=candidates,
                     **params,
                 )
-                exhaustive = []
+                short = []
                 for answer in answered:
                     i = int(answer["row"])
                     hits = [(hit["id"], float(hit["similarity"])) for hit in answer["hits"]]
                     if len(hits) >= k or answer["seen"] < candidates:
                         found[i] = hits
                     else:
-                        exhaustive.append(i)
-            for i in exhaustive:
-                exact = _run(
-                    tx,
-                    "recall/search_vectors_exact",
-                    collection,
-                    vector=convert.vector_value(rows[i]),
-                    **params,
+                        short.append(i)
+            for i in short:
+                # A row the first search answered short is searched wider, alone,
+                # from the next width on.
+                row = {**params, "vector": convert.vector_value(rows[i])}
+                widened = (
+                    _index_hits(tx, collection, "recall/search_vectors", row, k, 1)
+                    if indexed
+                    else None
                 )
-                found[i] = [(row["id"], float(row["similarity"])) for row in exact]
+                found[i] = widened if widened is not None else _exact_hits(tx, collection, row)
             if passages:
                 for i in usable:
                     hits = _passage_hits(tx, collection, rows[i], params, self._dimensions)
@@ -1656,22 +1657,62 @@ def _passage_hits(
     k = int(params["k"])
     value = convert.vector_value(query)
     if query.shape[0] == dimensions:
-        candidates = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
-        answered = _run(
-            tx,
-            "recall/search_passages",
-            collection,
-            vector=value,
-            index=PASSAGE_INDEX,
-            candidates=candidates,
-            **params,
-        )
+        row = {**params, "vector": value}
+        hits = _index_hits(tx, collection, "recall/search_passages", row, k)
+        if hits is not None:
+            return hits
+    rows = _run(tx, "recall/search_passages_exact", collection, vector=value, **params)
+    return [(row["id"], float(row["similarity"])) for row in rows]
+
+
+def _index_may_answer(
+    tx: ManagedTransaction, collection: str, filters: RecallFilters, model: str, k: int
+) -> bool:
+    """Whether the vector index may find ``k`` memories that pass ``filters``:
+    not when the collection's counters say that fewer than ``k`` memories with a
+    vector of ``model`` pass its category and tier filters, nor when so few
+    pass that even :data:`_MAX_CANDIDATES` of the collection's nearest would
+    hold fewer than ``k`` of them. The exact scan, which reads only the
+    collection, answers those at once, where the index would be searched wider
+    and wider for nothing first."""
+    passing, vectors = counts.passing(
+        counts.read(tx, collection),
+        model=model,
+        categories=filters.categories,
+        tiers=[Tier(t).value for t in filters.tiers],
+    )
+    return passing >= k and passing * _MAX_CANDIDATES >= k * vectors
+
+
+def _index_hits(
+    tx: ManagedTransaction,
+    collection: str,
+    name: str,
+    params: dict[str, Any],
+    k: int,
+    first: int = 0,
+) -> list[tuple[str, float]] | None:
+    """The top ``k`` hits of the index search ``name`` (``recall/search_vectors``
+    or ``recall/search_passages``), asked for :func:`_widths` candidates, from
+    the ``first`` width on, wider each time while the filters leave fewer than
+    ``k`` and the index has more; ``None`` when the widest search still falls
+    short: only the exact scan can answer."""
+    index = PASSAGE_INDEX if name == "recall/search_passages" else VECTOR_INDEX
+    for candidates in _widths(k, _MIN_CANDIDATES)[first:]:
+        answered = _run(tx, name, collection, index=index, candidates=candidates, **params)
         if not answered:
             return []
         hits = [(hit["id"], float(hit["similarity"])) for hit in answered[0]["hits"]]
         if len(hits) >= k or answered[0]["seen"] < candidates:
             return hits
-    rows = _run(tx, "recall/search_passages_exact", collection, vector=value, **params)
+    return None
+
+
+def _exact_hits(
+    tx: ManagedTransaction, collection: str, params: dict[str, Any]
+) -> list[tuple[str, float]]:
+    """The top hits by exhaustive cosine over the collection's memories."""
+    rows = _run(tx, "recall/search_vectors_exact", collection, **params)
     return [(row["id"], float(row["similarity"])) for row in rows]
 
 

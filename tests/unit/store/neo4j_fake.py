@@ -36,6 +36,12 @@ _NAMES = _statement_names()
 _PARAMETER = re.compile(r"\$([A-Za-z_]\w*)")
 
 
+def counted_vectors(model: str, n: int = 1_000) -> Rows:
+    """``memory/read_counts`` rows of a collection of ``n`` active insights with
+    vectors of ``model``: what lets a dense search go to the vector index."""
+    return [{"key": f'["memories","insight","active","{model}"]', "n": n}]
+
+
 def _parameters(text: str) -> set[str]:
     """The ``$parameters`` a statement names outside its comments."""
     code = "\n".join(line.split("//", 1)[0] for line in text.splitlines())

@@ -40,7 +40,7 @@ from engine.model.association import Anchor, ExpandParams
 from engine.store import GraphStore, Learned, MemoryRecord
 from engine.store.neo4j import Neo4jStore
 from engine.store.neo4j.store import SCHEMA_OWNER, SCHEMA_VERSION
-from tests.unit.store.neo4j_fake import FakeDriver
+from tests.unit.store.neo4j_fake import FakeDriver, counted_vectors
 
 C = "org:acme"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -299,12 +299,15 @@ def test_state_documents_are_written_in_one_statement_or_not_at_all() -> None:
     assert driver.ran() == ["memory/put_states", "memory/get_states"]
 
 
-def test_dense_search_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
-    from engine.store.neo4j.store import _MIN_CANDIDATES
+def test_dense_search_widens_then_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
+    from engine.store.neo4j.store import _MAX_CANDIDATES, _MIN_CANDIDATES
 
     query = [1.0] + [0.0] * 7
     enough = FakeDriver(
-        answers={"recall/search_vectors": [{"seen": 3, "hits": [{"id": "a", "similarity": 0.9}]}]}
+        answers={
+            "memory/read_counts": counted_vectors("m"),
+            "recall/search_vectors": [{"seen": 3, "hits": [{"id": "a", "similarity": 0.9}]}],
+        }
     )
     hits = make(enough).search_vectors(
         C,
@@ -318,8 +321,10 @@ def test_dense_search_falls_back_to_an_exact_scan_when_the_index_runs_short() ->
 
     short = FakeDriver(
         answers={
-            "recall/search_vectors": [
-                {"seen": _MIN_CANDIDATES, "hits": [{"id": "a", "similarity": 0.9}]}
+            "memory/read_counts": counted_vectors("m"),
+            # However wide the search, the filters leave one hit of the collection.
+            "recall/search_vectors": lambda params: [
+                {"seen": params["candidates"], "hits": [{"id": "a", "similarity": 0.9}]}
             ],
             "recall/search_vectors_exact": [
                 {"id": "a", "similarity": 0.9},
@@ -333,8 +338,43 @@ def test_dense_search_falls_back_to_an_exact_scan_when_the_index_runs_short() ->
         model="m",
         k=2,
         filters=RecallFilters(),  # type: ignore[arg-type]
+        passages=False,
     )
     assert hits == [("a", 0.9), ("b", 0.5)]
+    widths = [p["candidates"] for _, p in short.committed[0] if "candidates" in p]
+    assert widths == [_MIN_CANDIDATES, 400, 1_600, 6_400, _MAX_CANDIDATES]
+    assert short.ran()[-1] == "recall/search_vectors_exact"
+
+
+def test_dense_search_with_a_filter_the_index_cannot_serve_scans_at_once() -> None:
+    # 50 of 1,000 memories are decisions: the 10,000 nearest of the collection
+    # would hold about 500, so the index may answer k=10. 50 of 100,000: they
+    # would hold 5, and the exact scan answers at once. Fewer than k: likewise.
+    query = [1.0] + [0.0] * 7
+    exact = [{"id": "d", "similarity": 0.8}]
+    for n, decisions, index in ((1_000, 50, True), (100_000, 50, False), (1_000, 5, False)):
+        driver = FakeDriver(
+            answers={
+                "memory/read_counts": [
+                    *counted_vectors("m", n - decisions),
+                    {"key": '["memories","decision","active","m"]', "n": decisions},
+                ],
+                "recall/search_vectors": [{"seen": 3, "hits": exact}],
+                "recall/search_vectors_exact": exact,
+            }
+        )
+        filters = RecallFilters(categories=["decision"])
+        found = make(driver).search_vectors(
+            C,
+            query,  # type: ignore[arg-type]
+            model="m",
+            k=10,
+            filters=filters,
+            passages=False,
+        )
+        assert found == [("d", 0.8)]
+        assert ("recall/search_vectors" in driver.ran()) is index, (n, decisions)
+        assert ("recall/search_vectors_exact" in driver.ran()) is not index, (n, decisions)
 
 
 def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
@@ -343,10 +383,15 @@ def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
     queries = [[1.0] + [0.0] * 7, [0.0] * 8, [0.0, 1.0] + [0.0] * 6]
     driver = FakeDriver(
         answers={
+            "memory/read_counts": counted_vectors("m"),
             "recall/search_vectors_many": lambda params: [
                 {"row": 0, "seen": 3, "hits": [{"id": "a", "similarity": 0.9}]},
-                # The index ran out of room before two hits of this collection.
+                # The index ran out of room before two hits of this collection,
+                # and does however wide the search.
                 {"row": 2, "seen": _MIN_CANDIDATES, "hits": [{"id": "c", "similarity": 0.7}]},
+            ],
+            "recall/search_vectors": lambda params: [
+                {"seen": params["candidates"], "hits": [{"id": "c", "similarity": 0.7}]}
             ],
             "recall/search_vectors_exact": [
                 {"id": "c", "similarity": 0.7},
@@ -364,7 +409,12 @@ def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
     )
     assert found == [[("a", 0.9)], [], [("c", 0.7), ("d", 0.2)]]
     assert len(driver.committed) == 1
-    assert driver.ran() == ["recall/search_vectors_many", "recall/search_vectors_exact"]
+    assert driver.ran() == [
+        "memory/read_counts",
+        "recall/search_vectors_many",
+        *["recall/search_vectors"] * 4,
+        "recall/search_vectors_exact",
+    ]
     # The zero row is not sent; the rest keep their row numbers.
     sent = driver.params_of("recall/search_vectors_many")["queries"]
     assert [q["row"] for q in sent] == [0, 2]
