@@ -3,7 +3,7 @@
 // number less $keep) and those appended before $before (appended_at, the
 // server's clock, seeks event_order); a null bound is left off. Each type dropped is added to the collection's CompactedEvents
 // count of that type in the same transaction, so the totals the store reports
-// (memory/stats_events plus memory/stats_compacted_events) never change.
+// (the events ever appended, memory/read_counts) never change.
 // Returns how many went: fewer than $limit means none are left to drop.
 OPTIONAL MATCH (log:EventLog {collection: $collection})
 WITH coalesce(log.next, 0) - $keep AS below

@@ -1,6 +1,7 @@
-// Delete up to $limit nodes of a collection with their edges, memories first;
-// run again until it deletes fewer than $limit. (Each test on the second key
-// property lets the planner seek that label's composite index by collection.)
+// Delete up to $limit nodes of a collection with their edges, memories first and
+// its counters last; run again until it deletes fewer than $limit. (Each test on
+// the second key property lets the planner seek that label's composite index by
+// collection.)
 CALL () {
   MATCH (n:Memory {collection: $collection})
   WHERE n.id IS NOT NULL
@@ -39,6 +40,14 @@ CALL () {
   UNION ALL
   MATCH (n:TurnOrder {collection: $collection})
   WHERE n.turn_of IS NOT NULL
+  RETURN n
+  UNION ALL
+  MATCH (n:Count {collection: $collection})
+  WHERE n.key IS NOT NULL AND n.shard IS NOT NULL
+  RETURN n
+  UNION ALL
+  MATCH (n:TermCount {collection: $collection})
+  WHERE n.term IS NOT NULL AND n.shard IS NOT NULL
   RETURN n
 }
 WITH n

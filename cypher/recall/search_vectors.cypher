@@ -1,10 +1,12 @@
 // Dense recall through the vector index: the $candidates nearest memories of any
 // collection, of which those of $collection, made by $model and passing the
 // filters are kept, best first. `seen` tells whether the index ran out of
-// candidates. The index's own score may be approximate (quantized vectors) and
-// its order loose, so the cosine of each kept memory is computed again, exactly,
-// and the top $k are taken by it (ties by id), as recall/search_vectors_exact
-// does: both paths give the same scores. Similarity is the cosine (the function
+// candidates; when it did not and fewer than $k were kept, the store asks again
+// with four times as many candidates (up to a cap), then scans exactly. The
+// index's own score may be approximate (quantized vectors) and its order loose,
+// so the cosine of each kept memory is computed again, exactly, and the top $k
+// are taken by it (ties by id), as recall/search_vectors_exact does: both paths
+// give the same scores. Similarity is the cosine (the function
 // answers (1 + cos) / 2).
 CALL db.index.vector.queryNodes($index, $candidates, $vector)
 YIELD node, score

@@ -1,6 +1,9 @@
 // Dense recall by exhaustive cosine over the collection: when the vector index
-// cannot answer (a query of another dimension than the index, or too few of its
-// nearest candidates belong to this collection and pass the filters).
+// cannot answer (a query of another dimension than the index; a filter whose
+// categories and tiers leave too few memories for it to find, by the
+// collection's counters; or its widest search, recall/search_vectors with
+// 10,000 candidates, still too short of this collection's memories that pass
+// the filters). Cosines are computed only for the memories that pass.
 // (The id test lets the planner seek memory_key by collection.)
 MATCH (m:Memory {collection: $collection})
 WHERE m.id IS NOT NULL

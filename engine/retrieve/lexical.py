@@ -29,7 +29,12 @@ from typing import TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["STOP_WORDS", "BM25Index", "stem", "tokenize"]
+__all__ = ["K1", "STOP_WORDS", "B", "BM25Index", "bm25_score", "stem", "tokenize"]
+
+K1 = 1.2
+"""BM25's term-frequency saturation (Lucene's default)."""
+B = 0.75
+"""BM25's length normalization (Lucene's default)."""
 
 STOP_WORDS: frozenset[str] = frozenset(
     """
@@ -135,6 +140,45 @@ def tokenize(text: str) -> list[str]:
     return [term for term in map(_term, _WORD.findall(text.casefold())) if term]
 
 
+def bm25_score(
+    tfs: Sequence[int],
+    dfs: Sequence[int],
+    length: int,
+    n: int,
+    total_length: int,
+    *,
+    k1: float = K1,
+    b: float = B,
+) -> float:
+    """One document's BM25 score, computed as :class:`BM25Index` computes it, to the
+    last bit, from statistics kept elsewhere (the Neo4j store keeps them beside
+    its full-text index).
+
+    Args:
+        tfs: how often each distinct query term occurs in the document, in the
+            query's order.
+        dfs: how many documents hold each of those terms.
+        length: the document's number of terms.
+        n: the number of documents.
+        total_length: the number of terms of all documents (``avgdl`` is
+            ``total_length / n``).
+        k1: term-frequency saturation.
+        b: length normalization.
+
+    Returns:
+        The score; 0.0 when the document shares no term with the query.
+    """
+    norm = k1 * (1.0 - b + b * (length / (total_length / n)))
+    score = 0.0
+    # Term by term, in query order, with the index's expression: float addition
+    # is not associative, and the stores must agree to the last bit.
+    for tf, df in zip(tfs, dfs, strict=True):
+        if tf and df:
+            idf = math.log1p((n - df + 0.5) / (df + 0.5))
+            score += idf * (k1 + 1.0) * float(tf) / (float(tf) + norm)
+    return score
+
+
 class _Postings:
     """The documents of one term: parallel growable arrays of doc numbers and term
     frequencies, unordered. ``array.array`` appends cost about what a list's do and
@@ -185,8 +229,8 @@ class BM25Index:
     def __init__(
         self,
         *,
-        k1: float = 1.2,
-        b: float = 0.75,
+        k1: float = K1,
+        b: float = B,
         tokenizer: Callable[[str], list[str]] = tokenize,
     ) -> None:
         """An empty index.

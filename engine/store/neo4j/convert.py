@@ -7,8 +7,8 @@ a ``DATETIME`` and compares with every other.
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -28,12 +28,15 @@ from engine.model import (
     RecallFilters,
     Tier,
 )
+from engine.retrieve.lexical import tokenize
 from engine.schedule import due_keys
 from engine.store.base import Vector
 
-_LUCENE_WORD = re.compile(r"[^\W_]+")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_QUERY_TERMS = 256  # well under Lucene's 1024 clauses per query
+_TAG_CHARS = 8
+"""Hex digits of a collection's tag (:func:`tagged`): another collection with the
+same tag only adds candidates the search then filters out."""
 _HUB_TYPES = frozenset(t.value for t in HUB_EDGE.values())
 
 
@@ -139,6 +142,7 @@ def memory_properties(
         "conversation_ids": list(r.conversation_ids),
         "synthesized_from": list(r.synthesized_from),
         "doc": doc.model_dump_json(),
+        "terms": text_terms(memory.collection, memory.content),
     }
     props.update(due_properties(memory))
     if with_vector:
@@ -332,13 +336,28 @@ def filter_params(filters: RecallFilters) -> dict[str, Any]:
     }
 
 
-def lucene_query(text: str) -> str | None:
-    """A full-text query matching any word of ``text``; ``None`` when it has none.
+def tagged(collection: str, terms: Sequence[str]) -> list[str]:
+    """Terms as the full-text index holds them: each behind a tag of its collection.
 
-    Only runs of letters and digits are kept, case-folded, so nothing in the text
-    can act as Lucene syntax (operators are upper case, specials are not words).
+    Lucene scores a term by how many documents of the whole index hold it; a term
+    tagged with its collection is held only by that collection's documents, so
+    the index finds a collection's memories alone, and ranks them by the
+    collection's own document frequencies (``recall/search_text`` explains the
+    rest). The tag is hex and terms are letters and digits, so a tagged term is
+    one whitespace-free word that Lucene's query syntax reads as itself.
     """
-    words = list(dict.fromkeys(w.casefold() for w in _LUCENE_WORD.findall(text)))
-    if not words:
-        return None
-    return " ".join(words[:_MAX_QUERY_TERMS])
+    tag = hashlib.sha256(collection.encode()).hexdigest()[:_TAG_CHARS]
+    return [f"{tag}_{term}" for term in terms]
+
+
+def text_terms(collection: str, content: str) -> list[str]:
+    """A memory's ``terms`` property: its content's terms, :func:`tagged`."""
+    return tagged(collection, tokenize(content))
+
+
+def text_query(collection: str, text: str) -> tuple[list[str], list[str]]:
+    """The distinct terms of a lexical query (:func:`tokenize`, first come first),
+    at most :data:`_MAX_QUERY_TERMS`, and the same terms :func:`tagged`: the
+    words of a full-text query that matches any of them."""
+    terms = list(dict.fromkeys(tokenize(text)))[:_MAX_QUERY_TERMS]
+    return terms, tagged(collection, terms)

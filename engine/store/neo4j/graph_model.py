@@ -37,6 +37,10 @@ LEASE_LABEL = "Lease"
 TURN_ORDER_LABEL = "TurnOrder"
 """One node per conversation of a collection (by ``turn_of``): the lock that
 writers of its turns' NEXT edges take, one after another."""
+COUNT_LABEL = "Count"
+"""Counter nodes of a collection, by key and shard (:mod:`engine.store.neo4j.counts`)."""
+TERM_COUNT_LABEL = "TermCount"
+"""Document frequencies of a collection, by term and shard (the same module)."""
 PART_OF = "PART_OF"
 """From a passage to its memory."""
 
@@ -52,6 +56,8 @@ LABELS: tuple[str, ...] = (
     COMPACTED_EVENTS_LABEL,
     LEASE_LABEL,
     TURN_ORDER_LABEL,
+    COUNT_LABEL,
+    TERM_COUNT_LABEL,
 )
 RELATIONSHIP_TYPES: tuple[str, ...] = tuple(edge_type.value for edge_type in EdgeType)
 STORE_RELATIONSHIP_TYPES: tuple[str, ...] = (PART_OF,)
@@ -68,6 +74,7 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     " TurnOrder: the conversation it orders",
     "relinks": "TurnOrder: how many writes have relinked the conversation's turns",
     "pruning": "hub nodes: set and removed at once, to lock a hub before pruning it",
+    "locking": "Memory: set and removed at once, to lock a memory before reading it",
     "decay_period": "edges: the period of the last decay pass that lowered the weight",
     "conversation_id": "Event: the payload's conversation_id, when it has one",
     "appended_at": "Event: when its batch was appended",
@@ -79,7 +86,10 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "unused_before": "DecayPass: its cutoff",
     "decayed": "DecayPass: how many edges lost weight",
     "version": "SchemaVersion: the schema version",
-    "key": "State: the document's key, unique within its collection",
+    "key": "State: the document's key, unique within its collection; Count: what it counts",
+    "shard": "Count and TermCount: which of a counter's nodes it is",
+    "terms": "Memory: its content's terms, tagged with its collection, for full-text search",
+    "term": "TermCount: the term whose memories it counts",
     "value": "State: the document as JSON text (Neo4j has no map properties)",
     "memory_id": "Passage: the id of the memory it is part of",
     "seed_due": "Memory: when it falls due for resurfacing by the seed scheduler (microseconds)",
@@ -87,7 +97,7 @@ STORE_PROPERTY_KEYS: dict[str, str] = {
     "fsrs_due": "Memory: when it falls due by the FSRS-style scheduler (microseconds)",
     "fsrs_span": "Memory: the length of that interval (microseconds)",
     "n": "Passage: its place in the memory (1: the second passage; the first is the memory's);"
-    " CompactedEvents: how many events of its type were dropped",
+    " CompactedEvents: how many events of its type were dropped; Count, TermCount: the count",
     "model": "Passage: the model of its embedding (the memory's embedding_model)",
     "holder": "Lease: who holds it (or held it last)",
     "expires_at": "Lease: when its holder's term runs out",

@@ -70,6 +70,7 @@ from engine.model import (
     Event,
     Memory,
     RecallFilters,
+    Tier,
     with_learning_of,
 )
 from engine.model.association import (
@@ -81,6 +82,7 @@ from engine.model.association import (
     HubMatch,
     PathStep,
 )
+from engine.retrieve.lexical import bm25_score
 from engine.schedule import IndexedSchedule
 from engine.store.base import (
     CROWDING_NEIGHBOURS,
@@ -98,7 +100,8 @@ from engine.store.base import (
     check_lease,
     crowding_of,
 )
-from engine.store.neo4j import convert
+from engine.store.neo4j import convert, counts
+from engine.store.neo4j.counts import Tally
 from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
 from engine.store.neo4j.statements import statement
 from engine.store.neo4j.translate import lost_race, translated
@@ -115,12 +118,16 @@ event log's retention: the counts of compacted events, keyed by collection and
 type (no data changes; events are found by age through event_order). Version 5 stores due
 dates for resurfacing on every memory, indexed (setup computes those of the
 memories written before: :meth:`Neo4jStore._date_memories`). Version 6 adds
-the key of the conversations' locks (TurnOrder; no data changes: each is made
-at its conversation's next write)."""
+the key of the conversations' locks (TurnOrder; each is made at its
+conversation's next write), the crowding sample's index and the leases' key,
+keeps counters beside each collection (:mod:`engine.store.neo4j.counts`) and
+indexes each memory's terms, tagged with its collection, for lexical recall
+(setup does both for the collections written before:
+:meth:`Neo4jStore._count_collection`)."""
 SCHEMA_OWNER = "hippocampus"
 VECTOR_INDEX = "memory_embedding"
 PASSAGE_INDEX = "passage_embedding"
-TEXT_INDEX = "memory_content"
+TEXT_INDEX = "memory_terms"
 DEFAULT_DIMENSIONS = 384
 SAMPLE_MAX_AGE_S = 60.0
 """How long a sample of a collection's vectors (for :meth:`Neo4jStore.crowding`)
@@ -148,8 +155,10 @@ _SCHEMA: tuple[str, ...] = (
     "schema/event_seq",
     "schema/event_log_key",
     "schema/compacted_events_key",
+    "schema/count_key",
+    "schema/term_count_key",
     "schema/memory_embedding",
-    "schema/memory_content",
+    "schema/memory_terms",
     "schema/passage_key",
     "schema/passage_embedding",
     "schema/lease_key",
@@ -167,6 +176,11 @@ work per transaction, whatever the collection's size."""
 _SEARCH_OVERSAMPLE = 10
 _MIN_CANDIDATES = 100
 _MAX_CANDIDATES = 10_000
+_WIDEN = 4
+"""How much wider each next index search is, when the filters left too few hits."""
+_MIN_TEXT_CANDIDATES = 200
+"""Full-text candidates of a first search: the ranking is exact when the
+collection's memories sharing a term with the query are fewer."""
 _POLL_S = 0.5
 _DAWN = datetime(1, 1, 1, tzinfo=UTC)
 """Before any memory's creation: where :meth:`Neo4jStore.iter_memories` starts."""
@@ -187,9 +201,14 @@ class Neo4jStore:
       vector (``None`` without one).
     - Dense search goes through the vector index, which holds vectors of the
       configured dimension from every collection: when too few of its nearest
-      candidates belong to the collection and pass the filters, or the query has
-      another dimension, the collection is searched exhaustively instead.
-    - Lexical search is Lucene's BM25 over content with the English analyzer.
+      candidates belong to the collection and pass the filters, it asks for four
+      times as many, up to 10,000, before it searches the collection
+      exhaustively. It searches exhaustively at once when the query has another
+      dimension, or when the collection's counters say that the filter's
+      categories and tiers leave too few memories for the index to find.
+    - Lexical search scores BM25 as the embedded store does (its tokenizer, the
+      collection's own statistics, kept as counters); the full-text index finds
+      the candidates, a bounded number of them (``recall/search_text``).
     - Search filters match exactly (no case folding).
 
     Args:
@@ -330,7 +349,9 @@ class Neo4jStore:
         Version 2 gives memories occurred_at and turn_of and links each
         conversation's turns in order (:meth:`_migrate_turns`), and numbers the
         events (:meth:`_number_events`); version 5 stores due dates
-        (:meth:`_date_memories`). The other versions only add indexes."""
+        (:meth:`_date_memories`); version 6 counts each collection and indexes
+        its terms (:meth:`_count_collection`), lexical recall's index replacing
+        the content index. The other versions only add indexes."""
         if step == 1:
             for collection in self.list_collections():
                 self._migrate_turns(collection)
@@ -342,6 +363,10 @@ class Neo4jStore:
         elif step == 4:
             for collection in self.list_collections():
                 self._date_memories(collection)
+        elif step == 5:
+            self._write("drop the content index", _runner("schema/drop_memory_content", {}))
+            for collection in self.list_collections():
+                self._count_collection(collection)
 
     def _migrate_turns(self, collection: str) -> None:
         """Version 1 to 2 for one collection's memories, a page by id per
@@ -401,6 +426,61 @@ class Neo4jStore:
         if dated:
             logger.info("due dates stored for %d memories of %s", dated, collection)
 
+    def _count_collection(self, collection: str) -> None:
+        """Count a collection written before schema version 6 into its counters:
+        the old counters go, one read counts the memories, edges, hubs and events,
+        the memories' terms are indexed and counted a page per transaction, then
+        the counts are stored (run again, it counts afresh)."""
+        while True:
+            (row,) = self._write(
+                "drop a collection's counters",
+                _records("schema/drop_counts", {"limit": _WRITE_BATCH}, collection),
+            )
+            if int(row["deleted"]) < _WRITE_BATCH:
+                break
+        tally = self._read("count a collection", lambda tx: counts.census(tx, collection))
+        self._index_terms(collection, tally)
+        self._write(
+            "store a collection's counts",
+            _counter_rows("memory/add_counts", collection, tally.rows()),
+        )
+        terms = tally.term_rows()
+        for start in range(0, len(terms), _WRITE_BATCH):
+            self._write(
+                "store a collection's term counts",
+                _counter_rows(
+                    "memory/add_term_counts", collection, terms[start : start + _WRITE_BATCH]
+                ),
+            )
+        logger.info("counters of %s built", collection)
+
+    def _index_terms(self, collection: str, tally: Tally) -> None:
+        """Store the tagged terms of every memory of the collection (for
+        memory_terms), a page per transaction, counting them into ``tally``."""
+        after = ""
+        while True:
+            rows = self._read(
+                "list memory content",
+                _records(
+                    "schema/list_memory_content",
+                    {"after": after, "limit": _WRITE_BATCH},
+                    collection,
+                ),
+            )
+            items = []
+            for row in rows:
+                tally.text(row["content"])
+                terms = convert.text_terms(collection, row["content"])
+                items.append({"id": row["id"], "terms": terms})
+            if items:
+                self._write(
+                    "index memory terms",
+                    _records("schema/set_memory_terms", {"items": items}, collection),
+                )
+            if len(rows) < _WRITE_BATCH:
+                return
+            after = str(rows[-1]["id"])
+
     def _await_indexes(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -452,6 +532,7 @@ class Neo4jStore:
         rows: list[dict[str, Any]] = []
         edges: list[dict[str, Any]] = []
         passages: list[dict[str, Any]] = []
+        stored: list[tuple[Memory, str | None]] = []
         seen: set[str] = set()
         repeated: list[str] = []
         for record in records:
@@ -465,6 +546,7 @@ class Neo4jStore:
             if item["passages"]:
                 passages.append(item)
             rows.append(convert.memory_properties(memory, vector))
+            stored.append((memory, memory.embedding_model if vector is not None else None))
             edges.extend(convert.record_edge_rows(memory, record.edges))
         if repeated:
             raise ConflictError(f"ids repeated in the batch: {_some(repeated)}", field="id")
@@ -480,12 +562,15 @@ class Neo4jStore:
                     f"memories already exist in {collection!r}: {_some(existing)}", field="id"
                 )
             _run(tx, "memory/add_memories", collection, memories=rows)
+            tally = Tally()
+            for memory, model in stored:
+                tally.memory(memory, model)
             if passages:
                 _run(tx, "memory/set_passages", collection, items=passages)
-            if edges:
-                # One order over the whole batch, not record by record.
-                _run(tx, "memory/upsert_edges", collection, edges=convert.lock_order(edges))
-            _link_turns(tx, collection, added, locked)
+            # One order over the whole batch, not record by record.
+            _upsert_edges(tx, collection, edges, tally)
+            _link_turns(tx, collection, added, tally, locked)
+            tally.write(tx, collection)
 
         self._write("add memories", work)
 
@@ -540,32 +625,32 @@ class Neo4jStore:
             was = _stored(tx, collection, memory.id)
             locked: frozenset[str] = frozenset()
             if was is not None and _turn_place(was) != _turn_place(memory):
-                # A move: its conversations are locked first, then read again.
+                # A move: its conversations are locked first (before any memory).
                 locked = _lock_turns(tx, collection, [memory, was])
-            if record.keep_learned:
-                # Locked before it is read: no learning update commits between.
-                _run(tx, "learn/lock_memories", collection, ids=[memory.id])
-            if locked or record.keep_learned:
-                was = _stored(tx, collection, memory.id)
+            # Locked before it is read again: no write of it commits between (a
+            # learning update's, or one whose counts would then be lost).
+            lock = "learn/lock_memories" if record.keep_learned else "memory/lock_memories"
+            _run(tx, lock, collection, ids=[memory.id])
+            was = _stored(tx, collection, memory.id)
+            now = memory
             if record.keep_learned and was is not None:
-                kept = with_learning_of(memory, was, tier=record.keep_tier)
+                now = with_learning_of(memory, was, tier=record.keep_tier)
                 written = {
                     **params,
-                    "properties": convert.memory_properties(kept, vector, with_vector=False),
+                    "properties": convert.memory_properties(now, vector, with_vector=False),
                 }
             if not _run(tx, "memory/replace_memory", collection, **written):
                 raise NotFoundError(f"no memory {memory.id!r} in {collection!r}")
+            tally = Tally()
+            if was is not None:
+                tally.changed(was, was.embedding_model, now, _model_after(record, was))
             if vector is not None or record.drop_vector:
                 _run(tx, "memory/set_passages", collection, items=[passages])
             if was is not None and _turn_place(was) != _turn_place(memory):
-                _link_turns(tx, collection, [memory, was], locked)
-            if not replace_edges:
-                return
-            (dropped,) = _run(tx, "memory/drop_hub_edges", collection, id=memory.id)
-            if edges:
-                _run(tx, "memory/upsert_edges", collection, edges=edges)
-            if dropped["hubs"]:
-                _run(tx, "memory/prune_hubs", collection, hubs=dropped["hubs"])
+                _link_turns(tx, collection, [memory, was], tally, locked)
+            if replace_edges:
+                _replace_hub_edges(tx, collection, memory.id, edges, tally)
+            tally.write(tx, collection)
 
         self._write("replace a memory", work)
 
@@ -577,14 +662,24 @@ class Neo4jStore:
             was = _stored(tx, collection, memory_id)
             locked: frozenset[str] = frozenset()
             if was is not None and was.turn_of is not None:
-                # A turn: its conversation is locked first, then it is read again.
+                # A turn: its conversation is locked first (before any memory).
                 locked = _lock_turns(tx, collection, [was])
-                was = _stored(tx, collection, memory_id)
+            # Locked, then read again: the counts move from what it holds.
+            _run(tx, "memory/lock_memories", collection, ids=[memory_id])
+            was = _stored(tx, collection, memory_id)
             _run(tx, "memory/delete_passages", collection, ids=[memory_id])
-            if not _run(tx, "memory/delete_memory", collection, id=memory_id):
+            found = _run(tx, "memory/delete_memory", collection, id=memory_id)
+            if not found:
                 return False
+            tally = Tally()
+            for edge_type in found[0]["edges"]:
+                tally.edges(edge_type, -1)
+            for kind in found[0]["pruned"]:
+                tally.hubs(kind, -1)
             if was is not None:
-                _link_turns(tx, collection, [was], locked)
+                tally.memory(was, was.embedding_model, -1)
+                _link_turns(tx, collection, [was], tally, locked)
+            tally.write(tx, collection)
             return True
 
         return self._write("delete a memory", work)
@@ -713,24 +808,16 @@ class Neo4jStore:
             "k": k,
             **convert.filter_params(filters),
         }
-        if query.shape[0] == self._dimensions:
-            candidates = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
-            (row,) = self._read(
-                "search vectors",
-                _records(
-                    "recall/search_vectors",
-                    {**params, "index": VECTOR_INDEX, "candidates": candidates},
-                    collection,
-                ),
-            )
-            hits = [(hit["id"], float(hit["similarity"])) for hit in row["hits"]]
-            if len(hits) >= k or row["seen"] < candidates:
-                return hits
-        rows = self._read(
-            "search vectors exhaustively",
-            _records("recall/search_vectors_exact", params, collection),
-        )
-        return [(row["id"], float(row["similarity"])) for row in rows]
+        indexed = query.shape[0] == self._dimensions
+
+        def work(tx: ManagedTransaction) -> list[tuple[str, float]]:
+            if indexed and _index_may_answer(tx, collection, filters, model, k):
+                hits = _index_hits(tx, collection, "recall/search_vectors", params, k)
+                if hits is not None:
+                    return hits
+            return _exact_hits(tx, collection, params)
+
+        return self._read("search vectors", work)
 
     def search_vectors_many(
         self,
@@ -748,9 +835,11 @@ class Neo4jStore:
 
         The vector index answers every row in one statement; a row it answers
         short (too few of its nearest candidates belong to the collection and pass
-        the filters), or every row when the queries have another dimension than
-        the index, is searched exhaustively, as :meth:`search_vectors` does. A
-        zero or non-finite row finds nothing.
+        the filters) is searched wider, alone, as :meth:`search_vectors` does, and
+        exhaustively when the widest search still falls short; every row is
+        searched exhaustively when the queries have another dimension than the
+        index or the filter is too selective for it. A zero or non-finite row
+        finds nothing.
         """
         rows = np.asarray(vectors, dtype=np.float32)
         if rows.ndim != 2:
@@ -759,13 +848,15 @@ class Neo4jStore:
         if k <= 0 or rows.shape[1] == 0 or not usable:
             return [[] for _ in range(rows.shape[0])]
         params = {"model": model, "k": k, **convert.filter_params(filters)}
-        candidates = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
+        candidates = _widths(k, _MIN_CANDIDATES)[0]
 
         def work(tx: ManagedTransaction) -> list[list[tuple[str, float]]]:
             # Built afresh on each try: the driver may run this function again.
             found: list[list[tuple[str, float]]] = [[] for _ in range(rows.shape[0])]
-            exhaustive = usable
-            if rows.shape[1] == self._dimensions:
+            short = usable
+            indexed = rows.shape[1] == self._dimensions
+            indexed = indexed and _index_may_answer(tx, collection, filters, model, k)
+            if indexed:
                 answered = _run(
                     tx,
                     "recall/search_vectors_many",
@@ -775,23 +866,24 @@ class Neo4jStore:
                     candidates=candidates,
                     **params,
                 )
-                exhaustive = []
+                short = []
                 for answer in answered:
                     i = int(answer["row"])
                     hits = [(hit["id"], float(hit["similarity"])) for hit in answer["hits"]]
                     if len(hits) >= k or answer["seen"] < candidates:
                         found[i] = hits
                     else:
-                        exhaustive.append(i)
-            for i in exhaustive:
-                exact = _run(
-                    tx,
-                    "recall/search_vectors_exact",
-                    collection,
-                    vector=convert.vector_value(rows[i]),
-                    **params,
+                        short.append(i)
+            for i in short:
+                # A row the first search answered short is searched wider, alone,
+                # from the next width on.
+                row = {**params, "vector": convert.vector_value(rows[i])}
+                widened = (
+                    _index_hits(tx, collection, "recall/search_vectors", row, k, 1)
+                    if indexed
+                    else None
                 )
-                found[i] = [(row["id"], float(row["similarity"])) for row in exact]
+                found[i] = widened if widened is not None else _exact_hits(tx, collection, row)
             if passages:
                 for i in usable:
                     hits = _passage_hits(tx, collection, rows[i], params, self._dimensions)
@@ -842,20 +934,30 @@ class Neo4jStore:
         ids = sorted({row["id"] for row in rows})
 
         def work(tx: ManagedTransaction) -> None:
-            _run(tx, "learn/lock_memories", collection, ids=ids)
-            found = _run(tx, "memory/get_memories", collection, ids=ids)
-            docs = {row["id"]: row["doc"] for row in found}
+            # Locked before they are read: a learning update of them waits, and
+            # the counts move from what they hold.
+            _run(tx, "memory/lock_memories", collection, ids=ids)
+            found = {
+                row["id"]: convert.memory_of(row["doc"], row["embedding_model"])
+                for row in _run(tx, "memory/get_memories", collection, ids=ids)
+            }
+            tally = Tally()
             for row in rows:
-                doc = docs.get(row["id"])
-                row["doc"] = (
-                    convert.memory_of(doc, row["embedding_model"])
-                    .model_copy(update={"embedding_generated_at": at})
-                    .model_dump_json()
-                    if doc is not None
-                    else None
-                )
+                was = found.get(row["id"])
+                row["doc"] = None
+                if was is not None:
+                    now = was.model_copy(
+                        update={
+                            "embedding_model": row["embedding_model"],
+                            "embedding_generated_at": at,
+                        }
+                    )
+                    row["doc"] = now.model_dump_json()
+                    tally.changed(was, was.embedding_model, now, now.embedding_model)
+                    found[row["id"]] = now  # an id given twice: its last vector stays
             _run(tx, "memory/set_vectors", collection, items=rows)
             _run(tx, "memory/set_passages", collection, items=passage_items)
+            tally.write(tx, collection)
 
         self._write("store vectors", work)
 
@@ -982,33 +1084,32 @@ class Neo4jStore:
         return [convert.memory_of(row["doc"], row["embedding_model"]) for row in rows]
 
     def count_pending_embeddings(self, collection: str, model: str) -> int:
-        """How many memories :meth:`pending_embeddings` would list with no limit."""
-        (row,) = self._read(
-            "count pending embeddings",
-            _records("memory/count_pending_embeddings", {"model": model}, collection),
-        )
-        return int(row["pending"])
+        """How many memories :meth:`pending_embeddings` would list with no limit, from
+        the collection's counters (:mod:`.counts`)."""
+        kept = self._read("count pending embeddings", lambda tx: counts.read(tx, collection))
+        return counts.pending(kept, model)
 
     # -- lexical ----------------------------------------------------------------------
 
     def search_text(
         self, collection: str, query: str, *, k: int, filters: RecallFilters
     ) -> list[tuple[str, float]]:
-        """Top ``k`` memories by the full-text index's relevance (Lucene BM25, English
-        analyzer) of their content to any word of ``query``, among those that pass
-        ``filters``; best first, scores > 0 only."""
-        text = convert.lucene_query(query)
-        if text is None or k <= 0:
+        """Top ``k`` memories by BM25 relevance of their content to ``query`` among
+        those that pass ``filters``, scored as the embedded store scores them (its
+        tokenizer, and this collection's own statistics); best first, scores > 0
+        only, ties by id. The full-text index gives a bounded number of
+        candidates (``recall/search_text`` says when the ranking is exact), more
+        while the filters leave fewer than ``k`` of them."""
+        terms, words = convert.text_query(collection, query)
+        if not terms or k <= 0:
             return []
-        rows = self._read(
-            "search text",
-            _records(
-                "recall/search_text",
-                {"index": TEXT_INDEX, "query": text, "k": k, **convert.filter_params(filters)},
-                collection,
-            ),
-        )
-        return [(row["id"], float(row["score"])) for row in rows if row["score"] > 0.0]
+        params = {
+            "index": TEXT_INDEX,
+            "query": " ".join(words),
+            "terms": words,
+            **convert.filter_params(filters),
+        }
+        return self._read("search text", lambda tx: _text_hits(tx, collection, terms, params, k))
 
     # -- hubs -------------------------------------------------------------------------
 
@@ -1216,7 +1317,9 @@ class Neo4jStore:
             return
 
         def work(tx: ManagedTransaction) -> None:
-            _reinforce(tx, collection, updates)
+            tally = Tally()
+            _reinforce(tx, collection, updates, tally)
+            tally.write(tx, collection)
 
         self._write("reinforce edges", work)
 
@@ -1333,8 +1436,15 @@ class Neo4jStore:
         own, or when new is dated by its memory's creation.
         """
         rows = convert.edge_rows(edges)
-        if rows:
-            self._write("write edges", _records("memory/upsert_edges", {"edges": rows}, collection))
+        if not rows:
+            return
+
+        def work(tx: ManagedTransaction) -> None:
+            tally = Tally()
+            _upsert_edges(tx, collection, rows, tally)
+            tally.write(tx, collection)
+
+        self._write("write edges", work)
 
     # -- events -----------------------------------------------------------------------
 
@@ -1343,7 +1453,14 @@ class Neo4jStore:
         if not events:
             return
         rows = [convert.event_row(event) for event in events]
-        self._write("append events", _records("memory/append_events", {"events": rows}, collection))
+
+        def work(tx: ManagedTransaction) -> None:
+            _run(tx, "memory/append_events", collection, events=rows)
+            tally = Tally()
+            tally.events(row["type"] for row in rows)
+            tally.write(tx, collection)
+
+        self._write("append events", work)
 
     def iter_events(self, collection: str) -> Iterator[Event]:
         """The collection's event log, in the order it was appended (the order the
@@ -1466,7 +1583,10 @@ class Neo4jStore:
             learned = change(read, states)
             check_learned(collection, read, learned)
             memories = list({m.id: m for m in learned.memories}.values())
+            tally = Tally()
             for memory in memories:
+                model = read[memory.id].embedding_model  # the vector stays as it is
+                tally.changed(read[memory.id], model, memory, model)
                 _run(
                     tx,
                     "memory/replace_memory",
@@ -1484,7 +1604,7 @@ class Neo4jStore:
                 wanted = {m.turn_of for m in places if m.turn_of is not None}
                 if not wanted <= locked:
                     raise _TurnsToLock(wanted)
-                _link_turns(tx, collection, places, locked)
+                _link_turns(tx, collection, places, tally, locked)
             if learned.states:
                 rows = [
                     {"key": key, "value": convert.state_value(key, doc)}
@@ -1494,10 +1614,12 @@ class Neo4jStore:
             unwritten = [k for k in keys if k not in states and k not in learned.states]
             if unwritten:
                 _run(tx, "learn/drop_unwritten_states", collection, keys=unwritten)
-            _reinforce(tx, collection, learned.reinforce)
+            _reinforce(tx, collection, learned.reinforce, tally)
             if learned.events:
                 events = [convert.event_row(event) for event in learned.events]
                 _run(tx, "memory/append_events", collection, events=events)
+                tally.events(event["type"] for event in events)
+            tally.write(tx, collection)
             return learned
 
         while True:
@@ -1520,48 +1642,21 @@ class Neo4jStore:
         def work(tx: ManagedTransaction) -> list[str]:
             found: list[str] = []
             while rows := _run(tx, "memory/list_collections", after=found[-1] if found else ""):
+                if found and rows[0]["collection"] <= found[-1]:
+                    break  # each seek goes past the last one found, or the list ends
                 found.append(rows[0]["collection"])
             return found
 
         return self._read("list collections", work)
 
     def stats(self, collection: str) -> StoreStats:
-        """Counts for one collection; ``pending_embeddings`` counts memories with no
-        vector at all."""
+        """Counts for one collection, from its counters (:mod:`.counts`): a read of
+        a few nodes, whatever its size. ``pending_embeddings`` counts memories with
+        no vector at all."""
 
         def work(tx: ManagedTransaction) -> StoreStats:
-            stats = StoreStats()
-            for row in _run(tx, "memory/stats_memories", collection):
-                n = int(row["n"])
-                stats.memories += n
-                category, tier = row["category"], row["tier"]
-                stats.by_category[category] = stats.by_category.get(category, 0) + n
-                stats.by_tier[tier] = stats.by_tier.get(tier, 0) + n
-                if row["pending"]:
-                    stats.pending_embeddings += n
-                stats.quality_scored += int(row["scored"])
-                stats.quality_sum += float(row["quality_sum"] or 0.0)
-            stats.hubs = {
-                row["kind"]: int(row["n"])
-                for row in _run(tx, "memory/stats_hubs", collection)
-                if row["n"]
-            }
-            stats.edges = {
-                row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_edges", collection)
-            }
-            held = {
-                row["type"]: int(row["n"]) for row in _run(tx, "memory/stats_events", collection)
-            }
-            compacted = {
-                row["type"]: int(row["n"])
-                for row in _run(tx, "memory/stats_compacted_events", collection)
-            }
-            stats.events_by_type = {
-                t: held.get(t, 0) + compacted.get(t, 0) for t in sorted({*held, *compacted})
-            }
-            stats.events = sum(stats.events_by_type.values())
-            stats.events_retained = sum(held.values())
-            return stats
+            kept = counts.read(tx, collection)
+            return counts.stats_of(kept, _run(tx, "memory/stats_compacted_events", collection))
 
         return self._read("read stats", work)
 
@@ -1769,23 +1864,100 @@ def _passage_hits(
     k = int(params["k"])
     value = convert.vector_value(query)
     if query.shape[0] == dimensions:
-        candidates = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
-        answered = _run(
-            tx,
-            "recall/search_passages",
-            collection,
-            vector=value,
-            index=PASSAGE_INDEX,
-            candidates=candidates,
-            **params,
-        )
+        row = {**params, "vector": value}
+        hits = _index_hits(tx, collection, "recall/search_passages", row, k)
+        if hits is not None:
+            return hits
+    rows = _run(tx, "recall/search_passages_exact", collection, vector=value, **params)
+    return [(row["id"], float(row["similarity"])) for row in rows]
+
+
+def _index_may_answer(
+    tx: ManagedTransaction, collection: str, filters: RecallFilters, model: str, k: int
+) -> bool:
+    """Whether the vector index may find ``k`` memories that pass ``filters``:
+    not when the collection's counters say that fewer than ``k`` memories with a
+    vector of ``model`` pass its category and tier filters, nor when so few
+    pass that even :data:`_MAX_CANDIDATES` of the collection's nearest would
+    hold fewer than ``k`` of them. The exact scan, which reads only the
+    collection, answers those at once, where the index would be searched wider
+    and wider for nothing first."""
+    passing, vectors = counts.passing(
+        counts.read(tx, collection),
+        model=model,
+        categories=filters.categories,
+        tiers=[Tier(t).value for t in filters.tiers],
+    )
+    return passing >= k and passing * _MAX_CANDIDATES >= k * vectors
+
+
+def _index_hits(
+    tx: ManagedTransaction,
+    collection: str,
+    name: str,
+    params: dict[str, Any],
+    k: int,
+    first: int = 0,
+) -> list[tuple[str, float]] | None:
+    """The top ``k`` hits of the index search ``name`` (``recall/search_vectors``
+    or ``recall/search_passages``), asked for :func:`_widths` candidates, from
+    the ``first`` width on, wider each time while the filters leave fewer than
+    ``k`` and the index has more; ``None`` when the widest search still falls
+    short: only the exact scan can answer."""
+    index = PASSAGE_INDEX if name == "recall/search_passages" else VECTOR_INDEX
+    for candidates in _widths(k, _MIN_CANDIDATES)[first:]:
+        answered = _run(tx, name, collection, index=index, candidates=candidates, **params)
         if not answered:
             return []
         hits = [(hit["id"], float(hit["similarity"])) for hit in answered[0]["hits"]]
         if len(hits) >= k or answered[0]["seen"] < candidates:
             return hits
-    rows = _run(tx, "recall/search_passages_exact", collection, vector=value, **params)
+    return None
+
+
+def _exact_hits(
+    tx: ManagedTransaction, collection: str, params: dict[str, Any]
+) -> list[tuple[str, float]]:
+    """The top hits by exhaustive cosine over the collection's memories."""
+    rows = _run(tx, "recall/search_vectors_exact", collection, **params)
     return [(row["id"], float(row["similarity"])) for row in rows]
+
+
+def _text_hits(
+    tx: ManagedTransaction,
+    collection: str,
+    terms: list[str],
+    params: dict[str, Any],
+    k: int,
+) -> list[tuple[str, float]]:
+    """:meth:`Neo4jStore.search_text`'s answer: the full-text index's candidates
+    (widened while the filters leave fewer than ``k`` and more are there),
+    scored by BM25 with the collection's counts."""
+    n, total = counts.text_statistics(counts.read(tx, collection))
+    dfs = counts.document_frequencies(tx, collection, terms) if n and total else []
+    if not any(dfs):
+        return []
+    for candidates in _widths(k, _MIN_TEXT_CANDIDATES):
+        (row,) = _run(tx, "recall/search_text", collection, candidates=candidates, **params)
+        if len(row["hits"]) >= k or row["seen"] < candidates:
+            break
+    scored = [
+        (hit["id"], bm25_score(hit["tfs"], dfs, hit["length"], n, total)) for hit in row["hits"]
+    ]
+    ranked = sorted((hit for hit in scored if hit[1] > 0.0), key=lambda hit: (-hit[1], hit[0]))
+    return ranked[:k]
+
+
+def _widths(k: int, least: int = 0) -> list[int]:
+    """How many candidates an index search asks for, try after try: ``k`` times
+    the oversample (at least ``least``), then four times as many each time,
+    up to :data:`_MAX_CANDIDATES`."""
+    width = min(max(k * _SEARCH_OVERSAMPLE, least), _MAX_CANDIDATES)
+    widths = [width]
+    while width < _MAX_CANDIDATES:
+        width = min(width * _WIDEN, _MAX_CANDIDATES)
+        widths.append(width)
+    return widths
 
 
 def _best_of(
@@ -1808,6 +1980,15 @@ def _stored(tx: ManagedTransaction, collection: str, memory_id: str) -> Memory |
     """The memory as stored now, inside ``tx``."""
     rows = _run(tx, "memory/get_memories", collection, ids=[memory_id])
     return convert.memory_of(rows[0]["doc"], rows[0]["embedding_model"]) if rows else None
+
+
+def _model_after(record: MemoryRecord, was: Memory) -> str | None:
+    """The model of the vector a memory holds once ``record`` replaced it (``was``
+    as stored before): the record's with a vector, none when it drops the vector,
+    else the one it had."""
+    if record.vector is not None:
+        return record.memory.embedding_model
+    return None if record.drop_vector else was.embedding_model
 
 
 def _turn_place(memory: Memory) -> tuple[str | None, datetime]:
@@ -1854,12 +2035,14 @@ def _link_turns(
     tx: ManagedTransaction,
     collection: str,
     memories: Sequence[Memory],
+    tally: Tally,
     locked: frozenset[str] = frozenset(),
 ) -> None:
     """Re-point the NEXT edges around the places these memories now hold or held
-    (see ``cypher/memory/link_turns.cypher``); memories outside any conversation
-    hold no place. The conversations not among ``locked`` are locked here (late:
-    a write that read a place anew under its locks and found another one)."""
+    (see ``cypher/memory/link_turns.cypher``), counting the change in ``tally``;
+    memories outside any conversation hold no place. The conversations not among
+    ``locked`` are locked here (late: a write that read a place anew under its
+    locks and found another one)."""
     _lock_conversations(
         tx,
         collection,
@@ -1871,7 +2054,7 @@ def _link_turns(
         if m.turn_of is not None
     ]
     if places:
-        _run(
+        made = _run_counted(
             tx,
             "memory/link_turns",
             collection,
@@ -1880,31 +2063,80 @@ def _link_turns(
             weight=SEQUENCE_WEIGHT,
             kind=SEQUENCE_KIND,
         )
+        tally.edges(EdgeType.NEXT.value, made.relationships_created - made.relationships_deleted)
 
 
 def _turns_migrator(collection: str, after: str) -> Callable[[ManagedTransaction], list[Record]]:
     """A transaction function migrating the page of memories after ``after`` (see
-    :meth:`Neo4jStore._migrate_turns`)."""
+    :meth:`Neo4jStore._migrate_turns`). Its NEXT edges are not counted here: the
+    migration to version 6 counts each collection afresh."""
 
     def work(tx: ManagedTransaction) -> list[Record]:
         params = {"after": after, "limit": _WRITE_BATCH}
         rows = _run(tx, "schema/migrate_turns", collection, **params)
-        _link_turns(tx, collection, [convert.memory_of(r["doc"], None) for r in rows if r["doc"]])
+        memories = [convert.memory_of(r["doc"], None) for r in rows if r["doc"]]
+        _link_turns(tx, collection, memories, Tally())
         return rows
 
     return work
 
 
-def _reinforce(tx: ManagedTransaction, collection: str, updates: Sequence[EdgeUpdate]) -> None:
-    """Run :meth:`Neo4jStore.reinforce_edges`'s statements in ``tx``."""
+def _upsert_edges(
+    tx: ManagedTransaction, collection: str, rows: Sequence[dict[str, Any]], tally: Tally
+) -> None:
+    """Run ``memory/upsert_edges`` on ``rows``, one statement per edge type, so
+    that the server's counts of what each created are the edges (and hubs) of
+    that type it added, for ``tally``."""
+    # Sorted: concurrent writes to shared hubs take their locks in one order.
+    for edge_type, batch in _by_type(convert.lock_order(rows)):
+        made = _run_counted(tx, "memory/upsert_edges", collection, edges=batch)
+        tally.created(edge_type, made)
+
+
+def _replace_hub_edges(
+    tx: ManagedTransaction,
+    collection: str,
+    memory_id: str,
+    rows: Sequence[dict[str, Any]],
+    tally: Tally,
+) -> None:
+    """Make ``rows`` the memory's hub edges (and upsert its memory edges among
+    them); hubs left without edges go. Counted in ``tally``."""
+    (dropped,) = _run(tx, "memory/drop_hub_edges", collection, id=memory_id)
+    for edge_type in dropped["types"]:
+        tally.edges(edge_type, -1)
+    _upsert_edges(tx, collection, rows, tally)
+    if dropped["hubs"]:
+        for row in _run(tx, "memory/prune_hubs", collection, hubs=dropped["hubs"]):
+            tally.hubs(row["kind"], -int(row["n"]))
+
+
+def _by_type(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """``rows`` grouped by their ``type``, each group in the order given."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["type"], []).append(row)
+    return list(groups.items())
+
+
+def _reinforce(
+    tx: ManagedTransaction, collection: str, updates: Sequence[EdgeUpdate], tally: Tally
+) -> None:
+    """Run :meth:`Neo4jStore.reinforce_edges`'s statements in ``tx``, counting the
+    edges and hubs they create in ``tally``."""
     rows = convert.lock_order(row for u in updates if (row := convert.update_row(u)) is not None)
-    # Consecutive updates alike in `create` go in one statement; the runs go in
-    # order, so the locks are taken in lock order across them and an edge named
-    # twice is updated in the order given.
-    for _, run in itertools.groupby(rows, key=lambda r: r["create"]):
+    # Consecutive updates alike in `create` go in one statement (one per edge
+    # type when they may create: see _upsert_edges); the runs go in order, so the
+    # locks are taken in lock order across them and an edge named twice is
+    # updated in the order given.
+    for create, run in itertools.groupby(rows, key=lambda r: r["create"]):
         batch = list(run)
-        which = "learn/reinforce_edges" if batch[0]["create"] else "learn/strengthen_edges"
-        _run(tx, which, collection, updates=batch)
+        if not create:
+            _run(tx, "learn/strengthen_edges", collection, updates=batch)
+            continue
+        for edge_type, typed in _by_type(batch):
+            made = _run_counted(tx, "learn/reinforce_edges", collection, updates=typed)
+            tally.created(edge_type, made)
 
 
 def _run(
@@ -1917,6 +2149,13 @@ def _run(
     return list(tx.run(statement(which), params))
 
 
+def _run_counted(tx: ManagedTransaction, which: str, collection: str, /, **params: Any) -> Any:
+    """Run the statement ``which`` in ``tx`` for its effect: the server's counts of
+    what it created and deleted (``SummaryCounters``)."""
+    params["collection"] = collection
+    return tx.run(statement(which), params).consume().counters
+
+
 def _records(
     name: str, params: dict[str, Any], collection: str | None = None
 ) -> Callable[[ManagedTransaction], list[Record]]:
@@ -1924,6 +2163,17 @@ def _records(
 
     def work(tx: ManagedTransaction) -> list[Record]:
         return _run(tx, name, collection, **params)
+
+    return work
+
+
+def _counter_rows(
+    name: str, collection: str, rows: Sequence[dict[str, Any]]
+) -> Callable[[ManagedTransaction], None]:
+    """A transaction function adding counter ``rows`` to shard 0 (setup's counts)."""
+
+    def work(tx: ManagedTransaction) -> None:
+        counts.add_rows(tx, name, collection, 0, rows)
 
     return work
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from engine.retrieve.lexical import STOP_WORDS, BM25Index, stem, tokenize
+from engine.retrieve.lexical import STOP_WORDS, BM25Index, bm25_score, stem, tokenize
 
 # -- tokenize ---------------------------------------------------------------------------
 
@@ -249,3 +249,22 @@ def test_adding_an_indexed_id_is_refused() -> None:
     with pytest.raises(KeyError):
         index.add("d1", "anything")
     assert index.search("anything", k=5) == []
+
+
+def test_a_score_from_kept_statistics_is_the_indexs_to_the_last_bit() -> None:
+    # The Neo4j store scores its full-text candidates with bm25_score from counts
+    # it keeps: the same number the embedded store's index gives, not a close one.
+    rng = random.Random(3)
+    words = ["cache", "deploy", "timeout", "redis", "pool", "query", "index", "lock"]
+    docs = {f"d{i}": " ".join(rng.choices(words, k=rng.randint(1, 12))) for i in range(40)}
+    index = BM25Index()
+    index.add_many(docs.items())
+    terms = {doc_id: tokenize(text) for doc_id, text in docs.items()}
+    total = sum(len(t) for t in terms.values())
+    for query in ("cache", "redis pool timeout", "lock lock index deploy", "nothing"):
+        wanted = list(dict.fromkeys(tokenize(query)))
+        dfs = [index.df(t) for t in wanted]
+        for doc_id, score in index.search(query, k=len(docs)):
+            tfs = [terms[doc_id].count(t) for t in wanted]
+            assert bm25_score(tfs, dfs, len(terms[doc_id]), len(docs), total) == score
+        assert bm25_score([0], [0], 3, len(docs), total) == 0.0

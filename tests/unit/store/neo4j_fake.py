@@ -36,6 +36,12 @@ _NAMES = _statement_names()
 _PARAMETER = re.compile(r"\$([A-Za-z_]\w*)")
 
 
+def counted_vectors(model: str, n: int = 1_000) -> Rows:
+    """``memory/read_counts`` rows of a collection of ``n`` active insights with
+    vectors of ``model``: what lets a dense search go to the vector index."""
+    return [{"key": f'["memories","insight","active","{model}"]', "n": n}]
+
+
 def _parameters(text: str) -> set[str]:
     """The ``$parameters`` a statement names outside its comments."""
     code = "\n".join(line.split("//", 1)[0] for line in text.splitlines())
@@ -43,12 +49,23 @@ def _parameters(text: str) -> set[str]:
 
 
 @dataclass
+class FakeCounters:
+    """What a statement created and deleted, as the server counts it: nothing."""
+
+    nodes_created: int = 0
+    nodes_deleted: int = 0
+    relationships_created: int = 0
+    relationships_deleted: int = 0
+
+
+@dataclass
 class FakeSummary:
     """What ``consume()`` gives: the plan (``EXPLAIN``) or profile (``PROFILE``)
-    scripted for the statement, if any."""
+    scripted for the statement, if any, and its counters."""
 
     plan: dict[str, Any] | None = None
     profile: dict[str, Any] | None = None
+    counters: FakeCounters = field(default_factory=FakeCounters)
 
 
 class FakeResult(list[dict[str, Any]]):

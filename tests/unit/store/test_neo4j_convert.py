@@ -15,13 +15,15 @@ from engine.store.neo4j import convert
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-def test_a_lucene_query_keeps_only_words_so_no_input_is_query_syntax() -> None:
-    assert convert.lucene_query('Pool AND "exhausted"? title:(x) NOT y~2 -z*') == (
-        "pool and exhausted title x not y 2 z"
-    )
-    assert convert.lucene_query("snake_case and kebab-case") == "snake case and kebab"
-    assert convert.lucene_query("?!  () :") is None
-    assert convert.lucene_query("Ünïcode Straße") == "ünïcode strasse"
+def test_a_text_query_is_the_indexed_terms_tagged_so_no_input_is_query_syntax() -> None:
+    terms, words = convert.text_query("c", 'Pool AND "exhausted"? title:(x) NOT y~2 -z* pools')
+    assert terms == ["pool", "exhaust", "titl", "x", "y", "2", "z"]
+    tag = words[0].split("_")[0]
+    assert words == [f"{tag}_{t}" for t in terms] and tag.isalnum() and len(tag) == 8
+    assert convert.text_query("c", "?!  () : the") == ([], [])
+    # Each collection its own tag; one collection always the same.
+    assert convert.tagged("other", ["pool"]) != convert.tagged("c", ["pool"])
+    assert convert.tagged("c", ["pool"]) == [words[0]]
 
 
 def test_a_memory_reads_back_whole_with_the_model_of_its_stored_vector() -> None:

@@ -48,10 +48,14 @@ def test_compaction_without_bounds_runs_nothing_and_a_negative_count_is_refused(
     assert driver.ran() == []
 
 
-def test_stats_add_the_compacted_events_to_those_the_log_holds() -> None:
+def test_stats_count_every_event_appended_and_hold_back_those_compacted() -> None:
     driver = FakeDriver(
         answers={
-            "memory/stats_events": [{"type": "retrieval", "n": 4}, {"type": "use", "n": 1}],
+            "memory/read_counts": [
+                {"key": '["events","retrieval"]', "n": 14},
+                {"key": '["events","surfaced"]', "n": 3},
+                {"key": '["events","use"]', "n": 1},
+            ],
             "memory/stats_compacted_events": [
                 {"type": "retrieval", "n": 10},
                 {"type": "surfaced", "n": 3},
@@ -135,6 +139,7 @@ def test_setup_dates_the_memories_of_a_version_4_database_page_by_page(
             "schema/read_schema_version": [{"version": 4}],
             "memory/list_collections": lambda p: [{"collection": C}] if p["after"] < C else [],
             "schema/list_undated_memories": undated,
+            "schema/drop_counts": [{"deleted": 0}],
         }
     )
     make(driver).setup()
@@ -151,6 +156,66 @@ def test_setup_dates_the_memories_of_a_version_4_database_page_by_page(
     ]
     assert [item["id"] for item in dated] == ["m0", "m1", "m2"]
     assert dated[2]["seed_due"] == due_keys(olds[2]).seed_due
+
+
+def test_setup_counts_the_collections_of_a_version_5_database_once() -> None:
+    from tests.unit.store.test_neo4j_store import _indexes
+
+    driver = FakeDriver(
+        answers={
+            "schema/show_indexes": _indexes("ONLINE"),
+            "schema/read_schema_version": [{"version": 5}],
+            "memory/list_collections": lambda p: [{"collection": C}] if p["after"] < C else [],
+            "schema/drop_counts": [{"deleted": 0}],
+            "schema/count_memories": [
+                {
+                    "category": "insight",
+                    "tier": "active",
+                    "model": "m",
+                    "n": 3,
+                    "scored": 2,
+                    "quality_sum": 1.5,
+                },
+                {
+                    "category": "insight",
+                    "tier": "active",
+                    "model": None,
+                    "n": 1,
+                    "scored": 0,
+                    "quality_sum": None,
+                },
+            ],
+            "schema/count_edges": [{"type": "ABOUT", "n": 4}],
+            "schema/count_hubs": [{"kind": "Concept", "n": 2}, {"kind": "Domain", "n": 0}],
+            "schema/count_events": [{"type": "use", "n": 2}],
+            "memory/stats_compacted_events": [{"type": "use", "n": 5}],
+        }
+    )
+    make(driver).setup()
+    ran = driver.ran()
+    assert "schema/count_key" in ran
+    assert ran.index("schema/drop_counts") < ran.index("memory/add_counts")
+    assert ran.index("memory/add_counts") < ran.index("schema/write_schema_version")
+    params = driver.params_of("memory/add_counts")
+    assert (params["collection"], params["shard"]) == (C, 0)
+    assert {row["key"]: row["n"] for row in params["counts"]} == {
+        '["edges","ABOUT"]': 4,
+        '["events","use"]': 7,
+        '["hubs","Concept"]': 2,
+        '["memories","insight","active","m"]': 3,
+        '["memories","insight","active",null]': 1,
+        '["quality_scored"]': 2,
+        '["quality_sum"]': 1.5,
+    }
+
+    current = FakeDriver(
+        answers={
+            "schema/show_indexes": _indexes("ONLINE"),
+            "schema/read_schema_version": [{"version": 6}],
+        }
+    )
+    make(current).setup()
+    assert "memory/add_counts" not in current.ran()
 
 
 def test_edge_ends_come_page_by_page_as_plain_tuples() -> None:

@@ -14,8 +14,14 @@ from engine.model import content_hash as hash_of
 from engine.store import MemoryRecord
 from engine.store.base import PASSAGE_MARGIN
 from engine.store.neo4j import Neo4jStore
-from engine.store.neo4j.store import _INDEXES, _MIN_CANDIDATES, PASSAGE_INDEX, VECTOR_INDEX
-from tests.unit.store.neo4j_fake import FakeDriver
+from engine.store.neo4j.store import (
+    _INDEXES,
+    _MAX_CANDIDATES,
+    _MIN_CANDIDATES,
+    PASSAGE_INDEX,
+    VECTOR_INDEX,
+)
+from tests.unit.store.neo4j_fake import FakeDriver, counted_vectors
 
 C = "org:acme"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -115,6 +121,7 @@ def test_stored_passages_come_back_as_rows() -> None:
 def test_a_memory_scores_its_best_passage_when_that_beats_its_vector() -> None:
     driver = FakeDriver(
         answers={
+            "memory/read_counts": counted_vectors("m"),
             "recall/search_vectors": [
                 {
                     "seen": 3,
@@ -149,8 +156,9 @@ def test_a_memory_scores_its_best_passage_when_that_beats_its_vector() -> None:
 def test_passages_the_index_answers_short_are_searched_exhaustively() -> None:
     driver = FakeDriver(
         answers={
-            "recall/search_passages": [
-                {"seen": _MIN_CANDIDATES, "hits": [{"id": "c", "similarity": 0.4}]}
+            # However wide the search, the index answers short.
+            "recall/search_passages": lambda params: [
+                {"seen": params["candidates"], "hits": [{"id": "c", "similarity": 0.4}]}
             ],
             "recall/search_passages_exact": [
                 {"id": "c", "similarity": 0.4},
@@ -165,7 +173,9 @@ def test_passages_the_index_answers_short_are_searched_exhaustively() -> None:
         ("c", round(0.4 - PASSAGE_MARGIN, 6)),
         ("d", round(0.3 - PASSAGE_MARGIN, 6)),
     ]
-    assert "recall/search_passages_exact" in driver.ran()
+    widths = [p["candidates"] for _, p in driver.committed[0] if p.get("index") == PASSAGE_INDEX]
+    assert widths == [_MIN_CANDIDATES * 4**i for i in range(4)] + [_MAX_CANDIDATES]
+    assert driver.ran()[-1] == "recall/search_passages_exact"
     assert len(driver.committed) == 1
 
 

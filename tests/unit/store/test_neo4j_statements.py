@@ -105,8 +105,10 @@ def test_the_vector_index_is_made_without_quantization() -> None:
     assert "`vector.quantization.enabled`: false" in _code("schema/memory_embedding")
 
 
-def test_full_text_hits_are_ordered_by_score_before_the_cut() -> None:
-    assert "ORDER BY score DESC, id LIMIT $k" in _code("recall/search_text")
+def test_full_text_search_reads_a_bounded_number_of_hits() -> None:
+    # The limit goes into the procedure: Lucene keeps the best $candidates, the
+    # statement never reads every hit of the index.
+    assert "queryNodes($index, $query, {limit: $candidates})" in _code("recall/search_text")
 
 
 _INDEXED_AFTER_COLLECTION = {
@@ -119,6 +121,8 @@ _INDEXED_AFTER_COLLECTION = {
     "State": ("key",),
     "CompactedEvents": ("type",),
     "TurnOrder": ("turn_of",),
+    "Count": ("key",),
+    "TermCount": ("term",),
 }
 """The second properties of the composite indexes that begin with ``collection``
 (schema/*.cypher). EventLog's key is ``collection`` alone."""

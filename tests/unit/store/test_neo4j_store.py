@@ -42,7 +42,7 @@ from engine.store import GraphStore, Learned, MemoryRecord
 from engine.store.base import CROWDING_SAMPLE
 from engine.store.neo4j import Neo4jStore
 from engine.store.neo4j.store import SCHEMA_OWNER, SCHEMA_VERSION
-from tests.unit.store.neo4j_fake import FakeDriver
+from tests.unit.store.neo4j_fake import FakeDriver, counted_vectors
 
 C = "org:acme"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -102,7 +102,13 @@ def test_a_write_is_one_transaction_and_a_failed_one_leaves_nothing() -> None:
     driver = FakeDriver()
     make(driver).add_memories(C, [record])
     assert [[name for name, _ in tx] for tx in driver.committed] == [
-        ["memory/existing_ids", "memory/add_memories", "memory/upsert_edges"]
+        [
+            "memory/existing_ids",
+            "memory/add_memories",
+            "memory/upsert_edges",
+            "memory/add_counts",
+            "memory/add_term_counts",
+        ]
     ]
 
     broken = FakeDriver(failure=ServiceUnavailable("gone"), fail_on="memory/upsert_edges")
@@ -212,7 +218,7 @@ def test_setup_applies_the_schema_waits_for_the_indexes_and_records_the_version(
     )
     make(driver).setup(timeout_s=10.0)
     ran = driver.ran()
-    assert ran[0] == "schema/memory_key" and "schema/memory_content" in ran
+    assert ran[0] == "schema/memory_key" and "schema/memory_terms" in ran
     assert ran.count("schema/show_indexes") == 2
     assert ran[-1] == "schema/write_schema_version"
     assert driver.params_of("schema/memory_embedding") == {"dimensions": 8}
@@ -333,12 +339,15 @@ def test_state_documents_are_written_in_one_statement_or_not_at_all() -> None:
     assert driver.ran() == ["memory/put_states", "memory/get_states"]
 
 
-def test_dense_search_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
-    from engine.store.neo4j.store import _MIN_CANDIDATES
+def test_dense_search_widens_then_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
+    from engine.store.neo4j.store import _MAX_CANDIDATES, _MIN_CANDIDATES
 
     query = [1.0] + [0.0] * 7
     enough = FakeDriver(
-        answers={"recall/search_vectors": [{"seen": 3, "hits": [{"id": "a", "similarity": 0.9}]}]}
+        answers={
+            "memory/read_counts": counted_vectors("m"),
+            "recall/search_vectors": [{"seen": 3, "hits": [{"id": "a", "similarity": 0.9}]}],
+        }
     )
     hits = make(enough).search_vectors(
         C,
@@ -352,8 +361,10 @@ def test_dense_search_falls_back_to_an_exact_scan_when_the_index_runs_short() ->
 
     short = FakeDriver(
         answers={
-            "recall/search_vectors": [
-                {"seen": _MIN_CANDIDATES, "hits": [{"id": "a", "similarity": 0.9}]}
+            "memory/read_counts": counted_vectors("m"),
+            # However wide the search, the filters leave one hit of the collection.
+            "recall/search_vectors": lambda params: [
+                {"seen": params["candidates"], "hits": [{"id": "a", "similarity": 0.9}]}
             ],
             "recall/search_vectors_exact": [
                 {"id": "a", "similarity": 0.9},
@@ -367,8 +378,43 @@ def test_dense_search_falls_back_to_an_exact_scan_when_the_index_runs_short() ->
         model="m",
         k=2,
         filters=RecallFilters(),  # type: ignore[arg-type]
+        passages=False,
     )
     assert hits == [("a", 0.9), ("b", 0.5)]
+    widths = [p["candidates"] for _, p in short.committed[0] if "candidates" in p]
+    assert widths == [_MIN_CANDIDATES, 400, 1_600, 6_400, _MAX_CANDIDATES]
+    assert short.ran()[-1] == "recall/search_vectors_exact"
+
+
+def test_dense_search_with_a_filter_the_index_cannot_serve_scans_at_once() -> None:
+    # 50 of 1,000 memories are decisions: the 10,000 nearest of the collection
+    # would hold about 500, so the index may answer k=10. 50 of 100,000: they
+    # would hold 5, and the exact scan answers at once. Fewer than k: likewise.
+    query = [1.0] + [0.0] * 7
+    exact = [{"id": "d", "similarity": 0.8}]
+    for n, decisions, index in ((1_000, 50, True), (100_000, 50, False), (1_000, 5, False)):
+        driver = FakeDriver(
+            answers={
+                "memory/read_counts": [
+                    *counted_vectors("m", n - decisions),
+                    {"key": '["memories","decision","active","m"]', "n": decisions},
+                ],
+                "recall/search_vectors": [{"seen": 3, "hits": exact}],
+                "recall/search_vectors_exact": exact,
+            }
+        )
+        filters = RecallFilters(categories=["decision"])
+        found = make(driver).search_vectors(
+            C,
+            query,  # type: ignore[arg-type]
+            model="m",
+            k=10,
+            filters=filters,
+            passages=False,
+        )
+        assert found == [("d", 0.8)]
+        assert ("recall/search_vectors" in driver.ran()) is index, (n, decisions)
+        assert ("recall/search_vectors_exact" in driver.ran()) is not index, (n, decisions)
 
 
 def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
@@ -377,10 +423,15 @@ def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
     queries = [[1.0] + [0.0] * 7, [0.0] * 8, [0.0, 1.0] + [0.0] * 6]
     driver = FakeDriver(
         answers={
+            "memory/read_counts": counted_vectors("m"),
             "recall/search_vectors_many": lambda params: [
                 {"row": 0, "seen": 3, "hits": [{"id": "a", "similarity": 0.9}]},
-                # The index ran out of room before two hits of this collection.
+                # The index ran out of room before two hits of this collection,
+                # and does however wide the search.
                 {"row": 2, "seen": _MIN_CANDIDATES, "hits": [{"id": "c", "similarity": 0.7}]},
+            ],
+            "recall/search_vectors": lambda params: [
+                {"seen": params["candidates"], "hits": [{"id": "c", "similarity": 0.7}]}
             ],
             "recall/search_vectors_exact": [
                 {"id": "c", "similarity": 0.7},
@@ -398,7 +449,12 @@ def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
     )
     assert found == [[("a", 0.9)], [], [("c", 0.7), ("d", 0.2)]]
     assert len(driver.committed) == 1
-    assert driver.ran() == ["recall/search_vectors_many", "recall/search_vectors_exact"]
+    assert driver.ran() == [
+        "memory/read_counts",
+        "recall/search_vectors_many",
+        *["recall/search_vectors"] * 4,
+        "recall/search_vectors_exact",
+    ]
     # The zero row is not sent; the rest keep their row numbers.
     sent = driver.params_of("recall/search_vectors_many")["queries"]
     assert [q["row"] for q in sent] == [0, 2]
@@ -437,10 +493,21 @@ def test_many_dense_searches_of_another_dimension_scan_the_collection() -> None:
     assert len(driver.committed) == 1
 
 
-def test_pending_embeddings_are_counted_in_cypher() -> None:
-    driver = FakeDriver(answers={"memory/count_pending_embeddings": [{"pending": 3}]})
+def test_pending_embeddings_are_counted_from_the_collections_counters() -> None:
+    # Shards of a key come summed; memories with a vector of another model, or
+    # none, are pending.
+    driver = FakeDriver(
+        answers={
+            "memory/read_counts": [
+                {"key": '["memories","insight","active","m"]', "n": 4},
+                {"key": '["memories","insight","active","old"]', "n": 2},
+                {"key": '["memories","decision","archived",null]', "n": 1},
+                {"key": '["edges","ABOUT"]', "n": 9},
+            ]
+        }
+    )
     assert make(driver).count_pending_embeddings(C, "m") == 3
-    assert driver.params_of("memory/count_pending_embeddings") == {"model": "m", "collection": C}
+    assert driver.params_of("memory/read_counts") == {"collection": C}
 
 
 # -- conversation turns ---------------------------------------------------------------
@@ -475,6 +542,8 @@ def test_added_turns_are_linked_in_the_same_transaction() -> None:
         "memory/existing_ids",
         "memory/add_memories",
         "memory/link_turns",
+        "memory/add_counts",
+        "memory/add_term_counts",
     ]
     # The conversations are locked first, before any memory.
     assert driver.params_of("memory/lock_turns") == {"conversations": ["chat"], "collection": C}
@@ -501,10 +570,11 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
         }
     )
     make(driver).replace_memory(C, MemoryRecord(memory=_turn("b", 7)), replace_edges=False)
-    # A move: read, its conversation locked, read again under the lock.
+    # A move: read, its conversation locked, then the memory, read again.
     assert driver.ran() == [
         "memory/get_memories",
         "memory/lock_turns",
+        "memory/lock_memories",
         "memory/get_memories",
         "memory/replace_memory",
         "memory/link_turns",
@@ -521,22 +591,30 @@ def test_a_turn_moved_or_deleted_relinks_its_old_and_new_place() -> None:
         }
     )
     make(same).replace_memory(C, MemoryRecord(memory=stored), replace_edges=False)
-    assert same.ran() == ["memory/get_memories", "memory/replace_memory"]
+    assert same.ran() == [
+        "memory/get_memories",
+        "memory/lock_memories",
+        "memory/get_memories",
+        "memory/replace_memory",
+    ]
 
     gone = FakeDriver(
         answers={
             "memory/get_memories": _stored_doc(stored),
-            "memory/delete_memory": [{"deleted": True}],
+            "memory/delete_memory": [{"deleted": True, "edges": ["NEXT"], "pruned": []}],
         }
     )
     assert make(gone).delete_memory(C, "b") is True
     assert gone.ran() == [
         "memory/get_memories",
         "memory/lock_turns",
+        "memory/lock_memories",
         "memory/get_memories",
         "memory/delete_passages",
         "memory/delete_memory",
         "memory/link_turns",
+        "memory/add_counts",
+        "memory/add_term_counts",
     ]
     assert gone.params_of("memory/link_turns")["places"][0]["id"] == "b"
 
@@ -549,6 +627,12 @@ def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
     driver = FakeDriver(
         answers={
             "memory/neighbour_turns": [{"id": "b", "earlier": ["a"], "later": ["c", "d"]}],
+            "memory/read_counts": [
+                {"key": '["memories","insight","active",null]', "n": 2},
+                {"key": '["terms"]', "n": 5},
+            ],
+            "memory/read_term_counts": [{"term": "kafka", "n": 1}],
+            "recall/search_text": [{"seen": 1, "hits": [{"id": "b", "length": 2, "tfs": [1]}]}],
         }
     )
     store = make(driver)
@@ -562,9 +646,10 @@ def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
         "after": 0,
     }
     after = datetime(2024, 1, 1, 9, 0)  # naive: UTC
-    store.search_text(
+    found = store.search_text(
         C, "kafka", k=3, filters=RecallFilters(occurred_after=after, speakers=["ada"])
     )
+    assert [memory_id for memory_id, _ in found] == ["b"]
     params = driver.params_of("recall/search_text")
     assert params["occurred_after"] == after.replace(tzinfo=UTC)
     assert params["occurred_before"] is None and params["speakers"] == ["ada"]
@@ -589,13 +674,15 @@ def test_a_version_1_database_gets_its_turns_linked_at_setup_page_by_page(
             "schema/read_schema_version": [{"version": 1}],
             "memory/list_collections": lambda p: [{"collection": C}] if p["after"] < C else [],
             "schema/migrate_turns": page,
+            # Version 6 then counts the collection afresh.
+            "schema/drop_counts": [{"deleted": 0}],
         }
     )
     make(driver).setup(timeout_s=10.0)
     ran = driver.ran()
     assert "schema/memory_turn" in ran
     assert ran.index("schema/migrate_turns") < ran.index("schema/write_schema_version")
-    pages = [tx for tx in driver.committed if tx[0][0] == "schema/migrate_turns"]
+    pages = [tx for tx in driver.committed if tx and tx[0][0] == "schema/migrate_turns"]
     assert [params["after"] for _, params in (tx[0] for tx in pages)] == ["", "m1"]
     # The one turn is linked in the transaction of its page, nothing else.
     assert [[name for name, _ in tx] for tx in pages] == [
@@ -863,11 +950,19 @@ def test_a_write_that_lost_a_race_for_a_hub_runs_again() -> None:
         failure=ConstraintError(_HUB_LINKED),
         fail_on="memory/delete_memory",
         fail_times=2,
-        answers={"memory/delete_memory": [{"deleted": True}]},
+        answers={"memory/delete_memory": [{"deleted": True, "edges": [], "pruned": ["Concept"]}]},
     )
     assert make(pruner).delete_memory(C, "a") is True
-    # The memory is read first (a conversation turn's neighbours are relinked).
-    assert pruner.ran() == ["memory/get_memories", "memory/delete_passages", "memory/delete_memory"]
+    # The memory is read, locked and read again first (a conversation turn's
+    # neighbours are relinked, and the counts move by what it held).
+    assert pruner.ran() == [
+        "memory/get_memories",
+        "memory/lock_memories",
+        "memory/get_memories",
+        "memory/delete_passages",
+        "memory/delete_memory",
+        "memory/add_counts",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -923,12 +1018,12 @@ def test_the_plan_checks_see_each_statement_a_store_runs_with_its_operators() ->
     assert db_hits(planned.plan) == 8
     assert fake.ran() == ["memory/get_memories"]  # the statement itself ran once
 
-    profiling = PlanningDriver(fake, mode="PROFILE", only=frozenset({"memory/stats_events"}))
-    fake.answers["memory/stats_events"] = [{"type": "retrieval", "n": 0}]
-    fake.plans["memory/stats_events"] = {"operatorType": "NodeIndexSeek@neo4j", "dbHits": 3}
+    profiling = PlanningDriver(fake, mode="PROFILE", only=frozenset({"memory/read_counts"}))
+    fake.answers["memory/read_counts"] = [{"key": '["events","retrieval"]', "n": 0}]
+    fake.plans["memory/read_counts"] = {"operatorType": "NodeIndexSeek@neo4j", "dbHits": 3}
     Neo4jStore(profiling, dimensions=8).stats(C)  # type: ignore[arg-type]
-    assert [p.name for p in profiling.planned] == ["memory/stats_events"]
-    assert db_hits(profiling.plans_of("memory/stats_events")[0]) == 3
+    assert [p.name for p in profiling.planned] == ["memory/read_counts"]
+    assert db_hits(profiling.plans_of("memory/read_counts")[0]) == 3
 
 
 def test_a_learning_update_locks_before_it_reads_and_writes_in_the_same_transaction() -> None:
@@ -976,6 +1071,7 @@ def test_a_learning_update_locks_before_it_reads_and_writes_in_the_same_transact
         "memory/put_states",
         "learn/drop_unwritten_states",
         "memory/append_events",
+        "memory/add_counts",
     ]
     assert driver.params_of("learn/drop_unwritten_states")["keys"] == ["new"]
     written = Memory.model_validate_json(

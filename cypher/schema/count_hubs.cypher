@@ -1,4 +1,5 @@
-// Hub counts by kind.
+// Hub counts by kind, for setup() to build a collection's counters from, once
+// (see schema/count_memories).
 // (The name tests let the planner seek each hub key by collection.)
 CALL () {
   MATCH (h:Domain {collection: $collection})
