@@ -29,7 +29,10 @@ fi
 
 "$here/neo4j.sh" stop "$state" >/dev/null 2>&1 || true
 rm -rf "$state/home"
-if ! lines="$("$here/neo4j.sh" start "$state")"; then
+# The plan tests write batches of 2,000 memories with 30,000 edges: a
+# transaction may hold 70% of the heap, and 1 GB's 700 MB is not enough.
+if ! lines="$(NEO4J_HEAP="${NEO4J_HEAP:-2g}" NEO4J_PAGECACHE="${NEO4J_PAGECACHE:-1g}" \
+        "$here/neo4j.sh" start "$state")"; then
     echo "with-neo4j: the Neo4j of tools/neo4j-server did not start" >&2
     exit 1
 fi
