@@ -10,21 +10,22 @@
 // never a read of the whole conversation: the turns at the same moment on the
 // near side of the id, and the nearest moment strictly before (after), the
 // first of an index range read in order. Of the two, the nearer one wins. (The
-// hint keeps the planner off memory_key's range over ids; ordering by the index's
+// seek hint keeps the planner off memory_key's range over ids, and off a scan of
+// the whole memory_turn index it once chose for the same-moment side; ordering by the index's
 // whole key, constant collection and turn_of first, lets it take the order from
 // the index and stop at the first turn, instead of sorting every earlier one.)
 UNWIND $places AS place
 CALL (place) {
   CALL (place) {
     MATCH (p:Memory {collection: $collection, turn_of: place.turn_of, occurred_at: place.occurred_at})
-    USING INDEX p:Memory(collection, turn_of, occurred_at)
+    USING INDEX SEEK p:Memory(collection, turn_of, occurred_at)
     WHERE p.id < place.id
     RETURN p
     ORDER BY p.id DESC
     LIMIT 1
     UNION ALL
     MATCH (p:Memory {collection: $collection, turn_of: place.turn_of})
-    USING INDEX p:Memory(collection, turn_of, occurred_at)
+    USING INDEX SEEK p:Memory(collection, turn_of, occurred_at)
     WHERE p.occurred_at < place.occurred_at
     RETURN p
     ORDER BY p.collection DESC, p.turn_of DESC, p.occurred_at DESC, p.id DESC
@@ -55,14 +56,14 @@ CALL (turn) {
 CALL (turn) {
   CALL (turn) {
     MATCH (s:Memory {collection: $collection, turn_of: turn.turn_of, occurred_at: turn.occurred_at})
-    USING INDEX s:Memory(collection, turn_of, occurred_at)
+    USING INDEX SEEK s:Memory(collection, turn_of, occurred_at)
     WHERE s.id > turn.id
     RETURN s
     ORDER BY s.id
     LIMIT 1
     UNION ALL
     MATCH (s:Memory {collection: $collection, turn_of: turn.turn_of})
-    USING INDEX s:Memory(collection, turn_of, occurred_at)
+    USING INDEX SEEK s:Memory(collection, turn_of, occurred_at)
     WHERE s.occurred_at > turn.occurred_at
     RETURN s
     ORDER BY s.collection, s.turn_of, s.occurred_at, s.id
