@@ -869,7 +869,7 @@ class Neo4jStore:
                 short = []
                 for answer in answered:
                     i = int(answer["row"])
-                    hits = [(hit["id"], float(hit["similarity"])) for hit in answer["hits"]]
+                    hits = _live_hits(answer["hits"])
                     if len(hits) >= k or answer["seen"] < candidates:
                         found[i] = hits
                     else:
@@ -1869,7 +1869,7 @@ def _passage_hits(
         if hits is not None:
             return hits
     rows = _run(tx, "recall/search_passages_exact", collection, vector=value, **params)
-    return [(row["id"], float(row["similarity"])) for row in rows]
+    return _live_hits(rows)
 
 
 def _index_may_answer(
@@ -1909,10 +1909,21 @@ def _index_hits(
         answered = _run(tx, name, collection, index=index, candidates=candidates, **params)
         if not answered:
             return []
-        hits = [(hit["id"], float(hit["similarity"])) for hit in answered[0]["hits"]]
+        hits = _live_hits(answered[0]["hits"])
         if len(hits) >= k or answered[0]["seen"] < candidates:
             return hits
     return None
+
+
+def _live_hits(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
+    """``(id, similarity)`` of the hits, without those of a memory deleted while
+    the search ran: the index still handed its node over, and a deleted node's
+    properties read as null."""
+    return [
+        (row["id"], float(row["similarity"]))
+        for row in rows
+        if row["id"] is not None and row["similarity"] is not None
+    ]
 
 
 def _exact_hits(
@@ -1920,7 +1931,7 @@ def _exact_hits(
 ) -> list[tuple[str, float]]:
     """The top hits by exhaustive cosine over the collection's memories."""
     rows = _run(tx, "recall/search_vectors_exact", collection, **params)
-    return [(row["id"], float(row["similarity"])) for row in rows]
+    return _live_hits(rows)
 
 
 def _text_hits(

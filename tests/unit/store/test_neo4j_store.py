@@ -339,6 +339,27 @@ def test_state_documents_are_written_in_one_statement_or_not_at_all() -> None:
     assert driver.ran() == ["memory/put_states", "memory/get_states"]
 
 
+def test_a_vector_hit_of_a_memory_deleted_mid_search_is_left_out() -> None:
+    # The index hands over a node deleted while the search ran: its properties
+    # (the id, the vector's similarity) read as null.
+    gone = [{"id": None, "similarity": None}, {"id": "b", "similarity": None}]
+    driver = FakeDriver(
+        answers={
+            "memory/read_counts": counted_vectors("m"),
+            "recall/search_vectors": [{"seen": 3, "hits": [*gone, {"id": "a", "similarity": 0.9}]}],
+        }
+    )
+    query = [1.0] + [0.0] * 7
+    hits = make(driver).search_vectors(
+        C,
+        query,
+        model="m",
+        k=1,
+        filters=RecallFilters(),  # type: ignore[arg-type]
+    )
+    assert hits == [("a", 0.9)]
+
+
 def test_dense_search_widens_then_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
     from engine.store.neo4j.store import _MAX_CANDIDATES, _MIN_CANDIDATES
 
