@@ -328,10 +328,9 @@ def neo4j_figures(
     options: dict[str, Any],
 ) -> dict[str, Any]:
     """Database hits per recall, and the server's memory, for the table."""
-    from tests.contract.plans import PlanningDriver, db_hits
+    from tests.contract.plans import db_hits, planning
 
-    driver = PlanningDriver(store._driver, mode="PROFILE")
-    planned = Neo4jStore(driver, database=store._database, dimensions=store.dimensions)  # type: ignore[arg-type]
+    driver, planned = planning(store, mode="PROFILE")
     service = Hippocampus(planned, HashingEmbedder(), SpacyConceptExtractor())
     totals: list[int] = []
     per: dict[str, list[int]] = {}

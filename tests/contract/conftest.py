@@ -121,6 +121,15 @@ def new_collection(store: GraphStore) -> Iterator[Callable[[], str]]:
 
 
 @pytest.fixture
+def dropped(neo4j_store: Neo4jStore) -> Iterator[list[str]]:
+    """Neo4j collections to drop when the test ends (see :func:`helpers.named`)."""
+    made: list[str] = []
+    yield made
+    for name in made:
+        neo4j_store.drop_collection(name)
+
+
+@pytest.fixture
 def collection(new_collection: Callable[[], str]) -> str:
     return new_collection()
 

@@ -4,6 +4,7 @@ protocol only."""
 from __future__ import annotations
 
 import math
+import uuid
 import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -125,3 +126,10 @@ def factor(degree: int) -> float:
 
 def ids(hits: Sequence[tuple[str, float]]) -> list[str]:
     return [i for i, _ in hits]
+
+
+def named(dropped: list[str], prefix: str) -> str:
+    """A fresh collection name, put on the ``dropped`` fixture's list."""
+    name = f"contract-{prefix}-{uuid.uuid4().hex[:8]}"
+    dropped.append(name)
+    return name

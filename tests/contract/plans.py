@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.store.neo4j import Neo4jStore
 from engine.store.neo4j.statements import statement
 
 
@@ -126,3 +127,17 @@ class _Transaction:
             plan = summary.profile if owner.mode == "PROFILE" else summary.plan
             owner.planned.append(Planned(name, dict(parameters or {}), plan or {}))
         return self._tx.run(query, parameters)
+
+
+def planning(
+    store: Neo4jStore, mode: str = "EXPLAIN", only: frozenset[str] = frozenset()
+) -> tuple[PlanningDriver, Neo4jStore]:
+    """A store on ``store``'s own driver, wrapped in a :class:`PlanningDriver`; the
+    planning store never closes that driver."""
+    driver = PlanningDriver(store._driver, mode=mode, only=only)
+    planned = Neo4jStore(
+        driver,  # type: ignore[arg-type]
+        database=store._database,
+        dimensions=store.dimensions,
+    )
+    return driver, planned

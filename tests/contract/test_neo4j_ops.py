@@ -7,8 +7,6 @@ transactions, and how the Browser guide's queries find a collection.
 from __future__ import annotations
 
 import importlib.resources
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,38 +18,10 @@ from engine.store import MemoryRecord
 from engine.store.neo4j import Neo4jStore
 from engine.store.neo4j.statements import statement
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import MODEL, T0, edge, memory, record
-from tests.contract.plans import SCANS, PlanningDriver, db_hits, operator_name, operators
+from tests.contract.helpers import MODEL, T0, edge, memory, named, record
+from tests.contract.plans import SCANS, db_hits, operator_name, operators, planning
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
-
-
-@pytest.fixture
-def dropped(neo4j_store: Neo4jStore) -> Iterator[list[str]]:
-    """Collections to drop when the test ends."""
-    made: list[str] = []
-    yield made
-    for name in made:
-        neo4j_store.drop_collection(name)
-
-
-def _name(dropped: list[str], prefix: str) -> str:
-    name = f"contract-{prefix}-{uuid.uuid4().hex[:8]}"
-    dropped.append(name)
-    return name
-
-
-def _planning(
-    store: Neo4jStore, mode: str, only: frozenset[str]
-) -> tuple[PlanningDriver, Neo4jStore]:
-    # The session store's own driver, wrapped: the planning store never closes it.
-    driver = PlanningDriver(store._driver, mode=mode, only=only)
-    planned = Neo4jStore(
-        driver,  # type: ignore[arg-type]
-        database=store._database,
-        dimensions=store.dimensions,
-    )
-    return driver, planned
 
 
 def _with_vectors(store: Neo4jStore, collection: str, n: int) -> None:
@@ -67,7 +37,7 @@ def _with_vectors(store: Neo4jStore, collection: str, n: int) -> None:
 
 def _sample_hits(store: Neo4jStore, collection: str) -> int:
     """The database hits of reading one sample of the collection's vectors."""
-    driver, planned = _planning(store, "PROFILE", frozenset({"memory/sample_vectors"}))
+    driver, planned = planning(store, "PROFILE", frozenset({"memory/sample_vectors"}))
     assert planned.crowding(collection, ["v00000"], model=MODEL)
     return sum(db_hits(plan) for plan in driver.plans_of("memory/sample_vectors"))
 
@@ -75,7 +45,7 @@ def _sample_hits(store: Neo4jStore, collection: str) -> int:
 def test_crowding_reads_a_sample_that_costs_the_same_at_ten_times_the_memories(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    small, large = _name(dropped, "sample-1k"), _name(dropped, "sample-10k")
+    small, large = named(dropped, "sample-1k"), named(dropped, "sample-10k")
     _with_vectors(neo4j_store, small, 1_000)
     _with_vectors(neo4j_store, large, 10_000)
     at_small, at_large = _sample_hits(neo4j_store, small), _sample_hits(neo4j_store, large)
@@ -120,7 +90,7 @@ _AS_VERSION_1 = (
 def test_a_version_1_collection_is_migrated_a_bounded_page_per_transaction(
     neo4j_store: Neo4jStore, dropped: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    c = _name(dropped, "migrate")
+    c = named(dropped, "migrate")
     # Two conversations and a memory outside any, ids in another order than time.
     turns = [("m6", "x", 0), ("m2", "x", 1), ("m4", "y", 2), ("m0", "x", 3), ("m5", "y", 4)]
     turns += [("m1", "x", 5), ("m3", None, 6)]
@@ -144,7 +114,7 @@ def test_a_version_1_collection_is_migrated_a_bounded_page_per_transaction(
 
     monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
     migrations = frozenset({"schema/migrate_turns", "schema/number_events"})
-    driver, store = _planning(neo4j_store, "EXPLAIN", migrations)
+    driver, store = planning(neo4j_store, "EXPLAIN", migrations)
     store._migrate_turns(c)
     store._number_events(c)
 
@@ -179,7 +149,7 @@ def test_the_browser_guides_queries_seek_the_collection_through_an_index(
 ) -> None:
     # A crowd of other memories, hubs and associations first: the planner
     # chooses by cost, and a scan looks cheap in an empty database.
-    crowd = _name(dropped, "browser-crowd")
+    crowd = named(dropped, "browser-crowd")
     neo4j_store.add_memories(
         crowd,
         [
@@ -195,7 +165,7 @@ def test_the_browser_guides_queries_seek_the_collection_through_an_index(
         ],
     )
     params = {
-        "collection": _name(dropped, "browser"),
+        "collection": named(dropped, "browser"),
         "memory_id": "m",
         "conversation_id": "t",
         "after": "",

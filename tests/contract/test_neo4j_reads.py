@@ -15,9 +15,8 @@ and their ranking (skipped without one; ``NEO4J_REQUIRED=1`` makes that a failur
 from __future__ import annotations
 
 import threading
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +27,8 @@ from engine.store import MemoryRecord, StoreStats
 from engine.store.embedded import EmbeddedStore
 from engine.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import ALL_TIERS, DIM, MODEL, T0, edge, memory, record, unit, vec
-from tests.contract.plans import PlanningDriver, db_hits
+from tests.contract.helpers import ALL_TIERS, DIM, MODEL, T0, edge, memory, named, record, unit, vec
+from tests.contract.plans import db_hits, planning
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
 
@@ -37,34 +36,6 @@ ABOUT, IN_DOMAIN, ASSOCIATED = EdgeType.ABOUT, EdgeType.IN_DOMAIN, EdgeType.ASSO
 SMALL, LARGE = 200, 5_000
 CATEGORIES = ("decision", "insight", "bug_fix")
 BATCH = 1_000
-
-
-@pytest.fixture
-def dropped(neo4j_store: Neo4jStore) -> Iterator[list[str]]:
-    """Collections to drop when the test ends."""
-    made: list[str] = []
-    yield made
-    for name in made:
-        neo4j_store.drop_collection(name)
-
-
-def _name(dropped: list[str], prefix: str) -> str:
-    name = f"contract-{prefix}-{uuid.uuid4().hex[:8]}"
-    dropped.append(name)
-    return name
-
-
-def _planning(
-    store: Neo4jStore, mode: str = "EXPLAIN", only: frozenset[str] = frozenset()
-) -> tuple[PlanningDriver, Neo4jStore]:
-    # The session store's own driver, wrapped: the planning store never closes it.
-    driver = PlanningDriver(store._driver, mode=mode, only=only)
-    planned = Neo4jStore(
-        driver,  # type: ignore[arg-type]
-        database=store._database,
-        dimensions=store.dimensions,
-    )
-    return driver, planned
 
 
 # -- counters ---------------------------------------------------------------------
@@ -129,7 +100,7 @@ def _same(got: StoreStats, want: StoreStats) -> None:
 def _counting_cost(store: Neo4jStore, collection: str) -> tuple[int, StoreStats, int]:
     """Database hits of ``stats()`` and ``count_pending_embeddings()``, with what
     they answered."""
-    driver, planned = _planning(store, mode="PROFILE")
+    driver, planned = planning(store, mode="PROFILE")
     stats = planned.stats(collection)
     pending = planned.count_pending_embeddings(collection, MODEL)
     return sum(db_hits(p.plan) for p in driver.planned), stats, pending
@@ -138,7 +109,7 @@ def _counting_cost(store: Neo4jStore, collection: str) -> tuple[int, StoreStats,
 def test_stats_and_the_pending_count_cost_the_same_at_any_size(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    small, large = _name(dropped, "small"), _name(dropped, "large")
+    small, large = named(dropped, "small"), named(dropped, "large")
     _fill(neo4j_store, small, SMALL)
     _fill(neo4j_store, large, LARGE)
     small_hits, small_stats, small_pending = _counting_cost(neo4j_store, small)
@@ -172,7 +143,7 @@ def _counted(store: Neo4jStore, collection: str) -> StoreStats:
 def test_counters_stay_exact_under_concurrent_writers(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    c = _name(dropped, "busy")
+    c = named(dropped, "busy")
     threads, each = 6, 12
     failures: list[BaseException] = []
 
@@ -210,7 +181,7 @@ def test_counters_stay_exact_under_concurrent_writers(
 def test_setup_counts_a_collection_written_before_the_store_kept_counters(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    c = _name(dropped, "older")
+    c = named(dropped, "older")
     _fill(neo4j_store, c, SMALL)
     neo4j_store.compact_events(c, keep=5)
     want = neo4j_store.stats(c)
@@ -305,7 +276,7 @@ FILTERS = (
 def test_lexical_ranking_is_the_embedded_stores_whatever_other_collections_hold(
     neo4j_store: Neo4jStore, dropped: list[str], tmp_path: Path
 ) -> None:
-    c, crowd = _name(dropped, "lexical"), _name(dropped, "skewed")
+    c, crowd = named(dropped, "lexical"), named(dropped, "skewed")
     corpus = _corpus(60)
     _texts(neo4j_store, crowd, _skewed(3_000))
     _texts(neo4j_store, c, corpus)
@@ -324,10 +295,10 @@ def test_lexical_ranking_is_the_embedded_stores_whatever_other_collections_hold(
 def test_lexical_search_reads_a_bounded_number_of_full_text_hits(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    c, crowd = _name(dropped, "lexical"), _name(dropped, "skewed")
+    c, crowd = named(dropped, "lexical"), named(dropped, "skewed")
     _texts(neo4j_store, crowd, _skewed(3_000))
     _texts(neo4j_store, c, _corpus(60))
-    driver, store = _planning(neo4j_store, mode="PROFILE", only=frozenset({"recall/search_text"}))
+    driver, store = planning(neo4j_store, mode="PROFILE", only=frozenset({"recall/search_text"}))
     assert store.search_text(c, "cache payment", k=5, filters=RecallFilters())
     hits = sum(db_hits(p.plan) for p in driver.planned)
     # The other collection's 3,000 notes all hold both words: none is read.
@@ -368,9 +339,9 @@ def _exact(
 def test_a_filter_of_one_in_twenty_is_answered_by_a_widened_index_search(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    c = _name(dropped, "widen")
+    c = named(dropped, "widen")
     _clustered(neo4j_store, c, lambda i: "rare" if i % 20 == 0 else None)
-    driver, store = _planning(neo4j_store)
+    driver, store = planning(neo4j_store)
     query = unit(vec("centre")) + 0.1 * unit(vec("query"))
     filters = RecallFilters(categories=["rare"])
     hits = store.search_vectors(c, query, model=MODEL, k=10, filters=filters, passages=False)
@@ -395,9 +366,9 @@ def test_a_filter_of_one_in_twenty_is_answered_by_a_widened_index_search(
 def test_a_filter_too_selective_for_the_index_goes_straight_to_the_exact_scan(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    c = _name(dropped, "selective")
+    c = named(dropped, "selective")
     _clustered(neo4j_store, c, lambda i: "unique" if i == 1_234 else None)
-    driver, store = _planning(neo4j_store)
+    driver, store = planning(neo4j_store)
     query = unit(vec("centre"))
     filters = RecallFilters(categories=["unique"])
     hits = store.search_vectors(c, query, model=MODEL, k=10, filters=filters, passages=False)

@@ -22,8 +22,6 @@ margin of about 2x for other data and versions.
 from __future__ import annotations
 
 import importlib.resources
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -40,8 +38,8 @@ from engine.service import Hippocampus
 from engine.store import MemoryRecord
 from engine.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
-from tests.contract.helpers import ALL_TIERS, MODEL, T0, edge, memory, record, vec
-from tests.contract.plans import SCANS, PlanningDriver, db_hits, operator_name, operators
+from tests.contract.helpers import ALL_TIERS, MODEL, T0, edge, memory, named, record, vec
+from tests.contract.plans import SCANS, db_hits, operator_name, operators, planning
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
 
@@ -61,34 +59,6 @@ INTENDED = {
 """Operators a statement is meant to have, by statement name."""
 RECALL_SMALL, RECALL_LARGE = 10_000, 100_000
 RECALL_QUERIES = 8
-
-
-@pytest.fixture
-def dropped(neo4j_store: Neo4jStore) -> Iterator[list[str]]:
-    """Collections to drop when the test ends."""
-    made: list[str] = []
-    yield made
-    for name in made:
-        neo4j_store.drop_collection(name)
-
-
-def _name(dropped: list[str], prefix: str) -> str:
-    name = f"contract-{prefix}-{uuid.uuid4().hex[:8]}"
-    dropped.append(name)
-    return name
-
-
-def _planning(
-    store: Neo4jStore, mode: str = "EXPLAIN", only: frozenset[str] = frozenset()
-) -> tuple[PlanningDriver, Neo4jStore]:
-    # The session store's own driver, wrapped: the planning store never closes it.
-    driver = PlanningDriver(store._driver, mode=mode, only=only)
-    planned = Neo4jStore(
-        driver,  # type: ignore[arg-type]
-        database=store._database,
-        dimensions=store.dimensions,
-    )
-    return driver, planned
 
 
 def _crowd(store: Neo4jStore, collection: str, n: int, hub: str) -> None:
@@ -112,9 +82,9 @@ def _crowd(store: Neo4jStore, collection: str, n: int, hub: str) -> None:
 def test_collection_lookups_seek_an_index_never_scan_a_label(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    _crowd(neo4j_store, _name(dropped, "crowd"), CROWD, "crowded")
-    driver, store = _planning(neo4j_store)
-    c = _name(dropped, "plans")
+    _crowd(neo4j_store, named(dropped, "crowd"), CROWD, "crowded")
+    driver, store = planning(neo4j_store)
+    c = named(dropped, "plans")
     ids = [f"m{i}" for i in range(6)]
     store.add_memories(
         c,
@@ -224,7 +194,7 @@ def test_every_statement_plans_without_a_scan_or_an_unintended_product(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
     # The plans a crowded database gets: the planner chooses by cost.
-    _crowd(neo4j_store, _name(dropped, "crowd"), CROWD, "crowded")
+    _crowd(neo4j_store, named(dropped, "crowd"), CROWD, "crowded")
     found: list[str] = []
     with neo4j_store._driver.session(
         database=neo4j_store._database, notifications_min_severity="OFF"
@@ -259,9 +229,9 @@ def _statements() -> dict[str, str]:
 def test_a_ten_thousand_member_hub_costs_the_expansion_almost_nothing(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    c = _name(dropped, "hub")
+    c = named(dropped, "hub")
     _crowd(neo4j_store, c, HUB, "everything")
-    driver, store = _planning(
+    driver, store = planning(
         neo4j_store, mode="PROFILE", only=frozenset({"recall/expand", "recall/match_hubs"})
     )
     fanout = 16
@@ -289,9 +259,9 @@ def test_a_ten_thousand_member_hub_costs_the_expansion_almost_nothing(
 def test_a_walked_hub_is_read_once_however_many_anchors_reach_it(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    c = _name(dropped, "walked")
+    c = named(dropped, "walked")
     _crowd(neo4j_store, c, WALKED, "common")
-    driver, store = _planning(neo4j_store, mode="PROFILE", only=frozenset({"recall/expand"}))
+    driver, store = planning(neo4j_store, mode="PROFILE", only=frozenset({"recall/expand"}))
     fanout = 16
     params = ExpandParams(hub_fanout=fanout, max_depth=2)
     assert params.max_hub_degree is not None and params.max_hub_degree >= WALKED
@@ -324,7 +294,7 @@ def test_a_walked_hub_is_read_once_however_many_anchors_reach_it(
 def test_a_default_recall_costs_as_much_at_100k_memories_as_at_10k(
     neo4j_store: Neo4jStore, dropped: list[str], spacy_extractor: SpacyConceptExtractor
 ) -> None:
-    c = _name(dropped, "recall")
+    c = named(dropped, "recall")
     embedder = HashingEmbedder()
     items = memories(RECALL_LARGE, seed=7)
     asked = queries(RECALL_QUERIES, seed=11)
@@ -351,7 +321,7 @@ def _recall_hits(
 ) -> list[dict[str, int]]:
     """The db hits of each statement of each default recall, after a warm-up recall
     (plans compiled, the crowding sample read)."""
-    driver, planned = _planning(store, mode="PROFILE")
+    driver, planned = planning(store, mode="PROFILE")
     service = Hippocampus(planned, embedder, extractor)
     out: list[dict[str, int]] = []
     try:
