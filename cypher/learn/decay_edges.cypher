@@ -39,6 +39,8 @@ CALL (page) {
     AND coalesce(r.decay_period, '') <> $period
   SET r.weight = CASE WHEN r.weight - $step < $floor THEN $floor ELSE r.weight - $step END,
       r.decay_period = $period
+  // A hub edge keeps its place in its hub's order (schema/domain_edge_rank).
+  SET r.rank = CASE WHEN type(r) IN ['IN_DOMAIN', 'HAS_TRIGGER', 'ABOUT'] THEN -r.weight END
   RETURN count(r) AS decayed
 }
 RETURN decayed, last(page).id AS last

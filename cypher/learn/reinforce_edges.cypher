@@ -56,3 +56,8 @@ SET r.weight = CASE
     r.used_at = u.at,
     r.created_at = coalesce(r.created_at, u.at),
     r.kind = coalesce(r.kind, u.kind)
+// A hub edge also carries its place in its hub's order of strength (see
+// schema/domain_edge_rank): the hub's key, the weight negated, the memory's id.
+SET r.hub = CASE WHEN u.type IN ['IN_DOMAIN', 'HAS_TRIGGER', 'ABOUT'] THEN $collection + '\u001f' + u.target END,
+    r.rank = CASE WHEN u.type IN ['IN_DOMAIN', 'HAS_TRIGGER', 'ABOUT'] THEN -r.weight END,
+    r.mid = CASE WHEN u.type IN ['IN_DOMAIN', 'HAS_TRIGGER', 'ABOUT'] THEN u.source END

@@ -57,3 +57,8 @@ SET r.weight = e.weight,
     r.kind = e.kind,
     r.created_at = created,
     r.used_at = coalesce(e.last_co_occurred, created)
+// A hub edge also carries its place in its hub's order of strength (see
+// schema/domain_edge_rank): the hub's key, the weight negated, the memory's id.
+SET r.hub = CASE WHEN e.type IN ['IN_DOMAIN', 'HAS_TRIGGER', 'ABOUT'] THEN $collection + '\u001f' + e.target END,
+    r.rank = CASE WHEN e.type IN ['IN_DOMAIN', 'HAS_TRIGGER', 'ABOUT'] THEN -r.weight END,
+    r.mid = CASE WHEN e.type IN ['IN_DOMAIN', 'HAS_TRIGGER', 'ABOUT'] THEN e.source END

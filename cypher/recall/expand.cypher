@@ -34,10 +34,11 @@
 // one entry per (anchor, node) reached, `a` being the anchor's place in
 // `starts`. Each hop groups its frontier by node and reads a node's edges once
 // however many anchors it is on, so a hub's are read at most once a hop (twice
-// a query, at hops 2 and 3; once when $max_depth is 2). Finding a hub's
-// $fanout strongest edges reads and sorts all of them (a relationship index
-// covers every edge of a type, not one node's, so none hands out a node's
-// strongest first): $max_hub_degree bounds what one visit reads.
+// a query, at hops 2 and 3; once when $max_depth is 2). A hub's $fanout
+// strongest edges come from an index of its edges in order of strength
+// (schema/domain_edge_rank and its siblings: the hub's key, the weight
+// negated, the memory's id), read in order and stopped after $fanout: a visit
+// reads $fanout edges, not every edge of the hub.
 //
 // Parameters: $collection; $anchors [{kind, name, strength}], merged by (kind,
 // name) and sorted; $max_depth, $damping, $fanout, $frontier, $penalty,
@@ -101,11 +102,38 @@ CALL (frontier) {
       ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
     END AS factor
     WHERE ($max_hub_degree IS NULL OR degree <= $max_hub_degree) AND factor >= $min_factor
-    MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v)
-    WITH factor, r, v
-    ORDER BY r.weight DESC, v.id
-    LIMIT $fanout
-    RETURN v, r.weight AS w, type(r) AS t, factor, -r.weight AS k1, v.id AS k2, 'Memory' AS kind
+    CALL (u, factor) {
+      WITH u, factor
+      WHERE u:Domain
+      MATCH (v)-[r:IN_DOMAIN]->()
+      USING INDEX r:IN_DOMAIN(hub, rank, mid)
+      WHERE r.hub = $collection + '\u001f' + u.name AND r.rank IS NOT NULL AND r.mid IS NOT NULL
+      WITH factor, r, v
+      ORDER BY r.hub, r.rank, r.mid
+      LIMIT $fanout
+      RETURN v, r
+      UNION ALL
+      WITH u, factor
+      WHERE u:Trigger
+      MATCH (v)-[r:HAS_TRIGGER]->()
+      USING INDEX r:HAS_TRIGGER(hub, rank, mid)
+      WHERE r.hub = $collection + '\u001f' + u.name AND r.rank IS NOT NULL AND r.mid IS NOT NULL
+      WITH factor, r, v
+      ORDER BY r.hub, r.rank, r.mid
+      LIMIT $fanout
+      RETURN v, r
+      UNION ALL
+      WITH u, factor
+      WHERE u:Concept
+      MATCH (v)-[r:ABOUT]->()
+      USING INDEX r:ABOUT(hub, rank, mid)
+      WHERE r.hub = $collection + '\u001f' + u.name AND r.rank IS NOT NULL AND r.mid IS NOT NULL
+      WITH factor, r, v
+      ORDER BY r.hub, r.rank, r.mid
+      LIMIT $fanout
+      RETURN v, r
+    }
+    RETURN v, r.weight AS w, type(r) AS t, factor, r.rank AS k1, r.mid AS k2, 'Memory' AS kind
   }
   UNWIND visits AS visit
   WITH visit.fi AS fi, visit.f AS f, v, w, t, kind, k1, k2,
@@ -180,11 +208,38 @@ CALL (frontier) {
       ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
     END AS factor
     WHERE ($max_hub_degree IS NULL OR degree <= $max_hub_degree) AND factor >= $min_factor
-    MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v)
-    WITH factor, r, v
-    ORDER BY r.weight DESC, v.id
-    LIMIT $fanout
-    RETURN v, r.weight AS w, type(r) AS t, factor, -r.weight AS k1, v.id AS k2, 'Memory' AS kind
+    CALL (u, factor) {
+      WITH u, factor
+      WHERE u:Domain
+      MATCH (v)-[r:IN_DOMAIN]->()
+      USING INDEX r:IN_DOMAIN(hub, rank, mid)
+      WHERE r.hub = $collection + '\u001f' + u.name AND r.rank IS NOT NULL AND r.mid IS NOT NULL
+      WITH factor, r, v
+      ORDER BY r.hub, r.rank, r.mid
+      LIMIT $fanout
+      RETURN v, r
+      UNION ALL
+      WITH u, factor
+      WHERE u:Trigger
+      MATCH (v)-[r:HAS_TRIGGER]->()
+      USING INDEX r:HAS_TRIGGER(hub, rank, mid)
+      WHERE r.hub = $collection + '\u001f' + u.name AND r.rank IS NOT NULL AND r.mid IS NOT NULL
+      WITH factor, r, v
+      ORDER BY r.hub, r.rank, r.mid
+      LIMIT $fanout
+      RETURN v, r
+      UNION ALL
+      WITH u, factor
+      WHERE u:Concept
+      MATCH (v)-[r:ABOUT]->()
+      USING INDEX r:ABOUT(hub, rank, mid)
+      WHERE r.hub = $collection + '\u001f' + u.name AND r.rank IS NOT NULL AND r.mid IS NOT NULL
+      WITH factor, r, v
+      ORDER BY r.hub, r.rank, r.mid
+      LIMIT $fanout
+      RETURN v, r
+    }
+    RETURN v, r.weight AS w, type(r) AS t, factor, r.rank AS k1, r.mid AS k2, 'Memory' AS kind
   }
   UNWIND visits AS visit
   WITH visit.fi AS fi, visit.f AS f, v, w, t, kind, k1, k2,
@@ -252,11 +307,38 @@ CALL (frontier) {
       ELSE 1.0 / (1.0 + log(1.0 + toFloat(degree) / $pivot))
     END AS factor
     WHERE ($max_hub_degree IS NULL OR degree <= $max_hub_degree) AND factor >= $min_factor
-    MATCH (u)<-[r:IN_DOMAIN|HAS_TRIGGER|ABOUT]-(v)
-    WITH factor, r, v
-    ORDER BY r.weight DESC, v.id
-    LIMIT $fanout
-    RETURN v, r.weight AS w, type(r) AS t, factor, -r.weight AS k1, v.id AS k2, 'Memory' AS kind
+    CALL (u, factor) {
+      WITH u, factor
+      WHERE u:Domain
+      MATCH (v)-[r:IN_DOMAIN]->()
+      USING INDEX r:IN_DOMAIN(hub, rank, mid)
+      WHERE r.hub = $collection + '\u001f' + u.name AND r.rank IS NOT NULL AND r.mid IS NOT NULL
+      WITH factor, r, v
+      ORDER BY r.hub, r.rank, r.mid
+      LIMIT $fanout
+      RETURN v, r
+      UNION ALL
+      WITH u, factor
+      WHERE u:Trigger
+      MATCH (v)-[r:HAS_TRIGGER]->()
+      USING INDEX r:HAS_TRIGGER(hub, rank, mid)
+      WHERE r.hub = $collection + '\u001f' + u.name AND r.rank IS NOT NULL AND r.mid IS NOT NULL
+      WITH factor, r, v
+      ORDER BY r.hub, r.rank, r.mid
+      LIMIT $fanout
+      RETURN v, r
+      UNION ALL
+      WITH u, factor
+      WHERE u:Concept
+      MATCH (v)-[r:ABOUT]->()
+      USING INDEX r:ABOUT(hub, rank, mid)
+      WHERE r.hub = $collection + '\u001f' + u.name AND r.rank IS NOT NULL AND r.mid IS NOT NULL
+      WITH factor, r, v
+      ORDER BY r.hub, r.rank, r.mid
+      LIMIT $fanout
+      RETURN v, r
+    }
+    RETURN v, r.weight AS w, type(r) AS t, factor, r.rank AS k1, r.mid AS k2, 'Memory' AS kind
   }
   UNWIND visits AS visit
   WITH visit.fi AS fi, visit.f AS f, v, w, t, kind, k1, k2,

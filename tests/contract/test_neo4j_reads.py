@@ -310,10 +310,17 @@ def test_lexical_search_reads_a_bounded_number_of_full_text_hits(
 CLUSTER = 2_000
 
 
-def _clustered(store: Neo4jStore, collection: str, rare: Callable[[int], str | None]) -> None:
+def _clustered(
+    store: Neo4jStore,
+    collection: str,
+    rare: Callable[[int], str | None],
+    *,
+    tagged: bool = False,
+) -> None:
     """``CLUSTER`` memories whose vectors lie around one direction (so that they are
     the vector index's nearest to a query there, whatever other collections the
-    index holds); memory ``i`` is of category ``rare(i)``, or "insight"."""
+    index holds); memory ``i`` is of category ``rare(i)``, or "insight" (with
+    ``tagged``: an insight tagged ``rare(i)``, a filter no counter knows)."""
     rng = np.random.default_rng(11)
     centre = unit(vec("centre"))
     for start in range(0, CLUSTER, BATCH):
@@ -322,7 +329,11 @@ def _clustered(store: Neo4jStore, collection: str, rare: Callable[[int], str | N
             v = (centre + 0.3 * unit(rng.standard_normal(DIM).astype(np.float32))).astype(
                 np.float32
             )
-            m = memory(f"v{i:05d}", collection, category=rare(i) or "insight")
+            label = rare(i)
+            if tagged:
+                m = memory(f"v{i:05d}", collection, tags=[label] if label else [])
+            else:
+                m = memory(f"v{i:05d}", collection, category=label or "insight")
             records.append(MemoryRecord(memory=m, vector=v))
         store.add_memories(collection, records)
 
@@ -336,10 +347,10 @@ def _exact(
     return sorted(ids, key=lambda i: (-float(np.dot(unit(vectors[i]), q)), i))[:k]
 
 
-def test_a_filter_of_one_in_twenty_is_answered_by_a_widened_index_search(
+def test_a_counted_filter_of_one_in_twenty_is_answered_by_one_index_search(
     neo4j_store: Neo4jStore, dropped: list[str]
 ) -> None:
-    c = named(dropped, "widen")
+    c = named(dropped, "counted")
     _clustered(neo4j_store, c, lambda i: "rare" if i % 20 == 0 else None)
     driver, store = planning(neo4j_store)
     query = unit(vec("centre")) + 0.1 * unit(vec("query"))
@@ -347,12 +358,36 @@ def test_a_filter_of_one_in_twenty_is_answered_by_a_widened_index_search(
     hits = store.search_vectors(c, query, model=MODEL, k=10, filters=filters, passages=False)
     ran = [p.name for p in driver.planned]
     assert "recall/search_vectors_exact" not in ran
+    # The counters know the category: 100 of the database's memories pass, and
+    # the first search asks for twice the candidates that should hold 10 of them.
+    with neo4j_store._driver.session(database=neo4j_store._database) as session:
+        database = session.run("MATCH (m:Memory) RETURN count(m) AS n").single(strict=True)["n"]
+    widths = [p.params["candidates"] for p in driver.planned if p.name == "recall/search_vectors"]
+    assert widths == [min(max(-(-2 * 10 * database // 100), 100), 10_000)], (widths, database)
+    rare = [f"v{i:05d}" for i in range(0, CLUSTER, 20)]
+    # The index is approximate (HNSW): near ties at the edge of the candidates
+    # may swap, so one of the ten may differ from the exact answer.
+    assert len({i for i, _ in hits} & set(_exact(neo4j_store, c, query, rare, 10))) >= 9
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+
+
+def test_a_filter_no_counter_knows_is_answered_by_a_widened_index_search(
+    neo4j_store: Neo4jStore, dropped: list[str]
+) -> None:
+    c = named(dropped, "widen")
+    # Ten tagged memories among the 2,000 nearest: found only by asking for
+    # about all 2,000, where the first search asks for the share of 10 in 2,000.
+    _clustered(neo4j_store, c, lambda i: "rare" if i % 200 == 0 else None, tagged=True)
+    driver, store = planning(neo4j_store)
+    query = unit(vec("centre")) + 0.1 * unit(vec("query"))
+    filters = RecallFilters(tags=["rare"])
+    hits = store.search_vectors(c, query, model=MODEL, k=10, filters=filters, passages=False)
+    ran = [p.name for p in driver.planned]
+    assert "recall/search_vectors_exact" not in ran
     widths = [p.params["candidates"] for p in driver.planned if p.name == "recall/search_vectors"]
     assert len(widths) >= 2 and widths == sorted(widths), widths
-    rare = [f"v{i:05d}" for i in range(0, CLUSTER, 20)]
-    # The index is approximate (HNSW): near ties at the edge of the 400 it is
-    # asked for may swap, so one of the ten may differ from the exact answer.
-    assert len({i for i, _ in hits} & set(_exact(neo4j_store, c, query, rare, 10))) >= 9
+    rare = [f"v{i:05d}" for i in range(0, CLUSTER, 200)]
+    assert len({i for i, _ in hits} & set(rare)) >= 9
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
 
     driver.planned.clear()

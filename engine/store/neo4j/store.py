@@ -110,7 +110,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The schema :meth:`Neo4jStore.setup` creates. A later version adds a step to
 ``_migrate`` and bumps this. Version 3 adds passages: their key and vector
 index, which the schema statements create (no data changes). Version 4 adds the
@@ -123,7 +123,9 @@ conversation's next write), the crowding sample's index and the leases' key,
 keeps counters beside each collection (:mod:`engine.store.neo4j.counts`) and
 indexes each memory's terms, tagged with its collection, for lexical recall
 (setup does both for the collections written before:
-:meth:`Neo4jStore._count_collection`)."""
+:meth:`Neo4jStore._count_collection`). Version 7 indexes each hub's edges in
+order of strength, for expansion to read a hub's strongest without reading
+them all (setup ranks the edges written before: :meth:`Neo4jStore._rank_hub_edges`)."""
 SCHEMA_OWNER = "hippocampus"
 VECTOR_INDEX = "memory_embedding"
 PASSAGE_INDEX = "passage_embedding"
@@ -141,6 +143,9 @@ _SCHEMA: tuple[str, ...] = (
     "schema/domain_key",
     "schema/trigger_key",
     "schema/concept_key",
+    "schema/domain_edge_rank",
+    "schema/trigger_edge_rank",
+    "schema/concept_edge_rank",
     "schema/decay_pass_key",
     "schema/schema_version_key",
     "schema/state_key",
@@ -174,6 +179,11 @@ _WRITE_BATCH = 1_000
 compaction transaction, memories or events per migration transaction: bounded
 work per transaction, whatever the collection's size."""
 _SEARCH_OVERSAMPLE = 10
+"""Full-text and passage searches ask for ``k`` times this many candidates first."""
+_SHARE_OVERSAMPLE = 2
+"""A first search of the memories' vector index asks for this many times the
+candidates among which the collection's share of the index, filtered by
+category and tier, should hold ``k`` (see :func:`_first_width`)."""
 _MIN_CANDIDATES = 100
 _MAX_CANDIDATES = 10_000
 _WIDEN = 4
@@ -200,10 +210,11 @@ class Neo4jStore:
     - ``Memory.embedding_model`` as read always names the model of the stored
       vector (``None`` without one).
     - Dense search goes through the vector index, which holds vectors of the
-      configured dimension from every collection: when too few of its nearest
-      candidates belong to the collection and pass the filters, it asks for four
-      times as many, up to 10,000, before it searches the collection
-      exhaustively. It searches exhaustively at once when the query has another
+      configured dimension from every collection: it first asks for as many
+      candidates as the collection's share of the database needs (twice that:
+      :func:`_first_width`); when too few of them belong to the collection and
+      pass the filters, it asks for four times as many, up to 10,000, before it
+      searches the collection exhaustively. It searches exhaustively at once when the query has another
       dimension, or when the collection's counters say that the filter's
       categories and tiers leave too few memories for the index to find.
     - Lexical search scores BM25 as the embedded store does (its tokenizer, the
@@ -351,7 +362,8 @@ class Neo4jStore:
         events (:meth:`_number_events`); version 5 stores due dates
         (:meth:`_date_memories`); version 6 counts each collection and indexes
         its terms (:meth:`_count_collection`), lexical recall's index replacing
-        the content index. The other versions only add indexes."""
+        the content index; version 7 ranks the hub edges
+        (:meth:`_rank_hub_edges`). The other versions only add indexes."""
         if step == 1:
             for collection in self.list_collections():
                 self._migrate_turns(collection)
@@ -367,6 +379,9 @@ class Neo4jStore:
             self._write("drop the content index", _runner("schema/drop_memory_content", {}))
             for collection in self.list_collections():
                 self._count_collection(collection)
+        elif step == 6:
+            for collection in self.list_collections():
+                self._rank_hub_edges(collection)
 
     def _migrate_turns(self, collection: str) -> None:
         """Version 1 to 2 for one collection's memories, a page by id per
@@ -425,6 +440,25 @@ class Neo4jStore:
             after = str(rows[-1]["id"])
         if dated:
             logger.info("due dates stored for %d memories of %s", dated, collection)
+
+    def _rank_hub_edges(self, collection: str) -> None:
+        """Give the hub edges of a collection written before schema version 7
+        their place in their hub's order of strength, the memories of a page per
+        transaction (resumable: a page done stays done, and again is the same)."""
+        after, ranked = "", 0
+        while True:
+            (row,) = self._write(
+                "rank hub edges",
+                _records(
+                    "schema/rank_hub_edges", {"after": after, "limit": _WRITE_BATCH}, collection
+                ),
+            )
+            ranked += int(row["edges"])
+            if int(row["memories"]) < _WRITE_BATCH:
+                break
+            after = str(row["last"])
+        if ranked:
+            logger.info("%d hub edges of %s ranked", ranked, collection)
 
     def _count_collection(self, collection: str) -> None:
         """Count a collection written before schema version 6 into its counters:
@@ -811,8 +845,11 @@ class Neo4jStore:
         indexed = query.shape[0] == self._dimensions
 
         def work(tx: ManagedTransaction) -> list[tuple[str, float]]:
-            if indexed and _index_may_answer(tx, collection, filters, model, k):
-                hits = _index_hits(tx, collection, "recall/search_vectors", params, k)
+            first = _first_width(tx, collection, filters, model, k) if indexed else None
+            if first is not None:
+                hits = _index_hits(
+                    tx, collection, "recall/search_vectors", params, k, _widths(first)
+                )
                 if hits is not None:
                     return hits
             return _exact_hits(tx, collection, params)
@@ -848,15 +885,15 @@ class Neo4jStore:
         if k <= 0 or rows.shape[1] == 0 or not usable:
             return [[] for _ in range(rows.shape[0])]
         params = {"model": model, "k": k, **convert.filter_params(filters)}
-        candidates = _widths(k, _MIN_CANDIDATES)[0]
 
         def work(tx: ManagedTransaction) -> list[list[tuple[str, float]]]:
             # Built afresh on each try: the driver may run this function again.
             found: list[list[tuple[str, float]]] = [[] for _ in range(rows.shape[0])]
             short = usable
-            indexed = rows.shape[1] == self._dimensions
-            indexed = indexed and _index_may_answer(tx, collection, filters, model, k)
-            if indexed:
+            candidates = None
+            if rows.shape[1] == self._dimensions:
+                candidates = _first_width(tx, collection, filters, model, k)
+            if candidates is not None:
                 answered = _run(
                     tx,
                     "recall/search_vectors_many",
@@ -879,8 +916,10 @@ class Neo4jStore:
                 # from the next width on.
                 row = {**params, "vector": convert.vector_value(rows[i])}
                 widened = (
-                    _index_hits(tx, collection, "recall/search_vectors", row, k, 1)
-                    if indexed
+                    _index_hits(
+                        tx, collection, "recall/search_vectors", row, k, _widths(candidates)[1:]
+                    )
+                    if candidates is not None
                     else None
                 )
                 found[i] = widened if widened is not None else _exact_hits(tx, collection, row)
@@ -1865,21 +1904,29 @@ def _passage_hits(
     value = convert.vector_value(query)
     if query.shape[0] == dimensions:
         row = {**params, "vector": value}
-        hits = _index_hits(tx, collection, "recall/search_passages", row, k)
+        first = min(max(k * _SEARCH_OVERSAMPLE, _MIN_CANDIDATES), _MAX_CANDIDATES)
+        hits = _index_hits(tx, collection, "recall/search_passages", row, k, _widths(first))
         if hits is not None:
             return hits
     rows = _run(tx, "recall/search_passages_exact", collection, vector=value, **params)
     return _live_hits(rows)
 
 
-def _index_may_answer(
+def _first_width(
     tx: ManagedTransaction, collection: str, filters: RecallFilters, model: str, k: int
-) -> bool:
-    """Whether the vector index may find ``k`` memories that pass ``filters``:
-    not when the collection's counters say that fewer than ``k`` memories with a
-    vector of ``model`` pass its category and tier filters, nor when so few
-    pass that even :data:`_MAX_CANDIDATES` of the collection's nearest would
-    hold fewer than ``k`` of them. The exact scan, which reads only the
+) -> int | None:
+    """How many candidates a first search of the memories' vector index asks for,
+    or ``None`` when the index cannot find ``k`` memories that pass ``filters``.
+
+    The index holds every collection's vectors, and the collection's counters
+    say how many of its memories with a vector of ``model`` pass the category
+    and tier filters: their share of the database's memories (an upper bound on
+    the index's size) is about their share of any nearest candidates. The first
+    search asks for :data:`_SHARE_OVERSAMPLE` times the candidates that should
+    hold ``k`` of them (at least :data:`_MIN_CANDIDATES`): twice ``k`` for the
+    only collection, 20 times ``k`` for a tenth of the database. ``None`` when
+    fewer than ``k`` pass, or so few that even :data:`_MAX_CANDIDATES`
+    candidates would hold fewer than ``k``: the exact scan, which reads only the
     collection, answers those at once, where the index would be searched wider
     and wider for nothing first."""
     passing, vectors = counts.passing(
@@ -1888,7 +1935,14 @@ def _index_may_answer(
         categories=filters.categories,
         tiers=[Tier(t).value for t in filters.tiers],
     )
-    return passing >= k and passing * _MAX_CANDIDATES >= k * vectors
+    if passing < k:
+        return None
+    sized = _run(tx, "recall/index_size")
+    indexed = max(int(sized[0]["memories"]) if sized else 0, vectors)
+    if passing * _MAX_CANDIDATES < k * indexed:
+        return None
+    wanted = -(-_SHARE_OVERSAMPLE * k * indexed // passing)  # rounded up
+    return min(max(wanted, _MIN_CANDIDATES), _MAX_CANDIDATES)
 
 
 def _index_hits(
@@ -1897,15 +1951,15 @@ def _index_hits(
     name: str,
     params: dict[str, Any],
     k: int,
-    first: int = 0,
+    widths: Sequence[int],
 ) -> list[tuple[str, float]] | None:
     """The top ``k`` hits of the index search ``name`` (``recall/search_vectors``
-    or ``recall/search_passages``), asked for :func:`_widths` candidates, from
-    the ``first`` width on, wider each time while the filters leave fewer than
-    ``k`` and the index has more; ``None`` when the widest search still falls
-    short: only the exact scan can answer."""
+    or ``recall/search_passages``), asked for each of ``widths`` candidates in
+    turn (see :func:`_widths`) while the filters leave fewer than ``k`` and the
+    index has more; ``None`` when the widest search still falls short: only the
+    exact scan can answer."""
     index = PASSAGE_INDEX if name == "recall/search_passages" else VECTOR_INDEX
-    for candidates in _widths(k, _MIN_CANDIDATES)[first:]:
+    for candidates in widths:
         answered = _run(tx, name, collection, index=index, candidates=candidates, **params)
         if not answered:
             return []
@@ -1948,7 +2002,8 @@ def _text_hits(
     dfs = counts.document_frequencies(tx, collection, terms) if n and total else []
     if not any(dfs):
         return []
-    for candidates in _widths(k, _MIN_TEXT_CANDIDATES):
+    first = min(max(k * _SEARCH_OVERSAMPLE, _MIN_TEXT_CANDIDATES), _MAX_CANDIDATES)
+    for candidates in _widths(first):
         (row,) = _run(tx, "recall/search_text", collection, candidates=candidates, **params)
         if len(row["hits"]) >= k or row["seen"] < candidates:
             break
@@ -1959,15 +2014,17 @@ def _text_hits(
     return ranked[:k]
 
 
-def _widths(k: int, least: int = 0) -> list[int]:
-    """How many candidates an index search asks for, try after try: ``k`` times
-    the oversample (at least ``least``), then four times as many each time,
-    up to :data:`_MAX_CANDIDATES`."""
-    width = min(max(k * _SEARCH_OVERSAMPLE, least), _MAX_CANDIDATES)
-    widths = [width]
-    while width < _MAX_CANDIDATES:
-        width = min(width * _WIDEN, _MAX_CANDIDATES)
+def _widths(first: int) -> list[int]:
+    """How many candidates an index search asks for, try after try: ``first``,
+    then :data:`_WIDEN` times as many each time, up to :data:`_MAX_CANDIDATES`
+    (nothing when ``first`` is past it)."""
+    widths = []
+    width = first
+    while width <= _MAX_CANDIDATES:
         widths.append(width)
+        if width == _MAX_CANDIDATES:
+            break
+        width = min(width * _WIDEN, _MAX_CANDIDATES)
     return widths
 
 

@@ -140,6 +140,7 @@ def test_setup_dates_the_memories_of_a_version_4_database_page_by_page(
             "memory/list_collections": lambda p: [{"collection": C}] if p["after"] < C else [],
             "schema/list_undated_memories": undated,
             "schema/drop_counts": [{"deleted": 0}],
+            "schema/rank_hub_edges": [{"memories": 0, "edges": 0, "last": None}],
         }
     )
     make(driver).setup()
@@ -189,6 +190,7 @@ def test_setup_counts_the_collections_of_a_version_5_database_once() -> None:
             "schema/count_hubs": [{"kind": "Concept", "n": 2}, {"kind": "Domain", "n": 0}],
             "schema/count_events": [{"type": "use", "n": 2}],
             "memory/stats_compacted_events": [{"type": "use", "n": 5}],
+            "schema/rank_hub_edges": [{"memories": 0, "edges": 0, "last": None}],
         }
     )
     make(driver).setup()
@@ -211,11 +213,42 @@ def test_setup_counts_the_collections_of_a_version_5_database_once() -> None:
     current = FakeDriver(
         answers={
             "schema/show_indexes": _indexes("ONLINE"),
-            "schema/read_schema_version": [{"version": 6}],
+            "schema/read_schema_version": [{"version": 7}],
         }
     )
     make(current).setup()
     assert "memory/add_counts" not in current.ran()
+
+
+def test_setup_ranks_the_hub_edges_of_a_version_6_database_page_by_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.store.neo4j import store as store_module
+    from tests.unit.store.test_neo4j_store import _indexes
+
+    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    ids = ["m0", "m1", "m2"]
+
+    def page(params: dict[str, object]) -> list[dict[str, object]]:
+        done = [i for i in ids if i > str(params["after"])][: int(str(params["limit"]))]
+        return [{"memories": len(done), "edges": 3 * len(done), "last": max(done, default=None)}]
+
+    driver = FakeDriver(
+        answers={
+            "schema/show_indexes": _indexes("ONLINE"),
+            "schema/read_schema_version": [{"version": 6}],
+            "memory/list_collections": lambda p: [{"collection": C}] if p["after"] < C else [],
+            "schema/rank_hub_edges": page,
+        }
+    )
+    make(driver).setup()
+    ran = driver.ran()
+    assert "schema/trigger_edge_rank" in ran and "memory/add_counts" not in ran
+    assert ran.index("schema/rank_hub_edges") < ran.index("schema/write_schema_version")
+    pages = [p for tx in driver.committed for n, p in tx if n == "schema/rank_hub_edges"]
+    # A page per transaction: two memories, then the last one.
+    assert [p["after"] for p in pages] == ["", "m1"]
+    assert all(len(tx) == 1 for tx in driver.committed if tx[0][0] == "schema/rank_hub_edges")
 
 
 def test_edge_ends_come_page_by_page_as_plain_tuples() -> None:

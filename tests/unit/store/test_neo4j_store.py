@@ -407,6 +407,35 @@ def test_dense_search_widens_then_falls_back_to_an_exact_scan_when_the_index_run
     assert short.ran()[-1] == "recall/search_vectors_exact"
 
 
+def test_a_first_dense_search_asks_for_what_the_collections_share_of_the_index_needs() -> None:
+    # k=50 of a collection of 1,000: alone in the database, 100 candidates
+    # (twice k, at least 100); a tenth of it, 1,000 (twice the 500 nearest that
+    # should hold 50 of its memories); a thousandth, past 10,000: the exact scan.
+    query = [1.0] + [0.0] * 7
+    hits = [{"id": f"m{i}", "similarity": 0.9 - i / 100} for i in range(50)]
+    for database, first in ((1_000, 100), (10_000, 1_000), (1_000_000, None)):
+        driver = FakeDriver(
+            answers={
+                "memory/read_counts": counted_vectors("m", 1_000),
+                "recall/index_size": [{"memories": database}],
+                "recall/search_vectors": [{"seen": 3, "hits": hits}],
+                "recall/search_vectors_exact": hits,
+            }
+        )
+        found = make(driver).search_vectors(
+            C,
+            query,
+            model="m",
+            k=50,
+            filters=RecallFilters(),
+            passages=False,  # type: ignore[arg-type]
+        )
+        assert len(found) == 50
+        asked = [p["candidates"] for _, p in driver.committed[0] if "candidates" in p]
+        assert asked == ([first] if first else []), database
+        assert ("recall/search_vectors_exact" in driver.ran()) is (first is None)
+
+
 def test_dense_search_with_a_filter_the_index_cannot_serve_scans_at_once() -> None:
     # 50 of 1,000 memories are decisions: the 10,000 nearest of the collection
     # would hold about 500, so the index may answer k=10. 50 of 100,000: they
@@ -472,6 +501,7 @@ def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
     assert len(driver.committed) == 1
     assert driver.ran() == [
         "memory/read_counts",
+        "recall/index_size",
         "recall/search_vectors_many",
         *["recall/search_vectors"] * 4,
         "recall/search_vectors_exact",
@@ -695,8 +725,9 @@ def test_a_version_1_database_gets_its_turns_linked_at_setup_page_by_page(
             "schema/read_schema_version": [{"version": 1}],
             "memory/list_collections": lambda p: [{"collection": C}] if p["after"] < C else [],
             "schema/migrate_turns": page,
-            # Version 6 then counts the collection afresh.
+            # Version 6 then counts the collection afresh, and 7 ranks its hub edges.
             "schema/drop_counts": [{"deleted": 0}],
+            "schema/rank_hub_edges": [{"memories": 0, "edges": 0, "last": None}],
         }
     )
     make(driver).setup(timeout_s=10.0)
@@ -741,7 +772,7 @@ def test_a_schema_of_version_one_gets_its_events_numbered_on_setup_batch_by_batc
         ("0001-01-01T00:00:00+00:00", 2),
         (T0.isoformat(), 2),
     ]
-    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 6
+    assert driver.params_of("schema/write_schema_version")["version"] == SCHEMA_VERSION == 7
 
     fresh = FakeDriver(
         answers={
