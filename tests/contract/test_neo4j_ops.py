@@ -183,3 +183,18 @@ def test_the_browser_guides_queries_seek_the_collection_through_an_index(
         if wrong:
             scans[name] = sorted(wrong)
     assert not scans, scans
+
+
+# -- export's iteration -----------------------------------------------------------------
+
+
+def test_iteration_pages_through_memories_written_at_one_moment(
+    neo4j_store: Neo4jStore, dropped: list[str]
+) -> None:
+    # More memories share one created_at than a page holds (a batch import):
+    # the next page starts after the last (created_at, id), however the server
+    # hands the moment back.
+    c = named(dropped, "moment")
+    _with_vectors(neo4j_store, c, 1_200)
+    ids = [m.id for m in neo4j_store.iter_memories(c)]
+    assert ids == [f"v{i:05d}" for i in range(1_200)]

@@ -214,9 +214,10 @@ class Neo4jStore:
       candidates as the collection's share of the database needs (twice that:
       :func:`_first_width`); when too few of them belong to the collection and
       pass the filters, it asks for four times as many, up to 10,000, before it
-      searches the collection exhaustively. It searches exhaustively at once when the query has another
-      dimension, or when the collection's counters say that the filter's
-      categories and tiers leave too few memories for the index to find.
+      searches the collection exhaustively. It searches exhaustively at once
+      when the query has another dimension, or when the collection's counters
+      say that the filter's categories and tiers leave too few memories for the
+      index to find.
     - Lexical search scores BM25 as the embedded store does (its tokenizer, the
       collection's own statistics, kept as counters); the full-text index finds
       the candidates, a bounded number of them (``recall/search_text``).
@@ -759,7 +760,13 @@ class Neo4jStore:
                 yield convert.memory_of(row["doc"], row["embedding_model"])
             if len(page) < _PAGE:
                 return
-            after_at, after_id = page[-1]["created_at"], page[-1]["id"]
+            # As a plain UTC offset, the way memories store it: the server hands
+            # it back in the zone "UTC", which it orders apart from the same
+            # moment at +00:00, so a page key read back as given matched
+            # nothing at its own moment and the pages after the first were lost.
+            after_at = convert.native_datetime(page[-1]["created_at"])
+            after_at = after_at.astimezone(UTC) if after_at is not None else _DAWN
+            after_id = page[-1]["id"]
 
     def due_memories(
         self, collection: str, *, schedule: IndexedSchedule, now: datetime, limit: int
