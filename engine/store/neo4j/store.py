@@ -1933,9 +1933,10 @@ def _first_width(
     hold ``k`` of them (at least :data:`_MIN_CANDIDATES`): twice ``k`` for the
     only collection, 20 times ``k`` for a tenth of the database. ``None`` when
     fewer than ``k`` pass, or so few that even :data:`_MAX_CANDIDATES`
-    candidates would hold fewer than ``k``: the exact scan, which reads only the
-    collection, answers those at once, where the index would be searched wider
-    and wider for nothing first."""
+    candidates would hold fewer than ``k``, or when the collection holds no
+    more vectors of ``model`` than that first search would ask for: the exact
+    scan, which reads only the collection's, answers those at once and for
+    less, where the index would be searched wider and wider first."""
     passing, vectors = counts.passing(
         counts.read(tx, collection),
         model=model,
@@ -1949,7 +1950,8 @@ def _first_width(
     if passing * _MAX_CANDIDATES < k * indexed:
         return None
     wanted = -(-_SHARE_OVERSAMPLE * k * indexed // passing)  # rounded up
-    return min(max(wanted, _MIN_CANDIDATES), _MAX_CANDIDATES)
+    width = min(max(wanted, _MIN_CANDIDATES), _MAX_CANDIDATES)
+    return width if width < vectors else None
 
 
 def _index_hits(

@@ -409,11 +409,12 @@ def test_dense_search_widens_then_falls_back_to_an_exact_scan_when_the_index_run
 
 def test_a_first_dense_search_asks_for_what_the_collections_share_of_the_index_needs() -> None:
     # k=50 of a collection of 1,000: alone in the database, 100 candidates
-    # (twice k, at least 100); a tenth of it, 1,000 (twice the 500 nearest that
-    # should hold 50 of its memories); a thousandth, past 10,000: the exact scan.
+    # (twice k, at least 100); a quarter of it, 400 (twice the 200 nearest that
+    # should hold 50 of its memories); a twentieth, 2,000: more than the
+    # collection holds, which the exact scan reads for less.
     query = [1.0] + [0.0] * 7
     hits = [{"id": f"m{i}", "similarity": 0.9 - i / 100} for i in range(50)]
-    for database, first in ((1_000, 100), (10_000, 1_000), (1_000_000, None)):
+    for database, first in ((1_000, 100), (4_000, 400), (20_000, None), (1_000_000, None)):
         driver = FakeDriver(
             answers={
                 "memory/read_counts": counted_vectors("m", 1_000),
