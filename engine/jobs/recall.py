@@ -244,6 +244,11 @@ class RecallJobs(ServiceCore):
         self._latencies.setdefault(collection, deque(maxlen=_LATENCIES_KEPT)).append(
             (time.perf_counter() - started) * 1000.0
         )
+        if not hits and filters is not None and filters.speakers:
+            warnings.append(
+                f"nothing matched said by {', '.join(map(repr, filters.speakers))} "
+                "(speakers are matched by their label, whatever the case)"
+            )
         before: list[SurfacedBefore] = []
         if conversation_id is not None:
             shown = [h.memory for h in hits[: self.surfacer.config.max_insights]]
