@@ -129,10 +129,17 @@ class RecallJobs(ServiceCore):
         the number of memories in the collection (the seed's domain). Results less
         similar to the query than ``min_score`` (default: ``summary_min_score``,
         the seed's 0.7) are left out; results with no similarity (the embedder
-        was down) are kept, as ``min_score`` is then not applied to recall."""
+        was down) are kept, as ``min_score`` is then not applied to recall. Those
+        left out are counted in the block, so that it never says nothing was
+        found beside results."""
         least = self.summary_min_score if min_score is None else min_score
         hits = [h for h in result.hits if h.similarity is None or h.similarity >= least]
-        return context_summary(hits, self.store.stats(collection).memories)
+        return context_summary(
+            hits,
+            self.store.stats(collection).memories,
+            left_out=len(result.hits) - len(hits),
+            min_score=least,
+        )
 
     # -- recall -----------------------------------------------------------------
 
