@@ -407,8 +407,10 @@ class RecallJobs(ServiceCore):
                     reached[e.memory_id] = kept
         tagged = self._add_tagged(collection, names, base, reached)
         named = {forms[h.name] for h in matched} | tagged
+        generic: frozenset[str] = getattr(self.extractor, "generic", frozenset())
         warnings += [
             f"{name!r} names no hub and no tag in this collection"
+            + (" (a word this common is no hub)" if name in generic else "")
             for name in names
             if name not in named
         ]

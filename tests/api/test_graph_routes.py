@@ -108,6 +108,11 @@ def test_associate_warns_of_a_context_that_names_nothing(client: TestClient) -> 
     assert r.status_code == 200, r.text
     assert r.json()["results"]
     assert r.json()["warnings"] == ["'zeppelin' names no hub and no tag in this collection"]
+    r = client.post(f"{BASE}/associate", json={"context": ["use"]}, headers=ALPHA)
+    assert r.json()["results"] == []
+    assert r.json()["warnings"] == [
+        "'use' names no hub and no tag in this collection (a word this common is no hub)"
+    ]
 
 
 def test_the_readme_associate_example_finds_the_migration_memories(
