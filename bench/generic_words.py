@@ -125,11 +125,7 @@ def cue_shares(extractor: SpacyConceptExtractor, texts: Sequence[str]) -> dict[s
     """The share of ``texts`` that say each domain cue, in the words the extractor
     matches cues against."""
     cues = set().union(*DOMAIN_CUES.values())
-    said_cues = []
-    for text in texts:
-        doc = extractor._nlp(text)
-        said_cues.append({w for w in (extractor._word(t) for t in doc) if w in cues})
-    return shares(said_cues)
+    return shares({w for w in words if w in cues} for words in extractor.words_of(texts))
 
 
 def main(argv: list[str] | None = None) -> int:

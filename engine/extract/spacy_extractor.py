@@ -137,6 +137,14 @@ class SpacyConceptExtractor:
             return [self._from_doc(self._nlp(texts[0]))]
         return [self._from_doc(doc) for doc in self._nlp.pipe(list(texts), batch_size=64)]
 
+    def words_of(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's words as hub names write them (what domain cues are matched
+        against), punctuation and spaces left out."""
+        return [
+            [self._word(t) for t in doc if not t.is_punct and not t.is_space]
+            for doc in self._nlp.pipe(list(texts), batch_size=64)
+        ]
+
     def _from_doc(self, doc: Any) -> Extraction:
         concepts: list[str] = []
         triggers: list[str] = []
