@@ -289,10 +289,13 @@ def create_mcp_server(
         except HippoError as e:
             raise _fail(e) from e
         body = AssociateOut(
-            results=[AssociationOut.from_engine(a) for a in found],
-            warnings=unwritten_collection_warnings(
-                service, access_of(ctx.headers), name, len(found)
-            ),
+            results=[AssociationOut.from_engine(a) for a in found.results],
+            warnings=[
+                *found.warnings,
+                *unwritten_collection_warnings(
+                    service, access_of(ctx.headers), name, len(found.results)
+                ),
+            ],
         )
         lines = [
             _memory_line(i, a.memory, a.strength) + f" [{a.anchors} of the concepts reach it]"

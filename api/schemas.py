@@ -10,6 +10,7 @@ later (a vector, say) can reach a client unnoticed.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -31,9 +32,11 @@ from engine.config import Limits
 from engine.extract.quality import TrainingRun
 from engine.metrics import CachedGraphHealth
 from engine.model import (
+    HUB_OF_EDGE,
     MEMORY_NODE,
     Edge,
     GraphPath,
+    HubKind,
     Memory,
     MemoryPatch,
     NewMemory,
@@ -382,6 +385,53 @@ class MemoryOut(BaseModel):
                 duplicates=r.duplicates,
                 conversation_ids=list(r.conversation_ids),
                 synthesized_from=list(r.synthesized_from),
+            ),
+        )
+
+
+class HubLinkOut(BaseModel):
+    """A memory's edge to one hub node: the hub's name and the edge's weight."""
+
+    name: str
+    weight: float = Field(description="The edge's weight, as learning left it.")
+    co_occurrences: int
+    last_co_occurred: datetime | None
+
+
+class HubsOut(BaseModel):
+    """The hub nodes a memory links to, each kind strongest first."""
+
+    domains: list[HubLinkOut]
+    triggers: list[HubLinkOut]
+    concepts: list[HubLinkOut]
+
+
+class MemoryDetailOut(MemoryOut):
+    """A stored memory as reading it by id gives it: with its hubs and their edge
+    weights."""
+
+    hubs: HubsOut
+
+    @classmethod
+    def from_engine_with_hubs(cls, memory: Memory, edges: Sequence[Edge]) -> MemoryDetailOut:
+        by_kind: dict[HubKind, list[HubLinkOut]] = {kind: [] for kind in HubKind}
+        for e in edges:
+            kind = HUB_OF_EDGE.get(e.type)
+            if kind is not None:
+                by_kind[kind].append(
+                    HubLinkOut(
+                        name=e.target,
+                        weight=e.weight,
+                        co_occurrences=e.co_occurrences,
+                        last_co_occurred=e.last_co_occurred,
+                    )
+                )
+        return cls(
+            **dict(MemoryOut.from_engine(memory)),
+            hubs=HubsOut(
+                domains=by_kind[HubKind.DOMAIN],
+                triggers=by_kind[HubKind.TRIGGER],
+                concepts=by_kind[HubKind.CONCEPT],
             ),
         )
 

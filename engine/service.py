@@ -32,7 +32,7 @@ from engine.jobs.core import Embedded as Embedded
 from engine.jobs.feedback import FeedbackJobs
 from engine.jobs.maintenance import CollectionStats, MaintenanceJobs, QualityStats, TierReport
 from engine.jobs.recall import ASSOCIATE_SORTS as ASSOCIATE_SORTS
-from engine.jobs.recall import Association, GraphNode, RecallJobs, Subgraph
+from engine.jobs.recall import Association, Associations, GraphNode, RecallJobs, Subgraph
 from engine.jobs.recall import Latency as Latency
 from engine.jobs.records import MAX_TURN_WINDOW as MAX_TURN_WINDOW
 from engine.jobs.records import RecordsJobs, ResourceOutcome
@@ -211,6 +211,7 @@ __all__ = [
     "MEMBERSHIP_WEIGHT",
     "NAME_WEIGHT",
     "Association",
+    "Associations",
     "CollectionStats",
     "GraphNode",
     "Hippocampus",

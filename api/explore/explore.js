@@ -139,11 +139,13 @@
     if (node.data("kind") !== "Memory") return;
     const id = node.id().slice("Memory:".length);
     const m = await api("GET", "/memories/" + encodeURIComponent(id));
+    // Each hub with the weight of the memory's edge to it, as learning left it.
+    const hubs = (list) => list.map((h) => h.name + " " + h.weight.toFixed(2)).join(", ");
     const rows = [
       ["id", m.id], ["category", m.category], ["confidence", m.retrieval.confidence.toFixed(2)],
       ["importance", m.importance], ["tags", m.tags.join(", ")],
-      ["domains", m.retrieval.domains.join(", ")], ["concepts", m.retrieval.concepts.join(", ")],
-      ["triggers", m.retrieval.triggers.join(", ")], ["used", m.retrieval.usage_count + " times"],
+      ["domains", hubs(m.hubs.domains)], ["concepts", hubs(m.hubs.concepts)],
+      ["triggers", hubs(m.hubs.triggers)], ["used", m.retrieval.usage_count + " times"],
     ];
     const dl = document.createElement("dl");
     for (const [k, v] of rows) {

@@ -11,8 +11,8 @@ from api.schemas import (
     ERROR_RESPONSES,
     ErrorOut,
     MemoryBatchIn,
+    MemoryDetailOut,
     MemoryEditOut,
-    MemoryOut,
     MemoryPatchIn,
     RememberBatchOut,
     RememberIn,
@@ -66,10 +66,13 @@ def remember(
     return result
 
 
-@router.get("/{memory_id}", response_model=MemoryOut)
-def get_memory(memory_id: str, collection: CollectionDep, service: ServiceDep) -> MemoryOut:
-    """Read a memory with its retrieval metadata (never its vector)."""
-    return MemoryOut.from_engine(service.get(collection, memory_id))
+@router.get("/{memory_id}", response_model=MemoryDetailOut)
+def get_memory(memory_id: str, collection: CollectionDep, service: ServiceDep) -> MemoryDetailOut:
+    """Read a memory with its retrieval metadata (never its vector), and its hubs:
+    the domains, triggers and concepts it links to, with each edge's weight as
+    learning left it."""
+    memory = service.get(collection, memory_id)
+    return MemoryDetailOut.from_engine_with_hubs(memory, service.hubs_of(collection, memory_id))
 
 
 @router.get("/{memory_id}/turns", response_model=TurnsOut)

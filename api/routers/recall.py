@@ -61,9 +61,13 @@ def recall(
 def associate(
     body: AssociateIn, collection: CollectionDep, service: ServiceDep, access: AccessDep
 ) -> AssociateOut:
-    """Memories associated with a set of concepts, through weighted edges. A result
-    needs paths from two of the concepts, or one path of `min_path_strength`.
-    Reading a collection that holds no memories is not an error: `warnings` says so."""
+    """Memories associated with a set of concepts, through weighted edges: those
+    that hold a hub (or tag) a concept names, however common, strongest first (a
+    hub's strength divided among its memories, as recall's walk divides it), and
+    those reached through them by paths from two of the concepts or one path of
+    `min_path_strength`. Concepts are read as memories are (`Migrations` finds
+    the `migration` trigger); one that names nothing is reported in `warnings`,
+    as is reading a collection that holds no memories (not an error)."""
     found = service.associate(
         collection,
         body.context,
@@ -73,6 +77,9 @@ def associate(
         sort=body.sort,
     )
     return AssociateOut(
-        results=[AssociationOut.from_engine(a) for a in found],
-        warnings=unwritten_collection_warnings(service, access, collection, len(found)),
+        results=[AssociationOut.from_engine(a) for a in found.results],
+        warnings=[
+            *found.warnings,
+            *unwritten_collection_warnings(service, access, collection, len(found.results)),
+        ],
     )

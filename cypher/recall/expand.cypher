@@ -379,7 +379,7 @@ WHERE node:Memory AND node <> own
        OR NOT $exclude_conversation_id IN coalesce(node.conversation_ids, []))
   AND ($occurred_after IS NULL OR node.occurred_at >= $occurred_after)
   AND ($occurred_before IS NULL OR node.occurred_at < $occurred_before)
-  AND (size($speakers) = 0 OR node.speaker IN $speakers)
+  AND (size($speakers) = 0 OR toLower(node.speaker) IN $speakers)
 WITH node, ai, value, steps
 ORDER BY ai
 WITH node, collect({anchor: ai, strength: value, steps: steps}) AS reached

@@ -22,7 +22,7 @@ CALL (kept) {
          OR NOT $exclude_conversation_id IN coalesce(m.conversation_ids, []))
     AND ($occurred_after IS NULL OR m.occurred_at >= $occurred_after)
     AND ($occurred_before IS NULL OR m.occurred_at < $occurred_before)
-    AND (size($speakers) = 0 OR m.speaker IN $speakers)
+    AND (size($speakers) = 0 OR toLower(m.speaker) IN $speakers)
   WITH m, max(2.0 * vector.similarity.cosine(p.embedding, $vector) - 1.0) AS similarity
   ORDER BY similarity DESC, m.id
   LIMIT $k

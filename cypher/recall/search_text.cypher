@@ -34,7 +34,7 @@ WITH count(*) AS seen,
              OR NOT $exclude_conversation_id IN coalesce(node.conversation_ids, []))
         AND ($occurred_after IS NULL OR node.occurred_at >= $occurred_after)
         AND ($occurred_before IS NULL OR node.occurred_at < $occurred_before)
-        AND (size($speakers) = 0 OR node.speaker IN $speakers)
+        AND (size($speakers) = 0 OR toLower(node.speaker) IN $speakers)
        THEN node
      END) AS kept
 RETURN seen,

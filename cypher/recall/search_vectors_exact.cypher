@@ -18,7 +18,7 @@ WHERE m.id IS NOT NULL
        OR NOT $exclude_conversation_id IN coalesce(m.conversation_ids, []))
   AND ($occurred_after IS NULL OR m.occurred_at >= $occurred_after)
   AND ($occurred_before IS NULL OR m.occurred_at < $occurred_before)
-  AND (size($speakers) = 0 OR m.speaker IN $speakers)
+  AND (size($speakers) = 0 OR toLower(m.speaker) IN $speakers)
 WITH m, 2.0 * vector.similarity.cosine(m.embedding, $vector) - 1.0 AS similarity
 RETURN m.id AS id, similarity
 ORDER BY similarity DESC, id

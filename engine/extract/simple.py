@@ -1,5 +1,9 @@
 """A dependency-free extractor: word bigrams and keywords. Used where spaCy's
-model is not installed; coarser than :class:`SpacyConceptExtractor`."""
+model is not installed; coarser than :class:`SpacyConceptExtractor`, with the
+same rules for what a hub is called (:mod:`engine.extract.forms`) and which
+word is which hub: a name is a concept, never a trigger; a generic word
+(:data:`~engine.extract.generic.GENERIC_WORDS`) is no hub alone; a word that is
+a trigger is not also a one-word concept."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from collections.abc import Sequence
 
 from engine.extract.base import Extraction, unique_names
 from engine.extract.domains import domains_for
+from engine.extract.forms import singular
+from engine.extract.generic import GENERIC_WORDS
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.\-]*[A-Za-z0-9+#]|[A-Za-z]")
 STOP_WORDS = frozenset(
@@ -23,17 +29,6 @@ STOP_WORDS = frozenset(
     yourself yourselves also get got use used using make made take takes took new one two
     """.split()
 )
-
-
-def _stem(word: str) -> str:
-    """Plural to singular, roughly: ``queries`` → ``query``, ``caches`` → ``cache``."""
-    if len(word) < 5 or not word.endswith("s") or word.endswith("ss"):
-        return word
-    if word.endswith("ies"):
-        return word[:-3] + "y"
-    if word.endswith(("ches", "shes", "xes", "zes", "sses")):
-        return word[:-2]
-    return word[:-1]
 
 
 class KeywordConceptExtractor:
@@ -52,14 +47,21 @@ class KeywordConceptExtractor:
 
     def _one(self, text: str) -> Extraction:
         found = list(_WORD.finditer(text))
-        words = [_stem(m.group().casefold()) for m in found]
+        words = [singular(m.group(), plural=True) for m in found]
         content = [w for w in words if w not in STOP_WORDS and len(w) > 2]
         pairs = [f"{a} {b}" for a, b in itertools.pairwise(words) if a in content and b in content]
         named = {w for w, m in zip(words, found, strict=True) if _inside_capitalized(text, m)}
-        concepts = unique_names(pairs + content, self.max_concepts)
+        triggers = unique_names(
+            (w for w in content if w not in named and w not in GENERIC_WORDS), self.max_triggers
+        )
+        single = set(triggers) | GENERIC_WORDS
+        concepts = unique_names(
+            (c for c in pairs + content if " " in c or c in named or c not in single),
+            self.max_concepts,
+        )
         return Extraction(
             domains=domains_for(words),
-            triggers=unique_names(content, self.max_triggers),
+            triggers=triggers,
             concepts=concepts,
             names=tuple(c for c in concepts if all(w in named for w in c.split())),
         )

@@ -56,6 +56,10 @@ _QUERY_READERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippo-que
 """Where recalls read what their queries name while the query is embedded and
 searched (:func:`~engine.retrieve.pipeline.read_query`); shared by every service
 of the process, whose recalls are on many threads anyway."""
+_ASSOCIATE_REACH = 1000
+"""How many of a context hub's members associate follows (strongest edges
+first), and how many memories its walk returns: enough for every sort to choose
+from, bounded as a hub visit must be."""
 ASSOCIATE_SORTS = ("strength", "confidence")
 """Orders :meth:`Hippocampus.associate` offers: path strength (default) or the
 memory's confidence (the seed's)."""
@@ -68,6 +72,14 @@ class Association(BaseModel):
     strength: float
     anchors: int
     paths: list[GraphPath]
+
+
+class Associations(BaseModel):
+    """What :meth:`Hippocampus.associate` found, best first, and what it could not
+    follow (a concept naming nothing, a hub too common to walk)."""
+
+    results: list[Association]
+    warnings: list[str] = []
 
 
 class GraphNode(BaseModel):
@@ -129,10 +141,17 @@ class RecallJobs(ServiceCore):
         the number of memories in the collection (the seed's domain). Results less
         similar to the query than ``min_score`` (default: ``summary_min_score``,
         the seed's 0.7) are left out; results with no similarity (the embedder
-        was down) are kept, as ``min_score`` is then not applied to recall."""
+        was down) are kept, as ``min_score`` is then not applied to recall. Those
+        left out are counted in the block, so that it never says nothing was
+        found beside results."""
         least = self.summary_min_score if min_score is None else min_score
         hits = [h for h in result.hits if h.similarity is None or h.similarity >= least]
-        return context_summary(hits, self.store.stats(collection).memories)
+        return context_summary(
+            hits,
+            self.store.stats(collection).memories,
+            left_out=len(result.hits) - len(hits),
+            min_score=least,
+        )
 
     # -- recall -----------------------------------------------------------------
 
@@ -244,6 +263,11 @@ class RecallJobs(ServiceCore):
         self._latencies.setdefault(collection, deque(maxlen=_LATENCIES_KEPT)).append(
             (time.perf_counter() - started) * 1000.0
         )
+        if not hits and filters is not None and filters.speakers:
+            warnings.append(
+                f"nothing matched said by {', '.join(map(repr, filters.speakers))} "
+                "(speakers are matched by their label, whatever the case)"
+            )
         before: list[SurfacedBefore] = []
         if conversation_id is not None:
             shown = [h.memory for h in hits[: self.surfacer.config.max_insights]]
@@ -313,17 +337,24 @@ class RecallJobs(ServiceCore):
         limit: int = 10,
         filters: RecallFilters | None = None,
         sort: str = "strength",
-    ) -> list[Association]:
+    ) -> Associations:
         """Memories associated with a set of concepts (the seed's
-        retrieveAssociatedInsights): expansion from the hubs the concepts name.
-        Each result passes the multi-path gate: paths from at least two of the
-        concepts, or one path of at least ``min_path_strength``.
+        retrieveAssociatedInsights): the memories that hold a hub (or tag) the
+        concepts name, and those reached from them through other memories that
+        pass the multi-path gate: paths from at least two of the concepts, or one
+        path whose edge weights multiply to ``min_path_strength``. Strength is
+        measured as recall's walk measures it: a hub passes on 1/degree of what
+        reaches it (see :mod:`engine.retrieve.context`).
 
         Args:
             sort: ``strength`` (default: the strongest connection to the context
                 first) or ``confidence`` (the seed's order: the memory's own
                 confidence first, path strength breaking ties). Either way the
                 ``limit`` best are chosen from everything that passed the gate.
+
+        Returns:
+            The associations, and warnings: a concept that names no hub and no
+            tag, a hub too common to walk.
 
         Raises:
             InvalidInputError: no concept given, or a bad depth, limit or sort.
@@ -339,13 +370,32 @@ class RecallJobs(ServiceCore):
         if sort not in ASSOCIATE_SORTS:
             raise InvalidInputError(f"sort is one of {', '.join(ASSOCIATE_SORTS)}", field="sort")
         # The context is matched as memories are extracted: by name and by the
-        # extractor's lemmas, to hubs of every kind; and to memories' tags.
+        # extractor's forms, to hubs of every kind; and to memories' tags.
         forms = context_forms(names, self.extractor.extract_many(list(names)))
-        hubs = self.store.match_hubs(collection, list(forms))
         base = filters or RecallFilters()
+        params = self.recipe(DEFAULT_RECIPE).expand.model_copy(
+            # The caller named these hubs: each is walked however common, up to
+            # the ceiling that bounds what one hub visit reads.
+            update={
+                "max_depth": max_depth,
+                "hub_min_factor": 0.0,
+                "hub_fanout": _ASSOCIATE_REACH,
+                "max_results": _ASSOCIATE_REACH,
+            }
+        )
+        warnings: list[str] = []
+        hubs = []
+        matched = self.store.match_hubs(collection, list(forms))
+        for hub in matched:
+            if params.max_hub_degree is not None and hub.degree > params.max_hub_degree:
+                warnings.append(
+                    f"{hub.kind}:{hub.name} links {hub.degree} memories, more than the "
+                    f"{params.max_hub_degree} a walk follows: left out"
+                )
+            else:
+                hubs.append(hub)
         reached: dict[str, Reach] = {}
         if hubs:
-            params = self.recipe(DEFAULT_RECIPE).expand.model_copy(update={"max_depth": max_depth})
             origin = {(h.kind, h.name): forms[h.name] for h in hubs}
             for e in self.store.expand(
                 collection,
@@ -353,33 +403,47 @@ class RecallJobs(ServiceCore):
                 params=params,
                 filters=base,
             ):
-                if (kept := through_context(e, origin)) is not None:
+                if (kept := through_context(e, origin, damping=params.damping)) is not None:
                     reached[e.memory_id] = kept
-        self._add_tagged(collection, names, base, reached, limit)
-        found = sorted((r.expansion() for r in reached.values()), key=lambda e: -e.strength)
-        passed = [e for e in found if e.anchors >= 2 or e.strength >= min_path_strength]
+        tagged = self._add_tagged(collection, names, base, reached)
+        named = {forms[h.name] for h in matched} | tagged
+        generic: frozenset[str] = getattr(self.extractor, "generic", frozenset())
+        warnings += [
+            f"{name!r} names no hub and no tag in this collection"
+            + (" (a word this common is no hub)" if name in generic else "")
+            for name in names
+            if name not in named
+        ]
+        passed = sorted(
+            (r for r in reached.values() if r.passes(min_path_strength)),
+            key=lambda r: (-r.expansion().strength, r.memory_id),
+        )
+        ranked = [r.expansion() for r in passed]
         if sort == "strength":
-            passed = passed[:limit]
-        memories = self.store.get_memories(collection, [e.memory_id for e in passed])
+            ranked = ranked[:limit]
+        memories = self.store.get_memories(collection, [e.memory_id for e in ranked])
         if sort == "confidence":
-            passed = sorted(
-                (e for e in passed if e.memory_id in memories),
+            ranked = sorted(
+                (e for e in ranked if e.memory_id in memories),
                 key=lambda e: (
                     -memories[e.memory_id].retrieval.confidence,
                     -e.strength,
                     e.memory_id,
                 ),
             )[:limit]
-        return [
-            Association(
-                memory=memories[e.memory_id],
-                strength=e.strength,
-                anchors=e.anchors,
-                paths=e.paths[:3],
-            )
-            for e in passed
-            if e.memory_id in memories
-        ]
+        return Associations(
+            results=[
+                Association(
+                    memory=memories[e.memory_id],
+                    strength=e.strength,
+                    anchors=e.anchors,
+                    paths=e.paths[:3],
+                )
+                for e in ranked
+                if e.memory_id in memories
+            ],
+            warnings=warnings,
+        )
 
     def _add_tagged(
         self,
@@ -387,19 +451,31 @@ class RecallJobs(ServiceCore):
         names: Sequence[str],
         filters: RecallFilters,
         reached: dict[str, Reach],
-        limit: int,
-    ) -> None:
-        """Credit each context name to the memories tagged with it, at
-        :data:`TAG_STRENGTH` (tags are not hubs: no path is drawn for them)."""
+    ) -> set[str]:
+        """Credit each context name to the memories tagged with it, as a hub's
+        members are credited: :data:`TAG_STRENGTH` divided by how many carry the
+        tag (tags are not hubs: no path is drawn for them). Returns the names
+        some memory is tagged with."""
         vector = self._embed_query(" ".join(names))
         if vector is None:
-            return
+            return set()
+        found: set[str] = set()
         for name in names:
             tagged = filters.model_copy(update={"tags": [name]})
-            for memory_id, _ in self.store.search_vectors(
-                collection, vector, model=self.embedder.name, k=limit, filters=tagged
-            ):
-                reached.setdefault(memory_id, Reach(memory_id)).add(name, TAG_STRENGTH)
+            hits = self.store.search_vectors(
+                collection,
+                vector,
+                model=self.embedder.name,
+                k=self.limits.max_recall_limit,
+                filters=tagged,
+            )
+            for memory_id, _ in hits:
+                reach = reached.setdefault(memory_id, Reach(memory_id))
+                reach.add(name, TAG_STRENGTH / len(hits))
+                reach.held = True
+            if hits:
+                found.add(name)
+        return found
 
     def subgraph(
         self, collection: str, center: str, *, depth: int = 1, max_nodes: int = 200

@@ -15,7 +15,7 @@ from engine.extract.quality import assess
 from engine.extract.records import RecordLimits, build_document, indexed_text
 from engine.jobs.core import NOT_EMBEDDED_REASON, hub_edges, retrieval_extraction
 from engine.jobs.remembering import RememberingJobs
-from engine.model import Memory, MemoryPatch, NewMemory, content_hash, utcnow
+from engine.model import HUB_EDGE, Edge, Memory, MemoryPatch, NewMemory, content_hash, utcnow
 from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
 from engine.store import MemoryRecord, Vector
 
@@ -79,6 +79,21 @@ class RecordsJobs(RememberingJobs):
         if memory_id not in found:
             raise NotFoundError(f"no memory {memory_id!r} in this collection")
         return found[memory_id]
+
+    def hubs_of(self, collection: str, memory_id: str) -> list[Edge]:
+        """The memory's edges to its domains, triggers and concepts, with their
+        weights as learning left them: by kind (domains, triggers, concepts), then
+        strongest first, then by name.
+
+        Raises:
+            NotFoundError: no such memory.
+        """
+        self.get(collection, memory_id)
+        order = {t: i for i, t in enumerate(HUB_EDGE.values())}
+        return sorted(
+            (e for e in self.store.edges_of(collection, memory_id) if e.type in order),
+            key=lambda e: (order[e.type], -e.weight, e.target),
+        )
 
     def update(
         self,

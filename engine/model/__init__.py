@@ -38,7 +38,13 @@ from engine.model.memory import (
     utcnow,
     with_learning_of,
 )
-from engine.model.recall import RecallFilters, RecallHit, RecallResult, SurfacedBefore
+from engine.model.recall import (
+    RecallFilters,
+    RecallHit,
+    RecallResult,
+    SurfacedBefore,
+    speaker_key,
+)
 from engine.model.resource import Resource
 
 __all__ = [
@@ -77,6 +83,7 @@ __all__ = [
     "content_hash",
     "faded_dismissals",
     "normalize_content",
+    "speaker_key",
     "target_kind",
     "utcnow",
     "with_learning_of",

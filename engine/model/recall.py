@@ -8,6 +8,12 @@ from engine.model.association import GraphPath
 from engine.model.memory import Memory, Tier, UtcDatetime
 
 
+def speaker_key(speaker: str) -> str:
+    """A speaker label as speaker filters compare it: lower case, as Cypher's
+    ``toLower`` makes it (both stores compare alike)."""
+    return speaker.lower()
+
+
 class RecallFilters(BaseModel):
     """Restrictions applied before ranking. Empty lists mean "no restriction",
     except ``tiers``, which names the tiers searched and may not be empty.
@@ -15,7 +21,8 @@ class RecallFilters(BaseModel):
     ``occurred_after`` and ``occurred_before`` bound ``Memory.occurred_at`` as a
     half-open range: ``occurred_after <= occurred_at < occurred_before`` (either
     may be left out; a naive datetime is taken as UTC). ``speakers`` keeps the
-    memories said by one of them (a memory with no speaker fails it).
+    memories said by one of them, whatever the case (``maria`` keeps what
+    ``Maria`` said; see :func:`speaker_key`); a memory with no speaker fails it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -44,7 +51,13 @@ class RecallFilters(BaseModel):
             )
             and (self.occurred_after is None or memory.occurred_at >= self.occurred_after)
             and (self.occurred_before is None or memory.occurred_at < self.occurred_before)
-            and (not self.speakers or memory.speaker in self.speakers)
+            and (
+                not self.speakers
+                or (
+                    memory.speaker is not None
+                    and speaker_key(memory.speaker) in {speaker_key(s) for s in self.speakers}
+                )
+            )
         )
 
 

@@ -88,6 +88,14 @@ def query_hubs(
         for h in (store.match_hubs(collection, names) if names else [])
         if (h.kind, h.name) in wanted
     }
+    # A phrase's head is the same mention as the phrase: where the phrase's own
+    # hub is found, its head's trigger is not a second anchor.
+    heads = {
+        c.rsplit(" ", 1)[1] for (kind, c) in found if kind == HubKind.CONCEPT.value and " " in c
+    }
+    found = {
+        k: h for k, h in found.items() if not (k[0] == HubKind.TRIGGER.value and k[1] in heads)
+    }
     if query_vector is not None and config.hub_matches > 0:
         for hub in store.search_hubs(
             collection,

@@ -13,6 +13,10 @@ sentence), the score (cosine similarity to the query where there is one, else
 the fused score) and the start of the rest of the text. The footer counts the
 collection's memories: a collection is the seed's domain (the scope a search
 never leaves), so the seed's wording stands.
+
+The block never contradicts the results it goes with: results it leaves out
+(less similar than its bar) are counted on a line of their own, and "(nothing
+related found)" is said only where the recall found nothing at all.
 """
 
 from __future__ import annotations
@@ -30,16 +34,25 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 _DESCRIPTION = "\n\nDescription:\n"
 
 
-def context_summary(hits: Sequence[RecallHit], total: int) -> str:
-    """The block for ``hits``, best first, ending with the collection's size."""
+def context_summary(
+    hits: Sequence[RecallHit], total: int, *, left_out: int = 0, min_score: float | None = None
+) -> str:
+    """The block for ``hits``, best first, ending with the collection's size.
+    ``left_out``: how many more results the recall returned, less similar to the
+    query than ``min_score``, the block's bar."""
     lines = [HEADER]
-    if not hits:
+    if not hits and not left_out:
         lines.append("(nothing related found)")
     for hit in hits:
         title, rest = title_and_snippet(hit.memory.content)
         score = hit.similarity if hit.similarity is not None else hit.score
         line = f"- [{category_label(hit.memory.category)}] {title} (score: {score:.2f})"
         lines.append(f"{line}: {rest}" if rest else line)
+    if left_out:
+        bar = f" less similar than {min_score:.2f}" if min_score is not None else ""
+        also = "more " if hits else ""
+        noun = "result" if left_out == 1 else "results"
+        lines.append(f"({left_out} {also}{noun}{bar} not shown)")
     lines.append("")
     lines.append(f"Total entries in domain: {total}")
     return "\n".join(lines)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from engine.demo import load_demo
 from engine.service import Hippocampus
 from tests.api.helpers import ALPHA, BETA, OPERATOR, remember
 
@@ -46,16 +48,90 @@ def test_explain_returns_real_paths(client: TestClient) -> None:
         assert p["steps"][-1]["kind"] == "Memory"
 
 
-def test_associate_returns_memories_reached_from_two_concepts(client: TestClient) -> None:
+def test_associate_ranks_memories_holding_two_concepts_above_those_holding_one(
+    client: TestClient,
+) -> None:
     both = remember(client, "Redis pool exhausted", concepts=["redis", "connection pool"])
-    remember(client, "Redis eviction", concepts=["redis"])
+    one = remember(client, "Redis eviction", concepts=["redis"])
     r = client.post(
         f"{BASE}/associate", json={"context": ["redis", "connection pool"]}, headers=ALPHA
     )
     assert r.status_code == 200, r.text
     results = r.json()["results"]
-    assert [x["id"] for x in results] == [both["id"]]
-    assert results[0]["anchors"] == 2 and results[0]["paths"]
+    assert [x["id"] for x in results] == [both["id"], one["id"]]
+    assert [x["anchors"] for x in results] == [2, 1] and results[0]["paths"]
+    assert r.json()["warnings"] == []
+
+
+def test_associate_on_a_hub_of_fifty_memories_returns_them_strongest_first(
+    client: TestClient,
+) -> None:
+    r = client.post(
+        f"{BASE}/memories",
+        json={
+            "memories": [
+                {"content": f"The nightly migrations of shard {i} finished in {i + 3} minutes"}
+                for i in range(50)
+            ]
+        },
+        headers=ALPHA,
+    )
+    assert r.status_code == 201, r.text
+    ids = [x["id"] for x in r.json()["results"]]
+    # Feedback strengthens three memories' edges to the concept, unequally.
+    for times, memory_id in zip((3, 2, 1), (ids[40], ids[7], ids[22]), strict=True):
+        for _ in range(times):
+            client.post(
+                f"{BASE}/memories/{memory_id}/feedback",
+                json={"helpful": True, "context": ["migration"]},
+                headers=ALPHA,
+            )
+    r = client.post(
+        f"{BASE}/associate", json={"context": ["Migrations"], "limit": 50}, headers=ALPHA
+    )
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert sorted(x["id"] for x in results) == sorted(ids)
+    assert [x["id"] for x in results[:3]] == [ids[40], ids[7], ids[22]]
+    strengths = [x["strength"] for x in results]
+    assert strengths == sorted(strengths, reverse=True)
+    # Normalised by the hub's degree, as recall's walk is: a trigger edge's 0.5
+    # shared by 50 memories.
+    assert strengths[-1] == pytest.approx(0.5 / 50)
+
+
+def test_associate_warns_of_a_context_that_names_nothing(client: TestClient) -> None:
+    remember(client, "Postgres migrations lock the orders table", source=OPERATOR)
+    r = client.post(
+        f"{BASE}/associate", json={"context": ["migrations", "zeppelin"]}, headers=ALPHA
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["results"]
+    assert r.json()["warnings"] == ["'zeppelin' names no hub and no tag in this collection"]
+    r = client.post(f"{BASE}/associate", json={"context": ["use"]}, headers=ALPHA)
+    assert r.json()["results"] == []
+    assert r.json()["warnings"] == [
+        "'use' names no hub and no tag in this collection (a word this common is no hub)"
+    ]
+
+
+def test_the_readme_associate_example_finds_the_migration_memories(
+    client: TestClient, service: Hippocampus
+) -> None:
+    load_demo(service, "team:alpha")
+    mine = [
+        remember(client, text, source=OPERATOR)["id"]
+        for text in (
+            "Run the Postgres migrations before the deploy, never during it",
+            "Two migrations locked the orders table for a minute on Monday",
+        )
+    ]
+    r = client.post(f"{BASE}/associate", json={"context": ["Migrations"]}, headers=ALPHA)
+    assert r.status_code == 200, r.text
+    assert sorted(x["id"] for x in r.json()["results"]) == sorted(mine)
+    assert r.json()["warnings"] == []
+    deploys = _associate(client, "deploy")
+    assert {"demo-canary-deploys", "demo-k8s-probes"} <= {x["id"] for x in deploys}
 
 
 def test_associate_validates_its_body(client: TestClient) -> None:

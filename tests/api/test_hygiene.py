@@ -188,6 +188,8 @@ def test_the_summary_block_keeps_only_results_the_seeds_bar_passes(client: TestC
     body = r.json()
     assert [x["similarity"] >= 0.7 for x in body["results"]] == [True, False]
     assert "Checkout page took" in body["summary"] and "Team lunch" not in body["summary"]
+    assert "(1 more result less similar than 0.70 not shown)" in body["summary"]
+    assert "nothing related found" not in body["summary"]
     lower = client.post(
         f"{BASE}/recall",
         json={"query": text, "limit": 2, "format": "summary", "summary_min_score": -1.0},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from engine.service import Hippocampus
@@ -78,6 +79,23 @@ def test_remembered_memory_reads_back_with_its_fields_and_retrieval_metadata(
     assert memory["retrieval"]["conversation_ids"] == ["conv-1"]
     assert memory["retrieval"]["concepts"]  # extracted by spaCy
     assert "embedding" not in memory
+
+
+def test_reading_a_memory_shows_its_hubs_with_their_edge_weights(client: TestClient) -> None:
+    made = remember(client, "Our Postgres migrations lock the orders table during deploys")
+    before = client.get(f"{URL}/{made['id']}", headers=ALPHA).json()["hubs"]
+    assert set(before) == {"domains", "triggers", "concepts"}
+    names = {kind: {h["name"]: h["weight"] for h in hubs} for kind, hubs in before.items()}
+    assert names["domains"]["database"] == 0.5
+    assert names["triggers"]["migration"] == 0.5
+    assert names["concepts"]["postgres"] == 0.8  # a name's edge starts stronger
+    client.post(
+        f"{URL}/{made['id']}/feedback",
+        json={"helpful": True, "context": ["postgres"]},
+        headers=ALPHA,
+    )
+    after = client.get(f"{URL}/{made['id']}", headers=ALPHA).json()["hubs"]["concepts"]
+    assert after[0]["name"] == "postgres" and after[0]["weight"] == pytest.approx(0.9)
 
 
 def test_caller_given_concepts_replace_extracted_ones(client: TestClient) -> None:

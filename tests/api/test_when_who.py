@@ -150,6 +150,19 @@ def test_recall_filters_by_time_and_speaker(client: TestClient) -> None:
     assert _recalled(client, {"occurred_before": "2024-05-01T09:00:00Z"}) == {"t2"}
 
 
+def test_speaker_filters_ignore_case_and_say_when_nothing_was_said(client: TestClient) -> None:
+    remember_turns(client)
+    assert _recalled(client, {"speakers": ["ADA"]}) == {"t1", "t3"}
+    r = client.post(
+        RECALL,
+        json={"query": "kafka partitions", "filters": {"speakers": ["maria"]}},
+        headers=ALPHA,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["results"] == []
+    assert any("'maria'" in w for w in r.json()["warnings"]), r.json()["warnings"]
+
+
 def test_recall_filter_with_a_bad_time_is_422(client: TestClient) -> None:
     r = client.post(
         RECALL,

@@ -118,6 +118,19 @@ def test_speakers_filter_keeps_memories_said_by_one_of_them(
         assert found == set()
 
 
+def test_speakers_filter_ignores_case_on_either_side(store: GraphStore, collection: str) -> None:
+    _said(store, collection)
+    shouted = turn("shouted", collection, 30, speaker="Bob", content="kafka partition note shout")
+    store.add_memories(
+        collection,
+        [record(shouted, edges=[edge("shouted", ABOUT, "kafka")], vector=unit(vec("query")))],
+    )
+    for speakers in (["BOB"], ["bob"], ["Bob"]):
+        for found in _found(store, collection, RecallFilters(speakers=speakers)).values():
+            assert found == {"middle", "shouted"}
+    assert RecallFilters(speakers=["ADA"]).admits(store.get_memories(collection, ["late"])["late"])
+
+
 def test_filters_follow_an_edited_time_and_speaker(store: GraphStore, collection: str) -> None:
     _said(store, collection)
     moved = turn("early", collection, 200, speaker="bob", content="kafka partition note early")

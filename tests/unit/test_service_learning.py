@@ -58,6 +58,11 @@ def _ids(svc: Hippocampus) -> tuple[str, str]:
     return outs[0].memory.id, outs[-1].memory.id
 
 
+def _remember_with(svc: Hippocampus, content: str, *, concepts: list[str]) -> str:
+    note = NewMemory(content=content, concepts=concepts, source=OPERATOR)
+    return svc.remember(C, note, now=T0).memory.id
+
+
 def _associated_weight(svc: Hippocampus, a: str, b: str) -> float | None:
     for edge in svc.store.edges_of(C, a):
         if edge.type == EdgeType.ASSOCIATED and b in (edge.source, edge.target):
@@ -141,7 +146,9 @@ def test_use_after_repeated_recalls_still_reinforces_by_the_seed_rule(svc: Hippo
     assert _associated_weight(svc, top, partner) == pytest.approx(0.4)
 
 
-def test_associate_needs_two_concepts_or_one_strong_path(svc: Hippocampus) -> None:
+def test_associate_returns_every_holder_of_a_named_hub_strongest_first(
+    svc: Hippocampus,
+) -> None:
     svc.remember_many(
         C,
         [
@@ -150,11 +157,26 @@ def test_associate_needs_two_concepts_or_one_strong_path(svc: Hippocampus) -> No
             NewMemory(content="c", concepts=["kafka"], source=OPERATOR),
         ],
     )
-    found = svc.associate(C, ["redis", "connection pool"])
-    assert [a.memory.content for a in found] == ["a"]
-    assert found[0].anchors == 2
-    assert svc.associate(C, ["redis"], min_path_strength=0.0)
-    assert svc.associate(C, ["nothing known"]) == []
+    found = svc.associate(C, ["redis", "connection pool"]).results
+    assert [a.memory.content for a in found] == ["a", "b"]
+    assert [a.anchors for a in found] == [2, 1]
+    assert found[0].strength > found[1].strength
+    nothing = svc.associate(C, ["nothing known"])
+    assert nothing.results == []
+    assert nothing.warnings == ["'nothing known' names no hub and no tag in this collection"]
+
+
+def test_associate_reaches_through_memories_only_past_the_gate(svc: Hippocampus) -> None:
+    holder, partner = (
+        _remember_with(svc, "a", concepts=["redis"]),
+        _remember_with(svc, "b", concepts=["kafka"]),
+    )
+    svc.record_use(C, [holder, partner], now=T0)  # ASSOCIATED at 0.3
+    # Through the holder: 0.4 (ABOUT) x 0.3 (ASSOCIATED) = 0.12.
+    assert [a.memory.id for a in svc.associate(C, ["redis"]).results] == [holder]
+    reached = svc.associate(C, ["redis"], min_path_strength=0.1).results
+    assert [a.memory.id for a in reached] == [holder, partner]
+    assert [len(p.steps) for p in reached[1].paths] == [2]
 
 
 def test_graph_around_a_memory_shows_its_hubs(svc: Hippocampus) -> None:

@@ -309,14 +309,13 @@ def test_associate_sorts_by_path_strength_or_by_the_seeds_confidence(svc: Hippoc
     for hour in range(3):
         svc.feedback(C, one, helpful=True, now=T0 + timedelta(hours=hour))
     context = ["redis", "connection pool"]
-    by_strength = svc.associate(C, context, min_path_strength=0.0)
+    by_strength = svc.associate(C, context).results
     assert [a.memory.id for a in by_strength] == [both, one]
-    by_confidence = svc.associate(C, context, min_path_strength=0.0, sort="confidence")
+    by_confidence = svc.associate(C, context, sort="confidence").results
     assert [a.memory.id for a in by_confidence] == [one, both]
-    assert [
-        a.memory.id
-        for a in svc.associate(C, context, min_path_strength=0.0, limit=1, sort="confidence")
-    ] == [one]
+    assert [a.memory.id for a in svc.associate(C, context, limit=1, sort="confidence").results] == [
+        one
+    ]
     with pytest.raises(InvalidInputError):
         svc.associate(C, context, sort="age")
 

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engine.model import Memory, RecallFilters, Tier
+from engine.model import Memory, RecallFilters, Tier, speaker_key
 from engine.store.base import (
     CROWDING_NEIGHBOURS,
     CROWDING_SAMPLE,
@@ -408,7 +408,7 @@ class CollectionIndex:
             slot_of[memory_id] = slot
             occurred.append(when)
             if speaker is not None:
-                by_speaker.setdefault(speaker, set()).add(slot)
+                by_speaker.setdefault(speaker_key(speaker), set()).add(slot)
             index._tier_counts[tier] += 1
             index._by_tier[tier].add(slot)
             slots = by_category.get(category)
@@ -760,7 +760,7 @@ class CollectionIndex:
             (filters.domains, self._by_domain),
             (filters.categories, self._by_category),
             (filters.tags, self._by_tag),
-            (filters.speakers, self._by_speaker),
+            ([speaker_key(s) for s in filters.speakers], self._by_speaker),
         ):
             if not values:
                 continue
@@ -1006,7 +1006,7 @@ class CollectionIndex:
             (self._by_tag, entry.tags),
             (self._by_domain, entry.domains),
             (self._by_conversation, entry.conversation_ids),
-            (self._by_speaker, (entry.speaker,) if entry.speaker is not None else ()),
+            (self._by_speaker, (speaker_key(entry.speaker),) if entry.speaker is not None else ()),
         ):
             for key in keys:
                 inverted.setdefault(key, set()).add(slot)
@@ -1020,7 +1020,7 @@ class CollectionIndex:
             (self._by_tag, entry.tags),
             (self._by_domain, entry.domains),
             (self._by_conversation, entry.conversation_ids),
-            (self._by_speaker, (entry.speaker,) if entry.speaker is not None else ()),
+            (self._by_speaker, (speaker_key(entry.speaker),) if entry.speaker is not None else ()),
         ):
             for key in keys:
                 slots = inverted.get(key)

@@ -27,6 +27,7 @@ from engine.model import (
     Memory,
     RecallFilters,
     Tier,
+    speaker_key,
 )
 from engine.retrieve.lexical import tokenize
 from engine.schedule import due_keys
@@ -332,7 +333,7 @@ def filter_params(filters: RecallFilters) -> dict[str, Any]:
         "exclude_conversation_id": filters.exclude_conversation_id,
         "occurred_after": maybe_utc(filters.occurred_after),
         "occurred_before": maybe_utc(filters.occurred_before),
-        "speakers": list(filters.speakers),
+        "speakers": [speaker_key(s) for s in filters.speakers],
     }
 
 

@@ -18,7 +18,8 @@ def test_spacy_finds_lemmatized_noun_phrases_and_drops_stop_words(
 ) -> None:
     (x,) = spacy_extractor.extract_many([TEXT])
     assert "mobile app" in x.concepts
-    assert "dashboard" in x.concepts
+    # One word, one hub: a one-word phrase that heads a phrase is a trigger.
+    assert "dashboard" in x.triggers and "dashboard" not in x.concepts
     assert "the" not in x.concepts and "that" not in x.triggers
     assert "load" in x.triggers  # main verbs are triggers, lemmatized
     assert "mobile" in x.domains and "performance" in x.domains
@@ -78,6 +79,14 @@ def test_domains_rank_by_cue_count_then_name() -> None:
     assert domains_for(["nothing", "here"]) == ()
 
 
+def test_an_ambiguous_cue_names_a_domain_only_beside_a_second_cue() -> None:
+    # "Caroline went to the LGBTQ support group": not customer support.
+    assert domains_for(["caroline", "go", "lgbtq", "support", "group"]) == ()
+    assert domains_for(["support", "support"]) == ()  # the same word twice is one cue
+    assert domains_for(["support", "ticket"]) == ("customer",)
+    assert domains_for(["refund"]) == ("payments",)
+
+
 def test_spacy_marks_the_concepts_that_are_proper_names(
     spacy_extractor: SpacyConceptExtractor,
 ) -> None:
@@ -113,8 +122,8 @@ def test_keyword_names_are_words_capitalized_inside_a_sentence() -> None:
         ["Deploys failed again. We asked Caroline about Kafka replication lag"]
     )
     assert {"caroline", "kafka"} <= set(x.names)
-    # Capitalized only where a sentence starts: no name.
-    assert "deploy" in x.concepts and "deploy" not in x.names
+    # Capitalized only where a sentence starts: no name, a trigger.
+    assert "deploy" in x.triggers and "deploy" not in x.names
     assert "replication lag" in x.concepts and "replication lag" not in x.names
 
 

@@ -57,3 +57,25 @@ def test_only_paths_through_memories_or_the_contexts_hubs_carry() -> None:
     assert abs(kept.strength - (0.4 + 0.1)) < 1e-9
     only_generic = Expansion(memory_id="m3", strength=0.2, anchors=1, paths=[generic])
     assert through_context(only_generic, origin) is None
+
+
+def test_a_holder_of_a_context_hub_passes_and_a_memory_reached_through_one_needs_the_gate() -> None:
+    origin = {("Trigger", "migration"): "migrations"}
+    held = _path(("Trigger", "migration"), (EdgeType.HAS_TRIGGER, "Memory", "m1"), strength=0.01)
+    reach = through_context(
+        Expansion(memory_id="m1", strength=0.01, anchors=1, paths=[held]), origin
+    )
+    assert reach is not None and reach.held and reach.passes(0.5)
+    # Through a holder and a learned edge: 0.5 × 0.5 (the steps' weights, damping 0.9 each).
+    hop = _path(
+        ("Trigger", "migration"),
+        (EdgeType.HAS_TRIGGER, "Memory", "m1"),
+        (EdgeType.ASSOCIATED, "Memory", "m2"),
+        strength=0.005,
+    )
+    beyond = through_context(
+        Expansion(memory_id="m2", strength=0.005, anchors=1, paths=[hop]), origin, damping=0.9
+    )
+    assert beyond is not None and not beyond.held
+    assert abs(beyond.weight - 0.5 * 0.9 * 0.5 * 0.9) < 1e-9
+    assert not beyond.passes(0.5) and beyond.passes(0.2)

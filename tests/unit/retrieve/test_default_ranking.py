@@ -15,6 +15,7 @@ from engine.demo import load_demo
 from engine.embed import SentenceTransformerEmbedder
 from engine.extract import SpacyConceptExtractor
 from engine.model import NewMemory
+from engine.retrieve.config import ASSOCIATIVE
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
 
@@ -134,7 +135,13 @@ def test_dense_scores_are_cosines_and_bm25_scores_are_relative_to_the_best(
 
 
 def test_default_scores_are_similarities_raised_by_evidence(service: Hippocampus) -> None:
-    found = service.recall(TEAM, "how should I retry calls to an external service", learn=False)
+    # Crowding, weighed since, moves a similarity down or up before evidence
+    # raises it (test_crowding.py); without it, a score is the similarity plus
+    # what the words and the graph add.
+    uncrowded = ASSOCIATIVE.model_copy(update={"crowding": 0.0})
+    found = service.recall(
+        TEAM, "how should I retry calls to an external service", recipe=uncrowded, learn=False
+    )
     for hit in found.hits:
         assert hit.similarity is not None
         assert hit.score >= hit.similarity - 1e-9

@@ -191,6 +191,35 @@ def test_query_concepts_anchor_their_hubs_but_trigger_names_do_not(
     assert by_trigger.hubs == []
 
 
+def test_a_phrases_head_is_no_second_anchor_where_the_phrase_has_a_hub(
+    tmp_path: Path,
+) -> None:
+    s = EmbeddedStore(tmp_path / "heads")
+    hubs = {"flaky": ("database schema", "schema"), "graphql": ("graphql", "schema")}
+    s.add_memories(
+        C,
+        [
+            MemoryRecord(
+                memory=memory(mid, (concept,)),
+                vector=unit(0.2),
+                edges=(
+                    Edge(source=mid, type=EdgeType.ABOUT, target=concept, weight=0.4),
+                    Edge(source=mid, type=EdgeType.HAS_TRIGGER, target=trigger, weight=0.5),
+                ),
+            )
+            for mid, (concept, trigger) in hubs.items()
+        ],
+    )
+    phrase = Extraction(concepts=("database schema",), triggers=("schema", "downtime"))
+    found = run(s, ASSOCIATIVE, "change the database schema", phrase)
+    assert [(h.kind, h.name) for h in found.hubs] == [("Concept", "database schema")]
+    # The head alone, or a phrase with no hub, anchors the trigger.
+    alone = Extraction(concepts=("schema change",), triggers=("schema",))
+    found = run(s, ASSOCIATIVE, "a schema change", alone)
+    assert [(h.kind, h.name) for h in found.hubs] == [("Trigger", "schema")]
+    s.close()
+
+
 def test_without_explain_no_paths_are_built(store: EmbeddedStore) -> None:
     found = run(store, ASSOCIATIVE)
     assert found.candidates[1].graph is not None

@@ -56,6 +56,19 @@ def test_an_empty_result_says_so() -> None:
     )
 
 
+def test_results_below_the_bar_are_counted_never_called_nothing() -> None:
+    below = _hit("Retry storms. Jitter spreads retries.", "pattern", 1.67, 0.55)
+    alone = context_summary([], 9, left_out=1, min_score=0.7)
+    assert "nothing related found" not in alone
+    assert alone == (
+        "Related knowledge already captured:\n"
+        "(1 result less similar than 0.70 not shown)\n\nTotal entries in domain: 9"
+    )
+    beside = context_summary([below], 9, left_out=2, min_score=0.5)
+    assert beside.splitlines()[1].startswith("- [Pattern] Retry storms. (score: 0.55)")
+    assert beside.splitlines()[2] == "(2 more results less similar than 0.50 not shown)"
+
+
 def test_long_text_is_cut_on_a_word_with_an_ellipsis() -> None:
     title, snippet = title_and_snippet("word " * 40 + "\nsecond line " * 30)
     assert title.endswith("...") and len(title) <= 80
