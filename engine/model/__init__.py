@@ -38,7 +38,13 @@ from engine.model.memory import (
     utcnow,
     with_learning_of,
 )
-from engine.model.recall import RecallFilters, RecallHit, RecallResult, SurfacedBefore
+from engine.model.recall import (
+    RecallFilters,
+    RecallHit,
+    RecallResult,
+    SurfacedBefore,
+    TimeWindow,
+)
 from engine.model.resource import Resource
 
 __all__ = [
@@ -74,6 +80,7 @@ __all__ = [
     "Review",
     "SurfacedBefore",
     "Tier",
+    "TimeWindow",
     "content_hash",
     "faded_dismissals",
     "normalize_content",
