@@ -269,6 +269,14 @@ def create_mcp_server(
                         + [f"{s.type} {s.kind}:{_cut(s.name, 40)}" for s in path.steps]
                     )
                     lines.append(f"   #{i} via {walk} ({path.strength:.3f})")
+        for t in body.times:
+            start = t.start.date().isoformat() if t.start else "..."
+            end = t.end.date().isoformat() if t.end else "..."
+            moved = [f"#{i}" for i, hit in enumerate(hits, start=1) if hit.time]
+            lines.append(
+                f"time: {t.phrase!r} read as [{start}, {end})"
+                + (f"; preferred {', '.join(moved)}" if moved else "")
+            )
         lines += [f"warning: {w}" for w in body.warnings]
         return _result("\n".join(lines) or "No memories found.", body)
 

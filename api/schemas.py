@@ -610,6 +610,14 @@ class RecallHitOut(BaseModel):
     similarity: float | None = Field(description="Cosine similarity to the query.")
     lexical: float | None = Field(default=None, description="Raw BM25 score.")
     graph: float | None = Field(default=None, description="Associative path strength.")
+    time: float | None = Field(
+        default=None,
+        description=(
+            "What the query's time gave this result: it happened within a time the query "
+            "names (see times) when others among the best did not. Absent when time did "
+            "not move it."
+        ),
+    )
     paths: list[PathOut] | None = Field(default=None, description="With explain: why.")
     memory: MemoryOut
 
@@ -621,6 +629,7 @@ class RecallHitOut(BaseModel):
             similarity=hit.similarity,
             lexical=hit.lexical,
             graph=hit.graph,
+            time=hit.time,
             paths=[PathOut.from_engine(p) for p in hit.paths] if hit.paths is not None else None,
             memory=MemoryOut.from_engine(hit.memory),
         )
@@ -679,6 +688,12 @@ class SurfacedBeforeOut(BaseModel):
     lead: int = Field(description="Messages between the offer and this recall.")
 
 
+class TimeWindowOut(BaseModel):
+    phrase: str = Field(examples=["in March"])
+    start: datetime | None = Field(description="From this moment on (UTC); none: open.")
+    end: datetime | None = Field(description="Before this moment (UTC, exclusive); none: open.")
+
+
 class RecallOut(BaseModel):
     query: str
     recipe: str
@@ -692,6 +707,14 @@ class RecallOut(BaseModel):
     )
     surfaced_before: list[SurfacedBeforeOut] = Field(
         description="With conversation_id: top results already offered in that conversation."
+    )
+    times: list[TimeWindowOut] = Field(
+        default_factory=list,
+        description=(
+            "The times the query names, as read: results that happened within one are "
+            "preferred (by the default recipe). A month or weekday without a year is placed "
+            "among the collection's own dates; 'yesterday' or 'last week' from now."
+        ),
     )
 
     @classmethod
@@ -716,6 +739,7 @@ class RecallOut(BaseModel):
                 SurfacedBeforeOut(memory_id=b.memory_id, lead=b.lead)
                 for b in result.surfaced_before
             ],
+            times=[TimeWindowOut(phrase=t.phrase, start=t.start, end=t.end) for t in result.times],
         )
 
 

@@ -172,6 +172,7 @@ DEMO_QUERIES: tuple[str, ...] = (
     "why is checkout slow",
     "users keep getting logged out",
     "what to do when a downstream service is unreliable",
+    "what broke in March",
 )
 """Questions ``hippo demo`` asks after loading the memories."""
 

@@ -525,9 +525,11 @@ class Surfacer:
         queries: list[tuple[str, Extraction | None]] = [(now_query, now_names)]
         queries += [(" ".join(q), None) for q in (next_up, heading) if q]
         # The seed's predictive retrieval asks more of a graph-only candidate
-        # (path strength 0.6) than recall does (0.5).
+        # (path strength 0.6) than recall does (0.5). A conversation's words
+        # for time ("the deploy broke yesterday") tell when its own events
+        # happened, not when the insights it needs were learned: no time lean.
         recipe = RECIPES[DEFAULT_RECIPE].model_copy(
-            update={"min_path_strength": cfg.min_path_strength}
+            update={"min_path_strength": cfg.min_path_strength, "time_lean": 0.0}
         )
         best: dict[str, Candidate] = {}
         memories: dict[str, Memory] = {}

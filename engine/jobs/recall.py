@@ -243,6 +243,7 @@ class RecallJobs(ServiceCore):
                 similarity=c.similarity,
                 lexical=c.lexical,
                 graph=c.graph,
+                time=c.time,
                 paths=c.paths[:3] if explain else None,
             )
             for c in candidates
@@ -282,6 +283,7 @@ class RecallJobs(ServiceCore):
             recipe=config.name,
             warnings=warnings,
             surfaced_before=before,
+            times=found.times,
         )
 
     def recipe(self, recipe: str | SearchConfig) -> SearchConfig:

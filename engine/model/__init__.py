@@ -43,6 +43,7 @@ from engine.model.recall import (
     RecallHit,
     RecallResult,
     SurfacedBefore,
+    TimeWindow,
     speaker_key,
 )
 from engine.model.resource import Resource
@@ -80,6 +81,7 @@ __all__ = [
     "Review",
     "SurfacedBefore",
     "Tier",
+    "TimeWindow",
     "content_hash",
     "faded_dismissals",
     "normalize_content",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.model.association import GraphPath
@@ -61,6 +63,20 @@ class RecallFilters(BaseModel):
         )
 
 
+class TimeWindow(BaseModel):
+    """A time the query names ("in March", "last week"), as recall read it: the
+    memories that occurred in ``[start, end)`` are preferred (an end that is
+    ``None`` is open)."""
+
+    phrase: str
+    start: UtcDatetime | None = None
+    end: UtcDatetime | None = None
+
+    def holds(self, at: datetime) -> bool:
+        """Whether ``at`` lies within the window."""
+        return (self.start is None or at >= self.start) and (self.end is None or at < self.end)
+
+
 class RecallHit(BaseModel):
     """One ranked result and the signals behind its rank.
 
@@ -69,6 +85,9 @@ class RecallHit(BaseModel):
         similarity: cosine similarity to the query (when dense search found it).
         lexical: BM25 score (when lexical search found it).
         graph: associative path strength (when expansion reached it).
+        time: what the query's time gave it (it occurred within a time the
+            query names, and other candidates did not); ``None`` when time did
+            not move it.
         paths: with ``explain``, the strongest paths that reached it.
     """
 
@@ -77,6 +96,7 @@ class RecallHit(BaseModel):
     similarity: float | None = None
     lexical: float | None = None
     graph: float | None = None
+    time: float | None = None
     paths: list[GraphPath] | None = None
 
 
@@ -95,3 +115,6 @@ class RecallResult(BaseModel):
     recipe: str = "ASSOCIATIVE"
     warnings: list[str] = Field(default_factory=list)
     surfaced_before: list[SurfacedBefore] = Field(default_factory=list)
+    times: list[TimeWindow] = Field(default_factory=list)
+    """The times the query names, as the recipe read them (none for a recipe
+    that does not weigh time)."""

@@ -93,6 +93,17 @@ class SearchConfig(BaseModel):
             repeats) is close to many queries for being typical rather than for
             matching any one of them; a memory with few like it that is as close
             to the query matches it for what it says.
+        time_lean: for ``calibrated``, what a standard deviation of time's lead is
+            worth, as a share of the query's lexical weight (time is weighed as
+            the query's words are), in standard deviations of the query's best
+            similarities. When ``k`` of the ``spread_top`` best candidates match
+            at least as well as the typical best and occurred within a time the
+            query names ("in March", "last week": :mod:`engine.retrieve.when`),
+            they lead the others by ``sqrt(spread_top / k - 1)`` deviations, as
+            the few matches of a rare word do
+            (:func:`engine.retrieve.when.time_lifts`). A preference, not a
+            filter: it picks among matches, and a memory that matches far better
+            at another time still comes first.
         mmr_lambda: with a value, results are diversified by MMR.
         recency_half_life_days: the recency signal halves every so many days.
     """
@@ -127,6 +138,7 @@ class SearchConfig(BaseModel):
     speaker_lean: float = Field(default=0.0, ge=0.0)
     seed_credit: float = Field(default=0.0, ge=0.0, le=1.0)
     crowding: float = Field(default=0.0, ge=0.0)
+    time_lean: float = Field(default=0.0, ge=0.0)
     mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=90.0, gt=0.0)
 
@@ -188,6 +200,7 @@ ASSOCIATIVE = SearchConfig(
     clear_margin=2.0,
     turn_context=0.3,
     speaker_lean=1.0,
+    time_lean=1.0,
     seed_temperature=0.03,
     seed_credit=0.1,
     crowding=0.5,
@@ -212,8 +225,10 @@ the sum of its best paths, except that one anchor never carries it past a
 clearly better direct match (two spreads of similarity better): a query-named
 hub's path lifts by at most that margin, and a memory reached from a seed stays
 below the seed. Each seed in turn gains 0.1 × 1.2 × its anchor strength, the
-credit the walk gives no anchor for itself. See the README's "How recall
-ranks"."""
+credit the walk gives no anchor for itself. Last, when a few of the 20 best
+match at least as well as the typical best and occurred within a time the query
+names ("in March", "last week"), they gain what a rare word's few matches would,
+weighed as the query's words are. See the README's "How recall ranks"."""
 
 EMBEDDER_DOWN_WARNING = "the embedder is unavailable: results come from text and graph only"
 """The warning of a recall or surfacing whose query could not be embedded."""

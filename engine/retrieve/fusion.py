@@ -117,6 +117,14 @@ def calibrated(
     words are everywhere gives nobody much. A memory without a similarity (found
     by text only, with no vector) counts the least similarity seen.
 
+    A candidate that shares no word with the query scores 0 on the lexical
+    signal, and counts so in its spread: when fewer than ``top`` candidates share
+    a word with the query, the top holds zeros. So one of few matches for a rare
+    word is never without a lead for want of a spread to measure it by: the only
+    match among ``top`` leads by ``sqrt(top - 1)`` deviations, one of two equal
+    matches by ``sqrt(top/2 - 1)``, and a memory with no word of the query passes
+    it only when it is that much more similar.
+
     Args:
         dense: memory id → cosine similarity to the query.
         lexical: memory id → BM25 score.
@@ -131,7 +139,7 @@ def calibrated(
     if not dense:
         return dict(max_normalized(dict(lexical)))
     d_spread = spread(dense, top)
-    l_spread = spread(lexical, top)
+    l_spread = spread({mid: lexical.get(mid, 0.0) for mid in ids}, top)
     lowest = min(dense.values())
     scale = lexical_weight * (d_spread.std if d_spread is not None else 0.0)
     fused: dict[str, float] = {}

@@ -18,7 +18,7 @@ from datetime import datetime
 import numpy as np
 
 from engine.extract import ConceptExtractor, Extraction
-from engine.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters
+from engine.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters, TimeWindow
 from engine.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, HubMatch
 from engine.retrieve.config import SearchConfig
 from engine.retrieve.fusion import (
@@ -35,6 +35,7 @@ from engine.retrieve.fusion import (
     top_overlap,
     weighted,
 )
+from engine.retrieve.when import place, read_times, time_lifts
 from engine.store import GraphStore, Vector
 
 
@@ -47,16 +48,19 @@ class Candidate:
     similarity: float | None = None
     lexical: float | None = None
     graph: float | None = None
+    time: float | None = None
     paths: list[GraphPath] = field(default_factory=list)
 
 
 @dataclass
 class Retrieval:
-    """What one recall found, and the anchors it walked from (for learning)."""
+    """What one recall found, the anchors it walked from (for learning), and the
+    times its query names."""
 
     candidates: list[Candidate]
     hubs: list[HubMatch]
     memories: dict[str, Memory]
+    times: list[TimeWindow] = field(default_factory=list)
 
 
 def query_hubs(
@@ -150,11 +154,9 @@ def retrieve(
                 dense.update(_similarities(store, collection, missing, query_vector))
         crowded = _Crowding.measure(store, collection, model, dense, config)
         near = crowded.less if crowded is not None else _unchanged
+        lexical_weight = _lexical_weight(query, dense, lexical, config)
         direct = calibrated(
-            near(dense),
-            lexical,
-            lexical_weight=_lexical_weight(query, dense, lexical, config),
-            top=config.spread_top,
+            near(dense), lexical, lexical_weight=lexical_weight, top=config.spread_top
         )
         if config.turn_context > 0.0 and direct:
             _in_context(store, collection, direct, dense, query_vector, filters, config, near)
@@ -209,9 +211,15 @@ def retrieve(
         memories = {**read, **store.get_memories(collection, unread)}
         signals.update(_metadata_signals(memories, now, config))
 
+    times: list[TimeWindow] = []
+    lifts: dict[str, float] = {}
     if config.fusion == "calibrated":
         fused = _with_graph(direct, near(dense), graph, expansions, config)
         _credit_seeds(fused, seeds, config)
+        if config.time_lean > 0.0 and fused:
+            times, lifts = _lean_to_time(
+                store, collection, query, fused, near(dense), memories, now, config, lexical_weight
+            )
     elif config.fusion == "rrf":
         fused = rrf(signals, config.weights, k=config.rrf_k)
     elif config.fusion == "weighted":
@@ -240,11 +248,12 @@ def retrieve(
             similarity=dense.get(mid),
             lexical=lexical.get(mid),
             graph=graph.get(mid),
+            time=lifts.get(mid),
             paths=expansions[mid].paths if mid in expansions else [],
         )
         for mid in ordered
     ]
-    return Retrieval(candidates=candidates, hubs=hubs, memories=memories)
+    return Retrieval(candidates=candidates, hubs=hubs, memories=memories, times=times)
 
 
 def read_query(pool: Executor, extractor: ConceptExtractor, query: str) -> Future[Extraction]:
@@ -372,6 +381,44 @@ def _lean_to_speakers(
             if memory.speaker in named:
                 direct[mid] += lean
     return found
+
+
+def _lean_to_time(
+    store: GraphStore,
+    collection: str,
+    query: str,
+    fused: dict[str, float],
+    dense: Mapping[str, float],
+    memories: dict[str, Memory],
+    now: datetime,
+    config: SearchConfig,
+    lexical_weight: float,
+) -> tuple[list[TimeWindow], dict[str, float]]:
+    """The best ``spread_top`` candidates that occurred within a time the query
+    names gain its lead (:func:`engine.retrieve.when.time_lifts`), weighed as the
+    query's words are: a standard deviation of it is worth ``time_lean`` ×
+    ``lexical_weight`` spreads of the query's best similarities. Those
+    candidates' dates also place a month or weekday named without a year.
+    They are read, and added to ``memories``. Updates ``fused`` in place.
+
+    Returns:
+        The times placed, and what each memory gained.
+    """
+    mentions = read_times(query)
+    d_spread = spread(dense, config.spread_top) or spread(fused, config.spread_top)
+    if not mentions or d_spread is None:
+        return [], {}
+    best = dict(_top(fused, config.spread_top))
+    unread = [mid for mid in best if mid not in memories]
+    if unread:
+        memories.update(store.get_memories(collection, unread))
+    occurred = {mid: memories[mid].occurred_at for mid in best if mid in memories}
+    times = place(mentions, now, list(occurred.values()))
+    unit = config.time_lean * lexical_weight * d_spread.std
+    lifts = time_lifts(times, best, occurred, unit)
+    for mid, lift in lifts.items():
+        fused[mid] += lift
+    return times, lifts
 
 
 @dataclass

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from engine.demo import DEMO_MEMORIES
 from engine.embed import SentenceTransformerEmbedder
 from engine.extract import SpacyConceptExtractor
 from engine.service import Hippocampus
@@ -54,3 +57,59 @@ def test_minilm_recall_finds_the_slow_mobile_app_report_for_a_paraphrase(
     assert body["embedder"].startswith("all-MiniLM-L6-v2") or "minilm" in body["embedder"].lower()
     assert body["results"][0]["id"] == first_id
     assert body["results"][0]["memory"]["content"] == contents[0]
+
+
+def test_recall_prefers_what_happened_when_the_question_says_and_shows_how_it_read_it(
+    minilm_client: TestClient,
+) -> None:
+    # The demo's notes, a week or so apart from January to August 2025, and three
+    # fixes by Tom: by meaning alone the April one ranks last of the three.
+    start = datetime(2025, 1, 6, tzinfo=UTC)
+    notes = [
+        {
+            "content": m.content,
+            "category": m.category,
+            "occurred_at": (start + timedelta(days=6 * i)).isoformat(),
+        }
+        for i, m in enumerate(DEMO_MEMORIES)
+    ]
+    fixes = [
+        ("2025-02-11T10:00:00Z", "Tom fixed the flaky login test: the session cookie expired "
+         "between two steps of the test, so the test now refreshes it first."),
+        ("2025-04-15T16:00:00Z", "Tom fixed the CSV export, which dropped every row with a "
+         "comma inside a quoted field; the exporter now uses the csv module's quoting."),
+        ("2025-07-08T09:00:00Z", "Tom fixed the payment client's retry loop, which never gave "
+         "up; it now stops after five attempts and reports the last error."),
+    ]  # fmt: skip
+    r = minilm_client.post(
+        "/v1/collections/team:alpha/memories",
+        json={
+            "memories": notes
+            + [{"content": c, "category": "bug_fix", "occurred_at": at} for at, c in fixes]
+        },
+        headers=ALPHA,
+    )
+    assert r.status_code == 201
+    february, april, july = [item["id"] for item in r.json()["results"][-3:]]
+
+    def recall(query: str) -> dict[str, Any]:
+        r = minilm_client.post(
+            "/v1/collections/team:alpha/recall", json={"query": query}, headers=ALPHA
+        )
+        assert r.status_code == 200
+        body: dict[str, Any] = r.json()
+        return body
+
+    untimed = [hit["id"] for hit in recall("what did Tom fix")["results"]]
+    assert untimed.index(april) > max(untimed.index(february), untimed.index(july))
+
+    body = recall("what did Tom fix in April")
+    assert body["times"] == [
+        {"phrase": "in April", "start": "2025-04-01T00:00:00Z", "end": "2025-05-01T00:00:00Z"}
+    ]
+    results = body["results"]
+    assert results[0]["id"] == april
+    assert results[0]["time"] > 0
+    rank = {hit["id"]: i for i, hit in enumerate(results)}
+    assert rank[february] < len(results) and rank[july] < len(results)
+    assert results[rank[february]]["time"] is None and results[rank[july]]["time"] is None

@@ -32,7 +32,16 @@ def test_recall_ranks_the_closest_memory_first(client: TestClient) -> None:
     assert results[0]["memory"]["content"] == "Kubernetes pods restart because of memory limits"
     scores = [x["score"] for x in results]
     assert scores == sorted(scores, reverse=True)
-    assert set(results[0]) == {"id", "score", "similarity", "lexical", "graph", "paths", "memory"}
+    assert set(results[0]) == {
+        "id",
+        "score",
+        "similarity",
+        "lexical",
+        "graph",
+        "time",
+        "paths",
+        "memory",
+    }
     assert results[0]["paths"] is None  # only with explain
 
 

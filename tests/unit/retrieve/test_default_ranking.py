@@ -118,6 +118,20 @@ def test_the_default_ranks_the_best_direct_match_first_and_keeps_it_there(
     assert [h.memory.id for h in again.hits] == [h.memory.id for h in first.hits]
 
 
+def test_the_one_memory_with_a_rare_word_of_the_query_is_not_buried(service: Hippocampus) -> None:
+    # "March" is in one demo memory alone ("broke the rolling deploy in March"),
+    # which is no closer to the question than a dozen others that share no word
+    # with it: the rare word's match comes first, as BM25 has it.
+    query = "what broke in March"
+    found = service.recall(DEMO, query, limit=10, learn=False)
+    assert found.hits[0].memory.id == "demo-migrations-expand-contract"
+    assert [h.memory.id for h in found.hits if h.lexical] == ["demo-migrations-expand-contract"]
+    closer = [h for h in found.hits if (h.similarity or 0.0) > (found.hits[0].similarity or 0.0)]
+    assert closer  # similarity alone would not have put it first
+    bm25 = service.recall(DEMO, query, limit=1, recipe="BM25", learn=False)
+    assert bm25.hits[0].memory.id == found.hits[0].memory.id
+
+
 def test_dense_scores_are_cosines_and_bm25_scores_are_relative_to_the_best(
     service: Hippocampus,
 ) -> None:

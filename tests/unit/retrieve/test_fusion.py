@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 
@@ -100,8 +102,45 @@ def test_calibrated_adds_a_lexical_lead_in_cosine_units() -> None:
 
 def test_calibrated_gives_text_only_matches_the_least_similarity_seen() -> None:
     dense = {"a": 0.6, "b": 0.5, "c": 0.4}
-    fused = calibrated(dense, {"a": 1.0, "b": 1.0, "z": 1.0}, lexical_weight=1.0)
+    fused = calibrated(dense, {"a": 1.0, "b": 1.0, "c": 1.0, "z": 1.0}, lexical_weight=1.0)
     assert fused["z"] == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize("matches", [1, 2, 5])
+def test_one_of_few_matches_for_a_rare_word_leads_by_the_deviations_of_its_rarity(
+    matches: int,
+) -> None:
+    # Twenty candidates, a few of which share a word with the query: the others
+    # count 0 on the lexical signal, so the few stand out by sqrt(20/n - 1)
+    # deviations of it, whatever their BM25 score.
+    dense = {f"m{i:02}": 0.40 - i * 0.01 for i in range(20)}
+    rare = {f"m{19 - i:02}": 5.94 for i in range(matches)}  # the least similar ones
+    fused = calibrated(dense, rare, lexical_weight=0.5)
+    d = spread(dense, 20)
+    assert d is not None
+    lead = 0.5 * d.std * math.sqrt(20 / matches - 1)
+    for mid in rare:
+        assert fused[mid] == pytest.approx(dense[mid] + lead)
+    for mid in dense.keys() - rare.keys():
+        assert fused[mid] == pytest.approx(dense[mid])
+
+
+def test_the_only_match_for_a_rare_word_passes_memories_without_one_unless_far_more_similar() -> (
+    None
+):
+    dense = {f"m{i:02}": 0.30 - i * 0.005 for i in range(20)} | {"m00": 0.55}
+    fused = calibrated(dense, {"m10": 2.0}, lexical_weight=0.5)
+    d = spread(dense, 20)
+    assert d is not None
+    # sqrt(19) / 2 deviations of similarity: more than two.
+    beaten = [mid for mid, s in fused.items() if s > fused["m10"]]
+    assert beaten
+    assert all(dense[mid] - dense["m10"] > 2.0 * d.std for mid in beaten)
+    assert all(
+        fused[mid] < fused["m10"]
+        for mid in dense.keys() - {"m10"}
+        if dense[mid] - dense["m10"] <= 2.0 * d.std
+    )
 
 
 def test_calibrated_without_similarities_ranks_by_words() -> None:

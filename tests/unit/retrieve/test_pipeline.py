@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
+import zlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -68,7 +69,9 @@ def unit(similarity: float) -> Vector:
 
 
 def memory(memory_id: str, concepts: Sequence[str]) -> Memory:
-    text = f"memory {memory_id}"
+    # A content that shares no word with the queries: these worlds weigh
+    # similarity and the graph, not words.
+    text = f"record {zlib.crc32(memory_id.encode())}"
     return Memory(
         id=memory_id,
         collection=C,

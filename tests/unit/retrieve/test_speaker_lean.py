@@ -109,7 +109,8 @@ def test_the_named_speakers_turns_gain_one_lean_and_pass_a_weaker_reply(
     rank_before = [h.memory.id for h in before.hits]
     rank_after = [h.memory.id for h in after.hits]
     assert rank_before.index(decision) > rank_before.index(weak_reply)
-    assert rank_after.index(long_reply) < rank_after.index(decision) < rank_after.index(weak_reply)
+    assert rank_after.index(decision) < rank_after.index(weak_reply)
+    assert rank_after.index(long_reply) < rank_after.index(weak_reply)
     score_before = {h.memory.id: h.score for h in before.hits}
     gains = {h.memory.id: h.score - score_before[h.memory.id] for h in after.hits}
     assert all(gains[m] == 0.0 for m in gains if speaker[m] == "assistant")
