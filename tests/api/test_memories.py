@@ -203,7 +203,10 @@ def test_patch_updates_fields_and_returns_the_memory(client: TestClient) -> None
     assert memory["content"] == "Flaky test in the checkout suite"
     # The edit's answer is the memory as read, plus whether it has a vector.
     assert memory.pop("embedded") is True and memory.pop("reasons") == []
-    assert client.get(f"{URL}/{made['id']}", headers=ALPHA).json() == memory
+    # Reading it gives the same memory, and its hubs besides.
+    read = client.get(f"{URL}/{made['id']}", headers=ALPHA).json()
+    assert set(read.pop("hubs")) == {"domains", "triggers", "concepts"}
+    assert read == memory
 
 
 def test_patch_reembeds_only_when_content_changes(
