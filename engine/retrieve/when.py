@@ -290,6 +290,12 @@ _HABITUAL = re.compile(
     r"always|never|ever|going\s+to)\b",
     re.IGNORECASE,
 )
+_DURATION = re.compile(
+    r"\bhow\s+(?:long|soon|much\s+time|many\s+(?:more\s+)?(?:minutes|hours|days|nights|weeks|"
+    r"months|years))\b|\b(?:minutes|hours|days|weeks|months|years)\s+(?:passed|elapsed|went\s+by|"
+    r"later|earlier|apart)\b",
+    re.IGNORECASE,
+)
 _DIRECT_RELATION = re.compile(
     r"\b(?P<rel>before|after|since|until|till|til|by|through|throughout|prior\s+to|up\s+to|"
     r"as\s+of|between|from)\s+(?:the\s+)?(?:(?:early|late|mid|end\s+of|start\s+of|"
@@ -322,7 +328,13 @@ _RELATIONS: dict[str, Relation] = {
 
 
 def read_times(question: str) -> list[TimeMention]:
-    """The times ``question`` names, in order; empty when it names none."""
+    """The times ``question`` names, in order; empty when it names none, or when
+    it asks how long something took ("how long after I had saved $1,200 by
+    early June", "how many days passed between the launch in March and..."):
+    such a question names a time to locate one of the events it measures
+    between, not the time its answer lies in."""
+    if _DURATION.search(question):
+        return []
     found: list[tuple[int, int, _Calendar]] = []
     last_end = -1
     habitual = _HABITUAL.search(question) is not None

@@ -157,6 +157,11 @@ def test_a_phrase_is_read_and_placed(
         "Jan reviewed the migration",
         "the version 2024.1 release",
         "who wrote the step-by-step guide",
+        # A question about how long something took names times to find the events
+        # it measures between, not where its answer lies.
+        "How long did it take me to reach my goal after I had saved $1,200 by early June?",
+        "How many days passed between the launch in March and the first outage?",
+        "how many weeks after the audit in August did we ship the fix",
     ],
 )
 def test_words_that_name_no_time_are_not_read_as_one(question: str) -> None:
