@@ -206,6 +206,29 @@ def test_use_x_against_dont_use_x_is_a_conflict_kept_as_two_linked_memories(
     assert svc.stats(C).memories == 2
 
 
+def test_a_reversal_far_from_a_near_duplicate_is_a_conflict_that_supersedes(
+    svc: Hippocampus,
+) -> None:
+    fast = svc.remember(
+        C, NewMemory(content="Use Redis for session storage because it is fast"), now=T0
+    )
+    later = T0 + timedelta(days=30)
+    evicts = svc.remember(
+        C,
+        NewMemory(content="Do not use Redis for session storage: evictions log users out"),
+        now=later,
+    )
+    assert fast.memory is not None and evicts.memory is not None
+    assert evicts.created and evicts.conflicts_with == [fast.memory.id]
+    assert evicts.supersedes == [fast.memory.id]
+    assert any("supersedes" in r for r in evicts.reasons)
+    assert svc.get(C, fast.memory.id).retrieval.superseded_by == [evicts.memory.id]
+    edges = {(e.type, e.target) for e in svc.store.edges_of(C, evicts.memory.id)}
+    assert {(EdgeType.CONFLICTS_WITH, fast.memory.id), (EdgeType.SUPERSEDES, fast.memory.id)} <= (
+        edges
+    )
+
+
 def test_numbers_keep_alike_texts_apart(svc: Hippocampus) -> None:
     outs = svc.remember_many(
         C,
