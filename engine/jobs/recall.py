@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ from engine.retrieve.config import (
 )
 from engine.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
 from engine.retrieve.pipeline import Candidate, hub_anchor_edges, read_query, retrieve
+from engine.retrieve.present import asks_about_present, present_first
 from engine.retrieve.summary import context_summary
 from engine.store import Vector
 from engine.store.base import passage_score
@@ -213,10 +215,14 @@ class RecallJobs(ServiceCore):
             extraction=reading,
         )
         candidates = found.candidates
-        if min_score is not None:
-            candidates = self._above(collection, candidates, query_vector, min_score)
         missing = [c.memory_id for c in candidates if c.memory_id not in found.memories]
         memories = {**found.memories, **self.store.get_memories(collection, missing)}
+        if config.present_first and asks_about_present(text):
+            candidates = self._present_first(
+                collection, candidates, memories, filters or RecallFilters(), limit
+            )
+        if min_score is not None:
+            candidates = self._above(collection, candidates, query_vector, min_score)
         hits = [
             RecallHit(
                 memory=memories[c.memory_id],
@@ -275,6 +281,37 @@ class RecallJobs(ServiceCore):
                 field="recipe",
             )
         return config
+
+    def _present_first(
+        self,
+        collection: str,
+        candidates: list[Candidate],
+        memories: dict[str, Memory],
+        filters: RecallFilters,
+        limit: int,
+    ) -> list[Candidate]:
+        """``candidates`` with each ranked above the memories it supersedes (see
+        :mod:`engine.retrieve.present`); a superseding memory the search missed
+        joins them, when it passes ``filters``. At most ``limit``. Updates
+        ``memories`` with the memories it reads."""
+        superseded_by = {
+            c.memory_id: memories[c.memory_id].retrieval.superseded_by
+            for c in candidates
+            if c.memory_id in memories and memories[c.memory_id].retrieval.superseded_by
+        }
+        if not superseded_by:
+            return candidates
+        by_id = {c.memory_id: c for c in candidates}
+        unread = sorted({n for ns in superseded_by.values() for n in ns} - set(by_id))
+        for mid, memory in self.store.get_memories(collection, unread).items():
+            if filters.admits(memory):
+                memories[mid] = memory
+                by_id[mid] = Candidate(memory_id=mid, score=-math.inf)
+        scores = present_first({mid: c.score for mid, c in by_id.items()}, superseded_by)
+        for mid, score in scores.items():
+            by_id[mid].score = score
+        ranked = sorted(by_id.values(), key=lambda c: (-c.score, c.memory_id))
+        return ranked[:limit]
 
     def _above(
         self,

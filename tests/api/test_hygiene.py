@@ -87,6 +87,15 @@ def test_a_reversal_supersedes_the_older_memory(client: TestClient) -> None:
     older = client.get(f"{URL}/{june['id']}", headers=ALPHA).json()
     assert older["superseded_by"] == [october["id"]]
     assert client.get(f"{URL}/{october['id']}", headers=ALPHA).json()["superseded_by"] == []
+    r = client.post(
+        "/v1/collections/team:alpha/recall",
+        json={"query": "can we deploy on Friday", "detail": "compact"},
+        headers=ALPHA,
+    )
+    results = r.json()["results"]
+    assert [h["id"] for h in results[:2]] == [october["id"], june["id"]]
+    # Compact results say so too: superseded_by is no bookkeeping.
+    assert results[1]["memory"]["superseded_by"] == [october["id"]]
 
 
 def test_an_id_with_an_invisible_character_gets_422(client: TestClient) -> None:

@@ -1,7 +1,8 @@
 """The store contract, through the service: a reversal supersedes what it takes back.
 
-The newer of two conflicting memories links to the older by ``SUPERSEDES`` and
-the older names it in ``superseded_by``, alike on every store.
+The newer of two conflicting memories links to the older by ``SUPERSEDES``, the
+older names it in ``superseded_by``, and a question about the present ranks the
+newer first; alike on every store.
 """
 
 from __future__ import annotations
@@ -77,6 +78,24 @@ def test_within_one_batch_the_later_supersedes_whatever_the_order(
     assert june.memory is not None and october.memory is not None
     assert _superseding(store, collection, october.memory.id) == [june.memory.id]
     assert service.get(collection, june.memory.id).retrieval.superseded_by == [october.memory.id]
+
+
+def test_a_question_about_the_present_ranks_the_reversal_above_the_stale_rule(
+    service: Hippocampus, collection: str
+) -> None:
+    june = service.remember(collection, NewMemory(content=FREEZE, occurred_at=JUNE))
+    october = service.remember(collection, NewMemory(content=LIFTED, occurred_at=OCTOBER))
+    assert june.memory is not None and october.memory is not None
+    service.remember(collection, NewMemory(content="Deploys go out through the canary pipeline"))
+
+    def ranked(query: str) -> list[str]:
+        return [h.memory.id for h in service.recall(collection, query, learn=False).hits]
+
+    now = ranked("can we deploy on Friday")
+    assert now.index(october.memory.id) < now.index(june.memory.id)
+    # A question about the past ranks by the match alone: the rule's words match better.
+    then = ranked("why did we freeze Friday deploys")
+    assert then.index(june.memory.id) < then.index(october.memory.id)
 
 
 def test_forgetting_the_newer_memory_unmarks_the_older(
