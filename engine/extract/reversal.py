@@ -28,10 +28,11 @@ Questions say nothing either way, nor do conditions (``if`` / ``unless`` /
 forget", "not only", "not sure", "no problem").
 
 Two texts reverse each other when a negative span of one (its content words,
-stemmed) is, for the most part, said plainly by the other, and the two are on
-one subject: they share at least two content words, or the span is a
-discontinuation, which names its subject alone ("we switched from Jenkins"
-takes back "we use Jenkins for CI").
+stemmed) is, for the most part, said plainly by the other, each word in a
+clause on the same subject: one that shares another content word with the
+span's clause, or, for a discontinuation, which names its subject alone, one
+about little else ("we switched from Jenkins" takes back "we use Jenkins for
+CI", not every long sentence that names Jenkins in passing).
 
 Pure functions of their arguments.
 """
@@ -39,6 +40,7 @@ Pure functions of their arguments.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -137,6 +139,9 @@ _IDIOMS: tuple[tuple[str, ...], ...] = (
     ("not", "until"),
     ("not", "yet"),
 )
+_ABOUT_LITTLE_ELSE = 3
+"""A clause of at most this many content words is about each of them: "we use
+Jenkins for CI" is about Jenkins; a long sentence naming it in passing is not."""
 # Content words too common to say what a clause is about.
 _GENERIC = frozenset(
     """use uses used using do does did done doing make makes made get gets got go goes
@@ -148,21 +153,26 @@ _GENERIC = frozenset(
 
 @dataclass(frozen=True)
 class Span:
-    """Words a clause says negatively, stemmed, and whether they name something
-    given up (a discontinuation) rather than merely denied."""
+    """Words a clause says negatively, stemmed; whether they name something given
+    up (a discontinuation) rather than merely denied; the clause they are in (by
+    its place among the text's clauses)."""
 
     terms: frozenset[str]
     discontinued: bool
+    clause: int
 
 
 @dataclass(frozen=True)
 class Reading:
     """What a text asserts: the content words it says plainly, those it says
-    negatively, and its negative spans."""
+    negatively, its negative spans, the content words of each clause, and per
+    word the clauses that say it plainly."""
 
     positive: frozenset[str]
     negative: frozenset[str]
     spans: tuple[Span, ...]
+    clauses: tuple[frozenset[str], ...]
+    said_in: Mapping[str, tuple[int, ...]]
 
     @property
     def terms(self) -> frozenset[str]:
@@ -182,18 +192,32 @@ def reversal(new_text: str, other_text: str) -> frozenset[str]:
     not use Redis" as much as the other way round. A conversation turn is read
     without its speaker label."""
     a, b = read(said(new_text)), read(said(other_text))
-    shared = a.terms & b.terms
     for one, other in ((a, b), (b, a)):
         plain = other.positive - other.negative
         for span in one.spans:
             # Words the text also says plainly elsewhere are not what it takes back.
             taken_back = span.terms - one.positive
-            contested = taken_back & plain
-            if 2 * len(contested) <= len(taken_back):
-                continue
-            if span.discontinued or len(shared) >= 2:
+            contested = {t for t in taken_back & plain if _on_one_subject(t, span, one, other)}
+            if contested and 2 * len(contested) > len(taken_back):
                 return frozenset(contested)
     return frozenset()
+
+
+def _on_one_subject(term: str, span: Span, one: Reading, other: Reading) -> bool:
+    """Whether ``other`` says ``term`` plainly about what ``span`` denies: in a
+    clause sharing another content word with the span's clause ("no deploys on
+    Friday" and "the Friday deploy freeze is lifted"), or, for a
+    discontinuation, in a clause about little else ("we switched from Jenkins"
+    and "we use Jenkins for CI"). A long text says a word in passing ("the man
+    with no name" and "the film of the same name"); that is not enough."""
+    denied = one.clauses[span.clause]
+    for i in other.said_in[term]:
+        clause = other.clauses[i]
+        if len(denied & clause) >= 2:
+            return True
+        if span.discontinued and len(clause) <= _ABOUT_LITTLE_ELSE:
+            return True
+    return False
 
 
 @lru_cache(maxsize=4096)
@@ -203,7 +227,9 @@ def read(text: str) -> Reading:
     positive: set[str] = set()
     negative: set[str] = set()
     spans: list[Span] = []
-    for clause in _clauses(text):
+    clauses: list[frozenset[str]] = []
+    said_in: dict[str, list[int]] = {}
+    for n, clause in enumerate(_clauses(text)):
         flips, cues = _cues(clause)
         for cue in cues:
             terms = {
@@ -212,14 +238,29 @@ def read(text: str) -> Reading:
                 if flips[i] % 2 == 1 and (t := _term(clause[i])) is not None
             }
             if terms:
-                spans.append(Span(frozenset(terms), cue.discontinued))
+                spans.append(Span(frozenset(terms), cue.discontinued, n))
+        words: set[str] = set()
         for i, word in enumerate(clause):
             if flips[i] < 0:
                 continue  # a cue or an idiom: says nothing itself
             term = _term(word)
-            if term is not None:
-                (negative if flips[i] % 2 else positive).add(term)
-    return Reading(frozenset(positive), frozenset(negative), tuple(spans))
+            if term is None:
+                continue
+            words.add(term)
+            if flips[i] % 2:
+                negative.add(term)
+            else:
+                positive.add(term)
+                if said_in.get(term, [-1])[-1] != n:
+                    said_in.setdefault(term, []).append(n)
+        clauses.append(frozenset(words))
+    return Reading(
+        frozenset(positive),
+        frozenset(negative),
+        tuple(spans),
+        tuple(clauses),
+        {t: tuple(ns) for t, ns in said_in.items()},
+    )
 
 
 def _term(word: str) -> str | None:

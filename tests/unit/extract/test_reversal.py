@@ -302,3 +302,16 @@ def test_questions_and_conditions_assert_nothing() -> None:
 def test_a_speaker_label_is_not_a_shared_subject() -> None:
     # Alone, "jenkins" is one shared word: too little for a plain negation.
     assert not reversal("User: I don't like Jenkins", "User: Jenkins is on the old server")
+
+
+def test_a_word_denied_in_passing_is_no_reversal_of_a_text_that_names_it() -> None:
+    # The shared word sits in clauses about different things.
+    assert not reversal(
+        "The theme plays over the Man with No Name, and the score was released in 1966.",
+        "The score of the film of the same name was released in 1966 and composed by Morricone.",
+    )
+    # A discontinuation names its subject alone only against a clause about it.
+    assert not reversal(
+        "We switched from Jenkins to GitHub Actions",
+        "The Jenkins agents on the old rack were patched by the platform team last spring",
+    )
