@@ -138,7 +138,7 @@ def compare(
     plain_b = {w for w in b if w not in NEGATIONS}
     # Without the negations: the pair's overlap as if they agreed.
     overlap = jaccard(plain_a, plain_b)
-    contested = reversal(new_text, other_text)
+    contested = reversal(new_text, other_text, short_words=config.short_tokens)
     if contested:
         return Comparison(Verdict.CONFLICT, similarity, overlap, contested)
     short = max(len(a), len(b)) <= config.short_tokens

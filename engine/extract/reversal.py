@@ -56,10 +56,36 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # Clause breaks inside a sentence: punctuation, then the conjunctions below.
 _CLAUSE_BREAK = re.compile(r"[,;:()\[\]\u2014\u2013]|\s-\s")
 
-_NEGATIONS = frozenset(
-    "not no never nor without cannot nobody none nothing neither avoid avoids avoided "
-    "avoiding".split()
+# Not "without": "without worrying about", "without making a commitment" describe
+# how, far more often than they deny.
+_NEGATIONS = frozenset("not no never nor cannot nobody none nothing neither".split())
+# "Avoid Redis for sessions", "we avoid Friday deploys": a rule. "Take breaks to
+# avoid burnout", "arrive early and avoid the crowds": a purpose, which lessens
+# what it names (see _DAMPENERS) without denying it.
+_AVOIDS = frozenset("avoid avoids avoided avoiding".split())
+_AVOID_AS_A_RULE = frozenset(
+    "we i you they always never should must please strictly generally usually".split()
 )
+# Words that lessen what follows without denying it ("reduce burnout", "free of
+# complex layouts"): the words they govern are said neither plainly nor negatively.
+_DAMPENERS = frozenset(
+    """reduce reduces reduced reducing prevent prevents prevented preventing minimize
+    minimizes minimized minimizing eliminate eliminates eliminated eliminating lower
+    lowers lowered lowering decrease decreases decreased decreasing lack lacks lacked
+    lacking less fewer limited limiting mitigate mitigates mitigated mitigating""".split()
+)
+# A span that runs forward ends at the first of these after its first content word
+# ("avoid burnout and maintain productivity" denies burnout, not productivity) ...
+_FORWARD_STOPS = frozenset(
+    "and or to that which who whom whose as than so while where when nor".split()
+)
+_SPAN_TERMS = 3
+"""... or after this many content words: a negation governs a phrase, not the rest
+of a long sentence."""
+# A span that reaches back to a clause's subject ("exports are not allowed")
+# starts after the last of these before it ("what is working and what is not"
+# denies nothing that works).
+_BACK_STOPS = frozenset("and or what which that who where when how".split())
 _DISCONTINUED_AFTER = frozenset({"anymore"})
 _BE = frozenset("is are was were be been being am get gets got".split())
 # Words that may stand between a form of be and what it says: "is now deprecated",
@@ -165,14 +191,15 @@ class Span:
 @dataclass(frozen=True)
 class Reading:
     """What a text asserts: the content words it says plainly, those it says
-    negatively, its negative spans, the content words of each clause, and per
-    word the clauses that say it plainly."""
+    negatively, its negative spans, the content words of each clause, per word
+    the clauses that say it plainly, and its length in words."""
 
     positive: frozenset[str]
     negative: frozenset[str]
     spans: tuple[Span, ...]
     clauses: tuple[frozenset[str], ...]
     said_in: Mapping[str, tuple[int, ...]]
+    length: int
 
     @property
     def terms(self) -> frozenset[str]:
@@ -186,36 +213,54 @@ class _Cue:
     discontinued: bool
 
 
-def reversal(new_text: str, other_text: str) -> frozenset[str]:
+def reversal(new_text: str, other_text: str, *, short_words: int = 64) -> frozenset[str]:
     """The words on which one text takes back what the other says (empty when
     neither does). Symmetric: a newer "Use Redis again" reverses an older "do
     not use Redis" as much as the other way round. A conversation turn is read
-    without its speaker label."""
+    without its speaker label.
+
+    Args:
+        short_words: a text of at most this many words is a note, whose short
+            clauses state what it is about (see :func:`_on_one_subject`).
+    """
     a, b = read(said(new_text)), read(said(other_text))
     for one, other in ((a, b), (b, a)):
         plain = other.positive - other.negative
+        note = other.length <= short_words
         for span in one.spans:
             # Words the text also says plainly elsewhere are not what it takes back.
             taken_back = span.terms - one.positive
-            contested = {t for t in taken_back & plain if _on_one_subject(t, span, one, other)}
+            contested = {
+                t for t in taken_back & plain if _on_one_subject(t, span, one, other, note=note)
+            }
             if contested and 2 * len(contested) > len(taken_back):
                 return frozenset(contested)
     return frozenset()
 
 
-def _on_one_subject(term: str, span: Span, one: Reading, other: Reading) -> bool:
-    """Whether ``other`` says ``term`` plainly about what ``span`` denies: in a
-    clause sharing another content word with the span's clause ("no deploys on
-    Friday" and "the Friday deploy freeze is lifted"), or, for a
-    discontinuation, in a clause about little else ("we switched from Jenkins"
-    and "we use Jenkins for CI"). A long text says a word in passing ("the man
-    with no name" and "the film of the same name"); that is not enough."""
-    denied = one.clauses[span.clause]
+def _on_one_subject(term: str, span: Span, one: Reading, other: Reading, *, note: bool) -> bool:
+    """Whether ``other`` says ``term`` plainly about what ``span`` denies, in a
+    clause that
+
+    - shares a content word beyond the span with the span's clause ("we
+      replaced LaunchDarkly with Unleash for feature flags" and "feature flags
+      are managed in LaunchDarkly"),
+    - or is at least half made of the span's words, two or more ("do not use
+      Redis for session storage" and "use Redis for session storage"),
+    - or, for a discontinuation, which names its subject alone, is about little
+      else, in a short note ("we switched from Jenkins" and "we use Jenkins for
+      CI"; not a heading or list item of a long text: "Daily to-do list").
+
+    A long text says a word in passing ("the man with no name" and "the film of
+    the same name", "instead of vague comments" and "ask the readers about
+    their vague comments"); that is not enough."""
+    context = one.clauses[span.clause] - span.terms
     for i in other.said_in[term]:
         clause = other.clauses[i]
-        if len(denied & clause) >= 2:
+        covered = len(clause & span.terms)
+        if context & clause or (covered >= 2 and 2 * covered >= len(clause)):
             return True
-        if span.discontinued and len(clause) <= _ABOUT_LITTLE_ELSE:
+        if note and span.discontinued and len(clause) <= _ABOUT_LITTLE_ELSE:
             return True
     return False
 
@@ -260,6 +305,7 @@ def read(text: str) -> Reading:
         tuple(spans),
         tuple(clauses),
         {t: tuple(ns) for t, ns in said_in.items()},
+        len(_WORD.findall(text)),
     )
 
 
@@ -307,8 +353,8 @@ def _clauses(text: str) -> list[list[str]]:
 
 
 def _cues(clause: list[str]) -> tuple[list[int], list[_Cue]]:
-    """Per word of ``clause``, how many cues cover it (-1: the word is a cue or
-    part of an idiom), and the cues."""
+    """Per word of ``clause``, how many cues cover it (-1: the word is a cue, part
+    of an idiom, or dampened), and the cues."""
     n = len(clause)
     inert = [False] * n
     for i in range(n):
@@ -320,6 +366,7 @@ def _cues(clause: list[str]) -> tuple[list[int], list[_Cue]]:
     ends = _span_ends(clause)
     lifted = _lifted_restriction(clause, inert)
     discontinuing = any(w in _DISCONTINUED_AFTER for w in clause) or _has_any_longer(clause)
+    dampened: list[tuple[int, int]] = []
     i = 0
     while i < n:
         word = clause[i]
@@ -337,18 +384,27 @@ def _cues(clause: list[str]) -> tuple[list[int], list[_Cue]]:
             cues.append(_negation(clause, i, i + 2, ends, discontinued=True))
             i += 2
             continue
-        elif word in _NEGATIONS:
+        elif word in _NEGATIONS or (
+            word in _AVOIDS and (i == 0 or clause[i - 1] in _AVOID_AS_A_RULE)
+        ):
             inert[i] = True
             cues.append(_negation(clause, i, i + 1, ends, discontinued=discontinuing))
+        elif (
+            word in _DAMPENERS
+            or (word == "free" and i + 1 < n and clause[i + 1] in {"of", "from"})
+            or word in _AVOIDS
+        ):
+            inert[i] = True
+            dampened.append((i + 1, _forward(clause, i + 1, ends[i])))
         elif word in _STOPS and (i + 1 < n and clause[i + 1] not in _INTRANSITIVE_AFTER):
             inert[i] = True
-            cues.append(_Cue(i + 1, ends[i], discontinued=True))
+            cues.append(_Cue(i + 1, _forward(clause, i + 1, ends[i]), discontinued=True))
         elif word in _ENDED_STATES and _after_be(clause, i):
             inert[i] = True
-            cues.append(_Cue(0, ends[i], discontinued=True))
+            cues.append(_Cue(_back(clause, i), ends[i], discontinued=True))
         elif word == "deprecated" and i + 1 < n:
             inert[i] = True  # "the deprecated v1 API"
-            cues.append(_Cue(i + 1, ends[i], discontinued=True))
+            cues.append(_Cue(i + 1, _forward(clause, i + 1, ends[i]), discontinued=True))
         elif word in _SWITCHES and (given_up := _switched_from(clause, i)) is not None:
             inert[i] = True
             cues.append(_Cue(*given_up, discontinued=True))
@@ -361,7 +417,8 @@ def _cues(clause: list[str]) -> tuple[list[int], list[_Cue]]:
                     for j in range(i, i + len(phrase)):
                         inert[j] = True
                     start = i + len(phrase)
-                    cues.append(_Cue(start, _next_end(clause, start), discontinued=True))
+                    end = _forward(clause, start, _next_end(clause, start))
+                    cues.append(_Cue(start, end, discontinued=True))
                     i = start - 1
                     break
         i += 1
@@ -370,6 +427,9 @@ def _cues(clause: list[str]) -> tuple[list[int], list[_Cue]]:
             if tuple(clause[i : i + len(phrase)]) == phrase:
                 for j in range(i, i + len(phrase)):
                     inert[j] = True
+    for start, end in dampened:
+        for j in range(start, end):
+            inert[j] = True
     flips = [0] * n
     for cue in cues:
         for j in range(cue.start, cue.end):
@@ -383,10 +443,36 @@ def _cues(clause: list[str]) -> tuple[list[int], list[_Cue]]:
 def _negation(
     clause: list[str], at: int, after: int, ends: list[int], *, discontinued: bool
 ) -> _Cue:
-    """A negation at ``at`` (its words up to ``after``): the words after it, or the
-    whole clause when it denies a predicate of the clause's subject."""
+    """A negation at ``at`` (its words up to ``after``): the phrase after it, and
+    the clause's subject before it when it denies a predicate of that subject
+    ("exports are not allowed", "Redis is not thread-safe")."""
     whole = _after_be(clause, at) or (after < len(clause) and clause[after] in _PREDICATES)
-    return _Cue(0 if whole else after, ends[at], discontinued=discontinued)
+    start = _back(clause, at) if whole else after
+    return _Cue(start, _forward(clause, after, ends[at]), discontinued=discontinued)
+
+
+def _forward(clause: list[str], start: int, end: int) -> int:
+    """Where a span from ``start`` ends, at the latest at ``end``: at a stop word
+    after its first content word, or after its third content word."""
+    seen = 0
+    for i in range(start, end):
+        word = clause[i]
+        if seen and word in _FORWARD_STOPS:
+            return i
+        if _term(word) is not None:
+            seen += 1
+            if seen == _SPAN_TERMS:
+                return i + 1
+    return end
+
+
+def _back(clause: list[str], at: int) -> int:
+    """Where the subject of the predicate at ``at`` starts: after the last stop
+    word before it, else at the clause's start."""
+    for i in range(at - 1, -1, -1):
+        if clause[i] in _BACK_STOPS:
+            return i + 1
+    return 0
 
 
 def _after_be(clause: list[str], at: int) -> bool:
