@@ -11,28 +11,30 @@ Friday".
 Each text is read clause by clause. A clause's words are said either plainly
 (positive) or under a cue that turns them negative:
 
-- a negation (``not``, ``no``, ``never``, ``without``, ``nobody``, ``avoid`` …)
-  covers the words after it; after a form of *be* ("exports are not allowed",
-  "Redis is not thread-safe") the whole clause, its subject included;
+- a negation (``not``, ``no``, ``never``, ``nobody``, ``avoid`` as a rule …)
+  covers the phrase after it (up to a conjunction or three content words);
+  after a form of *be* ("exports are not allowed", "Redis is not
+  thread-safe"), the clause's subject too;
 - a discontinuation covers what was given up: ``no longer`` / ``not …
   anymore``, ``stop`` doing something, ``instead of`` / ``rather than`` X,
-  ``switch`` / ``move`` / ``migrate from`` X ``to`` Y, ``replace`` X ``with`` Y
-  (or "X was replaced by Y"), and a state after *be*: "the v1 API is
-  deprecated", "exports are disabled";
+  ``switched`` / ``migrated from`` X ``to`` Y, ``replace`` X ``with`` Y (or "X
+  was replaced by Y"), and a state after *be*: "the v1 API is deprecated",
+  "exports are disabled";
 - a restriction (a ``freeze``, ``ban``, ``moratorium``, ``embargo``,
   ``blackout``) turns its clause negative, and lifting it (``lifted``,
   ``ended``, ``over``, ``removed`` in the same clause) turns it back.
 
 Questions say nothing either way, nor do conditions (``if`` / ``unless`` /
 ``when`` / ``whether`` clauses), nor idioms that only look negative ("don't
-forget", "not only", "not sure", "no problem").
+forget", "not only", "not sure", "no problem"). A purpose ("take breaks to
+avoid burnout") or a dampener ("reduce", "prevent", "free of") lessens what it
+names: neither said plainly nor denied.
 
 Two texts reverse each other when a negative span of one (its content words,
 stemmed) is, for the most part, said plainly by the other, each word in a
-clause on the same subject: one that shares another content word with the
-span's clause, or, for a discontinuation, which names its subject alone, one
-about little else ("we switched from Jenkins" takes back "we use Jenkins for
-CI", not every long sentence that names Jenkins in passing).
+clause on the same subject (see :func:`_on_one_subject`): "we switched from
+Jenkins" takes back "we use Jenkins for CI", not every long message that names
+Jenkins in passing.
 
 Pure functions of their arguments.
 """

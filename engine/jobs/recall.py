@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -218,9 +217,7 @@ class RecallJobs(ServiceCore):
         missing = [c.memory_id for c in candidates if c.memory_id not in found.memories]
         memories = {**found.memories, **self.store.get_memories(collection, missing)}
         if config.present_first and asks_about_present(text):
-            candidates = self._present_first(
-                collection, candidates, memories, filters or RecallFilters(), limit
-            )
+            candidates = _present_first(candidates, memories)
         if min_score is not None:
             candidates = self._above(collection, candidates, query_vector, min_score)
         hits = [
@@ -281,37 +278,6 @@ class RecallJobs(ServiceCore):
                 field="recipe",
             )
         return config
-
-    def _present_first(
-        self,
-        collection: str,
-        candidates: list[Candidate],
-        memories: dict[str, Memory],
-        filters: RecallFilters,
-        limit: int,
-    ) -> list[Candidate]:
-        """``candidates`` with each ranked above the memories it supersedes (see
-        :mod:`engine.retrieve.present`); a superseding memory the search missed
-        joins them, when it passes ``filters``. At most ``limit``. Updates
-        ``memories`` with the memories it reads."""
-        superseded_by = {
-            c.memory_id: memories[c.memory_id].retrieval.superseded_by
-            for c in candidates
-            if c.memory_id in memories and memories[c.memory_id].retrieval.superseded_by
-        }
-        if not superseded_by:
-            return candidates
-        by_id = {c.memory_id: c for c in candidates}
-        unread = sorted({n for ns in superseded_by.values() for n in ns} - set(by_id))
-        for mid, memory in self.store.get_memories(collection, unread).items():
-            if filters.admits(memory):
-                memories[mid] = memory
-                by_id[mid] = Candidate(memory_id=mid, score=-math.inf)
-        scores = present_first({mid: c.score for mid, c in by_id.items()}, superseded_by)
-        for mid, score in scores.items():
-            by_id[mid].score = score
-        ranked = sorted(by_id.values(), key=lambda c: (-c.score, c.memory_id))
-        return ranked[:limit]
 
     def _above(
         self,
@@ -539,3 +505,21 @@ class RecallJobs(ServiceCore):
             return round(samples[min(len(samples) - 1, int(q * len(samples)))], 3)
 
         return Latency(recalls=len(samples), p50_ms=at(0.5), p95_ms=at(0.95))
+
+
+def _present_first(candidates: list[Candidate], memories: dict[str, Memory]) -> list[Candidate]:
+    """``candidates`` with each ranked above the memories it supersedes (see
+    :mod:`engine.retrieve.present`). Only the order changes: a superseding
+    memory the search did not find stays out (the superseded one names it),
+    and nothing is pushed out of the results for it."""
+    superseded_by = {
+        c.memory_id: memories[c.memory_id].retrieval.superseded_by
+        for c in candidates
+        if c.memory_id in memories and memories[c.memory_id].retrieval.superseded_by
+    }
+    if not superseded_by:
+        return candidates
+    scores = present_first({c.memory_id: c.score for c in candidates}, superseded_by)
+    for c in candidates:
+        c.score = scores[c.memory_id]
+    return sorted(candidates, key=lambda c: (-c.score, c.memory_id))

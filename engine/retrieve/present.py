@@ -5,15 +5,16 @@ supersedes it (``Memory.retrieval.superseded_by``, a ``SUPERSEDES`` edge; see
 :mod:`engine.jobs.remembering`). The older one still answers questions about
 the past ("why did we freeze Friday deploys in June?"), but a question about
 the present ("can we deploy on Friday?", "what do we use now for CI?", "do we
-still cache prices?") wants what holds now: there, each memory ranks above
-every memory it supersedes, whatever their scores, and a superseding memory
-the search missed joins the results above the one it supersedes.
+still cache prices?") wants what holds now: there, each result ranks above
+every result it supersedes, whatever their scores. Only the order of what
+the search found changes: a superseding memory the search missed stays out
+(the superseded result names it), and no result is pushed out for one.
 
 A question is about the present when it says so ("still", "now",
 "currently", "these days", "anymore" …), or asks in the present tense ("can
 we …", "do we …", "what is …", "which … do we use") without a word that
-places it in the past ("did", "was", "used to", "last year", "in 2023", a
-month's name).
+places it in the past ("did", "was", "used to", "ever", "last year", "in
+2023", a month's name). "Have we ever …" asks about the past.
 
 Pure functions of their arguments.
 """
@@ -34,14 +35,14 @@ _NOW = re.compile(
 # Present-tense questions: "can we …", "do we …", "is it …", "what is …",
 # "which CI do we use", "how do we …".
 _PRESENT_QUESTION = re.compile(
-    r"^\s*(?:(?:can|may|should|must|shall|do|does|is|are|am|has|have)\b|"
+    r"^\s*(?:(?:can|may|should|must|shall|do|does|is|are|am)\b|"
     r"(?:what|which|who|where|how|why)(?:'s|'re|\b(?:\s+\w+){0,3}?\s+"
-    r"(?:is|are|do|does|can|should|may|must|has|have)\b))",
+    r"(?:is|are|do|does|can|should|may|must)\b))",
     re.IGNORECASE,
 )
 _PAST = re.compile(
     r"\b(?:did|didn't|was|wasn't|were|weren't|had|used\s+to|previously|originally|"
-    r"formerly|at\s+first|back\s+(?:then|in|when)|ago|yesterday|earlier|"
+    r"formerly|at\s+first|back\s+(?:then|in|when)|ago|yesterday|earlier|ever|"
     r"last\s+(?:week|month|year|quarter|sprint|time)|(?:19|20)\d\d|"
     r"january|february|march|april|june|july|august|september|october|november|"
     r"december)\b",
@@ -66,8 +67,7 @@ def present_first(
     """``scores`` with each memory lifted just above every memory it supersedes.
 
     Args:
-        scores: the results' scores, by memory id; a superseding memory the
-            search did not score may be given ``-inf``.
+        scores: the results' scores, by memory id.
         superseded_by: per result, the memories that supersede it.
 
     Returns:
