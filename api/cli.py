@@ -392,6 +392,8 @@ def _cmd_remember(args: argparse.Namespace) -> int:
         print(f"duplicate_of: {body['duplicate_of']}")
     for other in body["conflicts_with"]:
         print(f"conflicts_with: {other}")
+    for other in body.get("supersedes", []):
+        print(f"supersedes: {other}")
     for reason in body["reasons"]:
         print(f"reason: {reason}")
     return 0
@@ -475,6 +477,8 @@ def _print_results(results: list[dict[str, Any]], out: TextIO | None = None) -> 
             f"{memory['category']:<{cat_width}}  {_cut(memory['content'], _SNIPPET)}",
             file=out,
         )
+        for newer in memory.get("superseded_by") or []:
+            print(f"{'':>10}superseded by {newer}", file=out)
         for path in hit.get("paths") or []:
             anchor = path["anchor"]
             walk = " -> ".join(

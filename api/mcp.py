@@ -105,9 +105,10 @@ def _result(text: str, body: BaseModel | dict[str, Any]) -> CallToolResult:
 
 def _memory_line(rank: int, memory: MemoryOut, score: float | None = None) -> str:
     scored = f" score {score:.3f}" if score is not None else ""
+    newer = f" superseded by {', '.join(memory.superseded_by)};" if memory.superseded_by else ""
     return (
         f"{rank}. [{memory.category}]{scored} id={memory.id} "
-        f"(confidence {memory.retrieval.confidence:.2f}): {_cut(memory.content)}"
+        f"(confidence {memory.retrieval.confidence:.2f}):{newer} {_cut(memory.content)}"
     )
 
 
@@ -205,7 +206,8 @@ def create_mcp_server(
                 lines.append(f"{i}. already known: merged into {r.duplicate_of}")
             else:
                 pending = "" if r.embedded else " (waiting for a vector: run hippo reindex)"
-                lines.append(f"{i}. stored id={r.id}{pending}")
+                older = f"; supersedes {', '.join(r.supersedes)}" if r.supersedes else ""
+                lines.append(f"{i}. stored id={r.id}{pending}{older}")
         return _result("\n".join(lines), body)
 
     @mcp.tool(

@@ -243,6 +243,12 @@ class RememberOut(BaseModel):
     conflicts_with: list[str] = Field(
         description="Stored memories it contradicts; both kept, linked by CONFLICTS_WITH."
     )
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description="Those of them that happened before it (occurred_at): it links to each "
+        "by SUPERSEDES and ranks above it for questions about the present. One that "
+        "happened after it supersedes it instead (its superseded_by).",
+    )
     embedded: bool = Field(description="False: stored without a vector, to be re-embedded.")
     quality: float | None = Field(description="The quality gate's score, 0-1.")
     sanitized: bool = Field(
@@ -267,6 +273,7 @@ class RememberOut(BaseModel):
             rejected=outcome.rejected,
             duplicate_of=outcome.duplicate_of,
             conflicts_with=list(outcome.conflicts_with),
+            supersedes=list(outcome.supersedes),
             embedded=outcome.embedded,
             quality=outcome.quality,
             sanitized=outcome.sanitized,
@@ -344,6 +351,11 @@ class MemoryOut(BaseModel):
     embedding_generated_at: datetime | None = Field(
         default=None, description="When that vector was made."
     )
+    superseded_by: list[str] = Field(
+        default_factory=list,
+        description="Newer memories that reverse or replace it (SUPERSEDES edges): "
+        "questions about the present rank them above it.",
+    )
     retrieval: RetrievalOut
 
     @classmethod
@@ -365,6 +377,7 @@ class MemoryOut(BaseModel):
             content_hash=memory.content_hash,
             embedding_model=memory.embedding_model,
             embedding_generated_at=memory.embedding_generated_at,
+            superseded_by=list(r.superseded_by),
             retrieval=RetrievalOut(
                 domains=list(r.domains),
                 triggers=list(r.triggers),

@@ -50,6 +50,10 @@
         selector: "edge[type = 'CONFLICTS_WITH']",
         style: { "line-color": "#e15759", "line-style": "dashed" },
       },
+      {
+        selector: "edge[type = 'SUPERSEDES']",
+        style: { "line-color": "#ff9da7", "target-arrow-color": "#ff9da7", "target-arrow-shape": "triangle" },
+      },
       { selector: ".path", style: { "line-color": "#edc948", "border-color": "#edc948", "border-width": 3, opacity: 1 } },
     ],
   });

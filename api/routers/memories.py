@@ -49,7 +49,8 @@ def remember(
     content is sanitized first (`sanitized`, with the changes in `reasons`); the
     quality gate may reject it (`rejected`, `quality`, `reasons`); content already
     stored, or nearly so, is merged into that memory (`duplicate_of`); a memory
-    that contradicts a stored one is kept and linked to it (`conflicts_with`).
+    that contradicts a stored one is kept and linked to it (`conflicts_with`), and
+    the one that happened later supersedes the other (`supersedes`, `superseded_by`).
     The status is 201 when something new was stored, 200 when nothing was.
     """
     result: RememberOut | RememberBatchOut

@@ -40,6 +40,12 @@ CALL (m, u) {
   RETURN r
   UNION ALL
   WITH m, u
+  WHERE u.type = 'SUPERSEDES'
+  MATCH (o:Memory {collection: $collection, id: u.target})
+  MERGE (m)-[r:SUPERSEDES]->(o)
+  RETURN r
+  UNION ALL
+  WITH m, u
   WHERE u.type = 'SYNTHESIZED_FROM'
   MATCH (o:Memory {collection: $collection, id: u.target})
   MERGE (m)-[r:SYNTHESIZED_FROM]->(o)

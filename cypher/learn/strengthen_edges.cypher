@@ -34,6 +34,11 @@ CALL (m, u) {
   RETURN r
   UNION ALL
   WITH m, u
+  WHERE u.type = 'SUPERSEDES'
+  MATCH (m)-[r:SUPERSEDES]->(:Memory {collection: $collection, id: u.target})
+  RETURN r
+  UNION ALL
+  WITH m, u
   WHERE u.type = 'SYNTHESIZED_FROM'
   MATCH (m)-[r:SYNTHESIZED_FROM]->(:Memory {collection: $collection, id: u.target})
   RETURN r

@@ -39,6 +39,12 @@ CALL (m, e) {
   RETURN r
   UNION ALL
   WITH m, e
+  WHERE e.type = 'SUPERSEDES'
+  MATCH (o:Memory {collection: $collection, id: e.target})
+  MERGE (m)-[r:SUPERSEDES]->(o)
+  RETURN r
+  UNION ALL
+  WITH m, e
   WHERE e.type = 'SYNTHESIZED_FROM'
   MATCH (o:Memory {collection: $collection, id: e.target})
   MERGE (m)-[r:SYNTHESIZED_FROM]->(o)

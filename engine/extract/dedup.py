@@ -2,12 +2,16 @@
 
 Two texts are duplicates when their embeddings are nearly the same (cosine
 above 0.95), or, both being short, when they share most of their words (token
-Jaccard above 0.7). Negation is compared before that verdict: "use connection
-pooling" and "don't use connection pooling" share every word but one and sit
-close in embedding space, yet they contradict each other. Such a pair is a
-conflict, kept as two memories linked by ``CONFLICTS_WITH``. Numbers are
-compared too: "pin the driver to 5.1" and "pin the driver to 5.2" are two
-facts, never duplicates.
+Jaccard above 0.7). Reversals are looked for first, in any pair compared: "use
+connection pooling" and "don't use connection pooling" share every word but
+one and sit close in embedding space, yet they contradict each other; "we
+switched from Jenkins to GitHub Actions" shares one word with "we use Jenkins
+for CI" and takes it back (:mod:`engine.extract.reversal`). Such a pair is a
+conflict, kept as two memories linked by ``CONFLICTS_WITH``. Alike texts that
+deny different things without taking each other back ("don't forget to
+restart the worker" and "restart the worker, not the queue") are kept apart,
+neither merged nor in conflict. Numbers are compared too: "pin the driver to
+5.1" and "pin the driver to 5.2" are two facts, never duplicates.
 
 Pure functions of their arguments.
 """
@@ -23,6 +27,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.extract.reversal import reversal
 from engine.model import Memory, NewMemory, Tier
 
 _WORD = re.compile(r"[^\W_][\w'’.+#-]*[^\W_]|[^\W_]", re.UNICODE)
@@ -63,11 +68,13 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class Comparison:
-    """The verdict on a pair, and what it rests on."""
+    """The verdict on a pair, and what it rests on: for a conflict, the words
+    (stemmed) one text takes back from the other."""
 
     verdict: Verdict
     similarity: float | None
     jaccard: float
+    contested: frozenset[str] = frozenset()
 
 
 def tokens(text: str) -> list[str]:
@@ -131,15 +138,14 @@ def compare(
     plain_b = {w for w in b if w not in NEGATIONS}
     # Without the negations: the pair's overlap as if they agreed.
     overlap = jaccard(plain_a, plain_b)
+    contested = reversal(new_text, other_text, short_words=config.short_tokens)
+    if contested:
+        return Comparison(Verdict.CONFLICT, similarity, overlap, contested)
     short = max(len(a), len(b)) <= config.short_tokens
     alike = (similarity is not None and similarity > config.similarity) or (
         short and overlap > config.jaccard
     )
-    if not alike:
-        return Comparison(Verdict.UNIQUE, similarity, overlap)
-    if negated_terms(a) != negated_terms(b):
-        return Comparison(Verdict.CONFLICT, similarity, overlap)
-    if _numbers(a) != _numbers(b):
+    if not alike or negated_terms(a) != negated_terms(b) or _numbers(a) != _numbers(b):
         return Comparison(Verdict.UNIQUE, similarity, overlap)
     # Alike once negations are set aside, with the same negations: a duplicate only
     # if the words themselves (negations included) still pass.

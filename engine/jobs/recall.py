@@ -42,6 +42,7 @@ from engine.retrieve.config import (
 )
 from engine.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
 from engine.retrieve.pipeline import Candidate, hub_anchor_edges, read_query, retrieve
+from engine.retrieve.present import asks_about_present, present_first
 from engine.retrieve.summary import context_summary
 from engine.store import Vector
 from engine.store.base import passage_score
@@ -232,10 +233,12 @@ class RecallJobs(ServiceCore):
             extraction=reading,
         )
         candidates = found.candidates
-        if min_score is not None:
-            candidates = self._above(collection, candidates, query_vector, min_score)
         missing = [c.memory_id for c in candidates if c.memory_id not in found.memories]
         memories = {**found.memories, **self.store.get_memories(collection, missing)}
+        if config.present_first and asks_about_present(text):
+            candidates = _present_first(candidates, memories)
+        if min_score is not None:
+            candidates = self._above(collection, candidates, query_vector, min_score)
         hits = [
             RecallHit(
                 memory=memories[c.memory_id],
@@ -580,3 +583,21 @@ class RecallJobs(ServiceCore):
             return round(samples[min(len(samples) - 1, int(q * len(samples)))], 3)
 
         return Latency(recalls=len(samples), p50_ms=at(0.5), p95_ms=at(0.95))
+
+
+def _present_first(candidates: list[Candidate], memories: dict[str, Memory]) -> list[Candidate]:
+    """``candidates`` with each ranked above the memories it supersedes (see
+    :mod:`engine.retrieve.present`). Only the order changes: a superseding
+    memory the search did not find stays out (the superseded one names it),
+    and nothing is pushed out of the results for it."""
+    superseded_by = {
+        c.memory_id: memories[c.memory_id].retrieval.superseded_by
+        for c in candidates
+        if c.memory_id in memories and memories[c.memory_id].retrieval.superseded_by
+    }
+    if not superseded_by:
+        return candidates
+    scores = present_first({c.memory_id: c.score for c in candidates}, superseded_by)
+    for c in candidates:
+        c.score = scores[c.memory_id]
+    return sorted(candidates, key=lambda c: (-c.score, c.memory_id))

@@ -15,9 +15,18 @@ from engine.extract.quality import assess
 from engine.extract.records import RecordLimits, build_document, indexed_text
 from engine.jobs.core import NOT_EMBEDDED_REASON, hub_edges, retrieval_extraction
 from engine.jobs.remembering import RememberingJobs
-from engine.model import HUB_EDGE, Edge, Memory, MemoryPatch, NewMemory, content_hash, utcnow
+from engine.model import (
+    HUB_EDGE,
+    Edge,
+    EdgeType,
+    Memory,
+    MemoryPatch,
+    NewMemory,
+    content_hash,
+    utcnow,
+)
 from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
-from engine.store import MemoryRecord, Vector
+from engine.store import Learned, MemoryRecord, Vector
 
 # The service's one logger name, as before the split: log configuration keyed on
 # "engine.service" keeps covering every job.
@@ -247,14 +256,28 @@ class RecordsJobs(RememberingJobs):
         )
 
     def forget(self, collection: str, memory_id: str) -> None:
-        """Delete a memory with its edges.
+        """Delete a memory with its edges. The memories it superseded no longer
+        name it in ``superseded_by``.
 
         Raises:
             NotFoundError: no such memory.
         """
         self.check_collection(collection)
+        superseded = [
+            e.target
+            for e in self.store.edges_of(collection, memory_id)
+            if e.type == EdgeType.SUPERSEDES
+        ]
         if not self.store.delete_memory(collection, memory_id):
             raise NotFoundError(f"no memory {memory_id!r} in this collection")
+        if superseded:
+            self.store.learn(
+                collection,
+                memory_ids=superseded,
+                change=lambda stored, _states: Learned(
+                    memories=[_unsuperseded(m, memory_id) for m in stored.values()]
+                ),
+            )
 
     # -- records ----------------------------------------------------------------
 
@@ -383,3 +406,11 @@ class RecordsJobs(RememberingJobs):
             raise NotFoundError(f"no resource {resource_id!r} in this collection")
         self.store.delete_memory(collection, resource_id)
         logger.info("deleted resource %s from %s", resource_id, collection)
+
+
+def _unsuperseded(memory: Memory, by: str) -> Memory:
+    """``memory`` no longer naming ``by`` among the memories that supersede it."""
+    names = [n for n in memory.retrieval.superseded_by if n != by]
+    return memory.model_copy(
+        update={"retrieval": memory.retrieval.model_copy(update={"superseded_by": names})}
+    )

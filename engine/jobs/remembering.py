@@ -56,6 +56,10 @@ class RememberOutcome:
         rejected: the quality gate refused it; nothing was stored.
         quality: its quality score (the merged memory's for a duplicate).
         conflicts_with: stored memories it contradicts (linked by CONFLICTS_WITH).
+        supersedes: those of them that happened before it (``occurred_at``; the
+            earlier remembered, at a tie): it links to each by SUPERSEDES, and
+            each names it in ``retrieval.superseded_by``. One that happened
+            after it supersedes it the same way.
         sanitized: its content was changed before storing (see ``reasons``).
     """
 
@@ -67,6 +71,7 @@ class RememberOutcome:
     rejected: bool = False
     quality: float | None = None
     conflicts_with: list[str] = field(default_factory=list)
+    supersedes: list[str] = field(default_factory=list)
     sanitized: bool = False
 
 
@@ -81,8 +86,27 @@ class _Prepared:
 
 @dataclass(frozen=True)
 class _NearMatch:
+    """What a new memory repeats, or contradicts, with when each of those happened."""
+
     duplicate: str | None = None
     conflicts: tuple[str, ...] = ()
+    occurred: Mapping[str, datetime] = field(default_factory=dict)
+
+
+@dataclass
+class _Superseding:
+    """Who supersedes whom among a batch's conflicts, as they are found.
+
+    Attributes:
+        stored: per stored memory superseded, the new memories that supersede it
+            (written to its ``superseded_by`` with the batch's learning update).
+        later_edges: SUPERSEDES edges from stored memories to new ones they
+            supersede (a new memory that happened before a stored one), written
+            once the new ones are.
+    """
+
+    stored: dict[str, list[str]] = field(default_factory=dict)
+    later_edges: list[Edge] = field(default_factory=list)
 
 
 STREAM_AHEAD = 2048
@@ -364,6 +388,7 @@ class RememberingJobs(ServiceCore):
         created_vectors: dict[int, Vector | None] = {}
         created_passages: dict[int, Vector | None] = {}
         created_edges: dict[int, list[Edge]] = {}
+        superseding = _Superseding()
         # The stored neighbors of every new memory, in one pass over the index. By
         # whole memories (their first passage): a note that repeats one passage of
         # a long memory does not repeat the memory.
@@ -426,20 +451,21 @@ class RememberingJobs(ServiceCore):
             memory = self._new_memory(
                 collection, p.item, p.digest, extraction, score, at, embedded=vector is not None
             )
+            older, newer = _by_time(memory, found)
+            memory = _superseded(memory, newer)
             created[i] = memory
             created_vectors[i] = vector
             created_passages[i] = embedded.passages[n] if embedded is not None else None
             edges = hub_edges(memory.id, extraction, at)
             edges.extend(
-                Edge(
-                    source=memory.id,
-                    type=EdgeType.CONFLICTS_WITH,
-                    target=other,
-                    weight=1.0,
-                    created_at=at,
+                Edge(source=memory.id, type=edge_type, target=other, weight=1.0, created_at=at)
+                for edge_type, others in (
+                    (EdgeType.CONFLICTS_WITH, found.conflicts),
+                    (EdgeType.SUPERSEDES, older),
                 )
-                for other in found.conflicts
+                for other in others
             )
+            _link_superseded(memory.id, older, newer, created, created_edges, superseding, at)
             edges.extend(
                 Edge(
                     source=memory.id,
@@ -462,12 +488,16 @@ class RememberingJobs(ServiceCore):
                     + ", ".join(f"memory {c!r}" for c in found.conflicts)
                     + ": both kept, linked by CONFLICTS_WITH"
                 )
+                reasons.extend(f"supersedes memory {c!r}, which happened before it" for c in older)
+                reasons.extend(
+                    f"superseded by memory {c!r}, which happened after it" for c in newer
+                )
                 events.append(
                     Event(
                         type="conflict",
                         at=at,
                         memory_ids=[memory.id, *found.conflicts],
-                        payload={},
+                        payload={"supersedes": list(older), "superseded_by": list(newer)},
                     )
                 )
             if vector is None:
@@ -479,6 +509,7 @@ class RememberingJobs(ServiceCore):
                 reasons=reasons,
                 quality=score,
                 conflicts_with=list(found.conflicts),
+                supersedes=list(older),
                 sanitized=bool(p.changes),
             )
 
@@ -512,12 +543,16 @@ class RememberingJobs(ServiceCore):
         ]
         if records:
             self.store.add_memories(collection, records)
+        if superseding.later_edges:
+            self.store.upsert_edges(collection, superseding.later_edges)
         # Merges after the insert: a refused insert (an id that exists) writes nothing.
-        if repeats or events:
+        if repeats or events or superseding.stored:
             learned = self.store.learn(
                 collection,
-                memory_ids=sorted(repeats),
-                change=lambda stored, _states: self._merged(stored, repeats, events, at),
+                memory_ids=sorted({*repeats, *superseding.stored}),
+                change=lambda stored, _states: self._merged(
+                    stored, repeats, superseding.stored, events, at
+                ),
             )
             merged = {m.id: m for m in learned.memories}
         if records and vectors is not None:
@@ -537,21 +572,22 @@ class RememberingJobs(ServiceCore):
         self,
         stored: Mapping[str, Memory],
         repeats: Mapping[str, list[NewMemory]],
+        superseded: Mapping[str, list[str]],
         events: list[Event],
         at: datetime,
     ) -> Learned:
         """The learning update that merges repeats into the stored memories as they
         are now (another request may have merged into one, or engaged with it,
-        since this one read it), with this call's events. A memory forgotten
-        meanwhile takes no merge."""
+        since this one read it), and names the new memories that supersede them,
+        with this call's events. A memory forgotten meanwhile takes neither."""
         written = []
-        for target, items in repeats.items():
+        for target in dict.fromkeys([*repeats, *superseded]):
             memory = stored.get(target)
             if memory is None:
                 continue
-            for item in items:
+            for item in repeats.get(target, ()):
                 memory = merge_duplicate(memory, item, at, max_tags=self.limits.max_tags)
-            written.append(memory)
+            written.append(_superseded(memory, superseded.get(target, ())))
         return Learned(memories=written, events=events)
 
     def _stream(
@@ -778,6 +814,7 @@ class RememberingJobs(ServiceCore):
         stored = self.store.get_memories(collection, [m for m in similarity if m not in merged])
         stored.update({mid: merged[mid] for mid in similarity if mid in merged})
         texts = {mid: m.content for mid, m in stored.items() if _same_side(m.speaker, speaker)}
+        occurred = {mid: m.occurred_at for mid, m in stored.items()}
         # Memories this batch creates: the nearest by vector, like the stored ones.
         batch = [(j, m) for j, m in created.items() if _same_side(m.speaker, speaker)]
         if vector is not None and batch:
@@ -789,6 +826,7 @@ class RememberingJobs(ServiceCore):
             batch = [batch[x] for x in nearest]
         for j, memory in batch:
             texts[memory.id] = memory.content
+            occurred[memory.id] = memory.occurred_at
             other = created_vectors.get(j)
             similarity[memory.id] = (
                 float(np.dot(vector, other)) if vector is not None and other is not None else None
@@ -810,7 +848,9 @@ class RememberingJobs(ServiceCore):
                 return _NearMatch(duplicate=mid)
             if verdict == Verdict.CONFLICT:
                 conflicts.append(mid)
-        return _NearMatch(conflicts=tuple(conflicts))
+        return _NearMatch(
+            conflicts=tuple(conflicts), occurred={mid: occurred[mid] for mid in conflicts}
+        )
 
     def _new_memory(
         self,
@@ -854,3 +894,54 @@ def _same_side(one: str | None, other: str | None) -> bool:
     """Whether two memories may repeat each other by who said them: unless both
     name a speaker and the speakers differ."""
     return one is None or other is None or one.casefold() == other.casefold()
+
+
+def _by_time(memory: Memory, found: _NearMatch) -> tuple[list[str], list[str]]:
+    """The memories ``memory`` contradicts, split into those it supersedes (they
+    happened before it, or at the same time: it was remembered after them) and
+    those that supersede it (they happened after it)."""
+    older = [c for c in found.conflicts if found.occurred[c] <= memory.occurred_at]
+    newer = [c for c in found.conflicts if found.occurred[c] > memory.occurred_at]
+    return older, newer
+
+
+def _superseded(memory: Memory, by: Iterable[str]) -> Memory:
+    """``memory`` naming the memories ``by`` among those that supersede it."""
+    names = list(dict.fromkeys([*memory.retrieval.superseded_by, *by]))
+    if names == memory.retrieval.superseded_by:
+        return memory
+    return memory.model_copy(
+        update={"retrieval": memory.retrieval.model_copy(update={"superseded_by": names})}
+    )
+
+
+def _link_superseded(
+    memory_id: str,
+    older: Sequence[str],
+    newer: Sequence[str],
+    created: dict[int, Memory],
+    created_edges: dict[int, list[Edge]],
+    superseding: _Superseding,
+    at: datetime,
+) -> None:
+    """The other side of a new memory's superseding: each memory it supersedes
+    names it (at once for one this batch creates, else with the batch's learning
+    update), and each that supersedes it links to it by SUPERSEDES (with that
+    memory's edges, or after the batch is written for a stored one). Updates
+    ``created``, ``created_edges`` and ``superseding`` in place."""
+    in_batch = {m.id: j for j, m in created.items()}
+    for other in older:
+        j = in_batch.get(other)
+        if j is not None:
+            created[j] = _superseded(created[j], [memory_id])
+        else:
+            superseding.stored.setdefault(other, []).append(memory_id)
+    for other in newer:
+        edge = Edge(
+            source=other, type=EdgeType.SUPERSEDES, target=memory_id, weight=1.0, created_at=at
+        )
+        j = in_batch.get(other)
+        if j is not None:
+            created_edges[j].append(edge)
+        else:
+            superseding.later_edges.append(edge)

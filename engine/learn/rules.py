@@ -61,8 +61,8 @@ class DecayPolicy:
             associations learned between memories: a memory's edges to its
             domains, triggers and concepts say what it is about, which disuse
             does not change, so a long-idle memory stays reachable by them;
-            CONFLICTS_WITH and SYNTHESIZED_FROM record facts and carry no
-            learned weight.
+            CONFLICTS_WITH, SUPERSEDES and SYNTHESIZED_FROM record facts and
+            carry no learned weight.
     """
 
     unused_for: timedelta = timedelta(days=180)

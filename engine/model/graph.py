@@ -24,6 +24,7 @@ class EdgeType(StrEnum):
     ABOUT = "ABOUT"
     ASSOCIATED = "ASSOCIATED"
     CONFLICTS_WITH = "CONFLICTS_WITH"
+    SUPERSEDES = "SUPERSEDES"
     SYNTHESIZED_FROM = "SYNTHESIZED_FROM"
     NEXT = "NEXT"
 
@@ -47,7 +48,13 @@ def target_kind(edge_type: EdgeType) -> str:
 
 
 MEMORY_EDGES = frozenset(
-    {EdgeType.ASSOCIATED, EdgeType.CONFLICTS_WITH, EdgeType.SYNTHESIZED_FROM, EdgeType.NEXT}
+    {
+        EdgeType.ASSOCIATED,
+        EdgeType.CONFLICTS_WITH,
+        EdgeType.SUPERSEDES,
+        EdgeType.SYNTHESIZED_FROM,
+        EdgeType.NEXT,
+    }
 )
 """Edge types whose target is another memory rather than a hub node."""
 

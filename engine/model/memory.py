@@ -92,6 +92,10 @@ class RetrievalMeta(BaseModel):
     ``recent_dismissals`` is the count as of ``dismissed_at``; it fades with a
     half-life (see :func:`faded_dismissals`), so a memory dismissed
     last quarter can be offered again.
+
+    ``superseded_by`` names the newer memories that reverse or replace this one
+    (each links here by a ``SUPERSEDES`` edge): a question about the present
+    ranks them above it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -115,6 +119,7 @@ class RetrievalMeta(BaseModel):
     duplicates: int = Field(default=0, ge=0)
     conversation_ids: list[str] = Field(default_factory=list)
     synthesized_from: list[str] = Field(default_factory=list)
+    superseded_by: list[str] = Field(default_factory=list)
 
 
 class Memory(BaseModel):

@@ -106,6 +106,10 @@ class SearchConfig(BaseModel):
             at another time still comes first.
         mmr_lambda: with a value, results are diversified by MMR.
         recency_half_life_days: the recency signal halves every so many days.
+        present_first: for a question about the present ("can we deploy on
+            Friday?", "what do we use now?"), each result ranks above the
+            memories it supersedes (:mod:`engine.retrieve.present`). Off in the
+            single-signal recipes, which rank by their signal alone.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -141,6 +145,7 @@ class SearchConfig(BaseModel):
     time_lean: float = Field(default=0.0, ge=0.0)
     mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=90.0, gt=0.0)
+    present_first: bool = True
 
     @property
     def needs_metadata(self) -> bool:
@@ -158,6 +163,7 @@ BM25 = SearchConfig(
     fusion="weighted",
     normalize=("lexical",),
     weights={"lexical": 1.0},
+    present_first=False,
 )
 DENSE = SearchConfig(
     name="DENSE",
@@ -166,6 +172,7 @@ DENSE = SearchConfig(
     fusion="weighted",
     normalize=(),
     weights={"dense": 1.0},
+    present_first=False,
 )
 HYBRID = SearchConfig(name="HYBRID", graph=False, weights={"dense": 1.0, "lexical": 1.0})
 HYBRID_GRAPH = SearchConfig(name="HYBRID_GRAPH")
@@ -188,6 +195,7 @@ SEED_COMPOSITE = SearchConfig(
     graph=False,
     fusion="seed_composite",
     weights={"dense": 1.0},
+    present_first=False,
 )
 
 ASSOCIATIVE = SearchConfig(

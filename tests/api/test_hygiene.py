@@ -71,6 +71,33 @@ def test_duplicates_and_conflicts_are_reported(client: TestClient) -> None:
     assert memory["retrieval"]["conversation_ids"] == ["c9"]
 
 
+def test_a_reversal_supersedes_the_older_memory(client: TestClient) -> None:
+    june = remember(
+        client,
+        "No deploys on Friday: the release freeze starts after the June payments outage",
+        occurred_at="2025-06-12T09:00:00Z",
+    )
+    october = remember(
+        client,
+        "The Friday deploy freeze is lifted: canary checks now make Friday releases safe",
+        occurred_at="2025-10-02T09:00:00Z",
+    )
+    assert october["conflicts_with"] == [june["id"]]
+    assert october["supersedes"] == [june["id"]]
+    older = client.get(f"{URL}/{june['id']}", headers=ALPHA).json()
+    assert older["superseded_by"] == [october["id"]]
+    assert client.get(f"{URL}/{october['id']}", headers=ALPHA).json()["superseded_by"] == []
+    r = client.post(
+        "/v1/collections/team:alpha/recall",
+        json={"query": "can we deploy on Friday", "detail": "compact"},
+        headers=ALPHA,
+    )
+    results = r.json()["results"]
+    assert [h["id"] for h in results[:2]] == [october["id"], june["id"]]
+    # Compact results say so too: superseded_by is no bookkeeping.
+    assert results[1]["memory"]["superseded_by"] == [october["id"]]
+
+
 def test_an_id_with_an_invisible_character_gets_422(client: TestClient) -> None:
     r = client.post(
         URL,

@@ -31,6 +31,7 @@ def test_remember_one_returns_201_with_id_tier_and_outcome(client: TestClient) -
         "rejected",
         "duplicate_of",
         "conflicts_with",
+        "supersedes",
         "embedded",
         "quality",
         "sanitized",

@@ -206,6 +206,60 @@ def test_use_x_against_dont_use_x_is_a_conflict_kept_as_two_linked_memories(
     assert svc.stats(C).memories == 2
 
 
+def test_a_reversal_far_from_a_near_duplicate_is_a_conflict_that_supersedes(
+    svc: Hippocampus,
+) -> None:
+    fast = svc.remember(
+        C, NewMemory(content="Use Redis for session storage because it is fast"), now=T0
+    )
+    later = T0 + timedelta(days=30)
+    evicts = svc.remember(
+        C,
+        NewMemory(content="Do not use Redis for session storage: evictions log users out"),
+        now=later,
+    )
+    assert fast.memory is not None and evicts.memory is not None
+    assert evicts.created and evicts.conflicts_with == [fast.memory.id]
+    assert evicts.supersedes == [fast.memory.id]
+    assert any("supersedes" in r for r in evicts.reasons)
+    assert svc.get(C, fast.memory.id).retrieval.superseded_by == [evicts.memory.id]
+    edges = {(e.type, e.target) for e in svc.store.edges_of(C, evicts.memory.id)}
+    assert {(EdgeType.CONFLICTS_WITH, fast.memory.id), (EdgeType.SUPERSEDES, fast.memory.id)} <= (
+        edges
+    )
+
+
+TEAM_NOTES = [
+    ("We use Jenkins for CI; the build agents run on the old rack", datetime(2023, 3, 1)),
+    ("Staging deploys happen from the release branch every Tuesday", datetime(2023, 6, 5)),
+    ("Postgres backups run nightly and are kept for 30 days", datetime(2024, 1, 10)),
+    ("Code reviews need one approval from the owning team", datetime(2024, 4, 2)),
+    ("We switched from Jenkins to GitHub Actions", datetime(2025, 2, 17)),
+    ("The on-call rotation is weekly and starts on Monday", datetime(2025, 3, 3)),
+]
+
+
+def test_what_do_we_use_now_ranks_the_switch_above_the_old_tool(svc: Hippocampus) -> None:
+    outs = svc.remember_many(
+        C,
+        [
+            NewMemory(content=text, occurred_at=when.replace(tzinfo=UTC))
+            for text, when in TEAM_NOTES
+        ],
+    )
+    jenkins, switch = outs[0].memory, outs[4].memory
+    assert jenkins is not None and switch is not None
+    assert outs[4].supersedes == [jenkins.id]
+
+    def top(query: str) -> str:
+        return svc.recall(C, query, limit=3, learn=False).hits[0].memory.id
+
+    assert top("what do we use now for CI") == switch.id
+    assert top("which CI do we use") == switch.id
+    # Asked about the past, the old note answers.
+    assert top("what did we use for CI in 2023") == jenkins.id
+
+
 def test_numbers_keep_alike_texts_apart(svc: Hippocampus) -> None:
     outs = svc.remember_many(
         C,

@@ -4,7 +4,8 @@ SQLite holds the edges; this mirror is built from it when a collection is first 
 and updated by every write, in commit order, under the store's write lock. It keeps
 every memory (edges or not), every hub, and the edges expansion walks: IN_DOMAIN,
 HAS_TRIGGER and ABOUT between a memory and a hub, ASSOCIATED between two memories.
-CONFLICTS_WITH and SYNTHESIZED_FROM are not walked and live in SQLite only.
+CONFLICTS_WITH, SUPERSEDES and SYNTHESIZED_FROM are not walked and live in SQLite
+only.
 
 Layout, chosen so that one hop of expansion over every anchor is a handful of numpy
 operations rather than a Python loop over nodes:

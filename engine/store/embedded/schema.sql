@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS hubs (
 ) WITHOUT ROWID;
 
 -- Hub edges (IN_DOMAIN, HAS_TRIGGER, ABOUT): target is the hub's name.
--- Memory edges (ASSOCIATED, CONFLICTS_WITH, SYNTHESIZED_FROM): target is a memory id.
+-- Memory edges (ASSOCIATED, CONFLICTS_WITH, SUPERSEDES, SYNTHESIZED_FROM, NEXT): target
+-- is a memory id.
 -- ASSOCIATED is undirected and stored once, with source < target.
 -- The key leads with source so "edges of a memory" needs no second index.
 CREATE TABLE IF NOT EXISTS edges (

@@ -142,6 +142,7 @@ def memory_properties(
         "usefulness": r.usefulness,
         "conversation_ids": list(r.conversation_ids),
         "synthesized_from": list(r.synthesized_from),
+        "superseded_by": list(r.superseded_by),
         "doc": doc.model_dump_json(),
         "terms": text_terms(memory.collection, memory.content),
     }

@@ -10,6 +10,7 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
     (:Memory)-[:ABOUT]->(:Concept {collection, name})
     (:Memory)-[:ASSOCIATED]->(:Memory)    stored once, from the smaller id; undirected
     (:Memory)-[:CONFLICTS_WITH]->(:Memory)
+    (:Memory)-[:SUPERSEDES]->(:Memory)    from the newer of two conflicting memories
     (:Memory)-[:SYNTHESIZED_FROM]->(:Memory)
     (:Memory)-[:NEXT]->(:Memory)          a conversation's turns, in the order they happened
     (:Event {collection, type, at, memory_ids, payload, ...})
