@@ -328,8 +328,9 @@ def create_mcp_server(
             service, access_of(ctx.headers), name, outcome.candidates
         )
         lines = [
-            f"{i}. surfacing_id={s.surfacing_id} (confidence {s.confidence:.2f}) "
-            f"[{s.memory.category}] {_cut(s.memory.content)}"
+            f"{i}. surfacing_id={s.surfacing_id} (confidence {s.confidence:.2f}"
+            f"{', foreseen' if s.foreseen else ''}) [{s.memory.category}] "
+            f"{_cut(s.memory.content)}\n   why: {s.reason}"
             for i, s in enumerate(body.insights, start=1)
         ]
         state = body.conversation

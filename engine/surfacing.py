@@ -15,6 +15,10 @@ whether it is due for spaced repetition, and how much of its match is
 foreseen rather than said. The gates (DESIGN.md) then decide; a foreseen
 memory meets its type's separate bar for foreseen offers.
 
+Each insight says why in words (the words of the conversation it matched, the
+said topic that led to each topic it matched ahead of the conversation, due
+for review) and whether it was foreseen.
+
 Engagement applies the seed's rules to the memory, strengthens its edges to
 the conversation's concepts (used / helpful), and teaches the bandit, the
 confidence model and the threshold of the conversation's type (its bar for
@@ -32,7 +36,7 @@ import random
 import re
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
@@ -107,7 +111,20 @@ class Gate(BaseModel):
 
 
 class Insight(BaseModel):
-    """A memory offered to a conversation."""
+    """A memory offered to a conversation, and why.
+
+    Attributes:
+        matched_topics: the memory's triggers and concepts that the
+            conversation has said (in the messages it keeps).
+        foreseen_topics: those it matched that nobody has said yet: predicted
+            to come next, or foreseen from what such conversations came to need.
+        foreseen: offered mostly for what the conversation will come to need
+            rather than for what it says (it met its type's bar for foreseen
+            offers).
+        reason: why, in words: which words of the conversation matched, which
+            said topic led to each foreseen one, and whether the memory was due
+            for review.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -115,6 +132,9 @@ class Insight(BaseModel):
     memory: Memory
     confidence: float
     matched_topics: list[str]
+    foreseen_topics: list[str] = Field(default_factory=list)
+    foreseen: bool = False
+    reason: str = ""
     gates: list[Gate]
 
 
@@ -560,6 +580,7 @@ class Surfacer:
         rng = random.Random(f"{self.seed}:{collection}:{state.id}:{state.messages}")
         predicted_set, foreseen = set(predicted), set(heading)
         ctype, context = state.type, state.context
+        said = state.said()
         scored: list[_Scored] = []
         for c in candidates:
             memory = memories.get(c.memory_id)
@@ -612,11 +633,16 @@ class Surfacer:
                 Gate(name="momentum", value=state.momentum, limit=cfg.max_momentum),
                 Gate(name="recent_dismissals", value=dismissals, limit=cfg.max_recent_dismissals),
             ]
+            told = [t for t in matched if t in said]
+            ahead = [t for t in matched if t not in said]
             insight = Insight(
                 surfacing_id=uuid.uuid4().hex,
                 memory=memory,
                 confidence=confidence,
-                matched_topics=matched,
+                matched_topics=told,
+                foreseen_topics=ahead,
+                foreseen=foresight,
+                reason=_reason(state, learned, told, ahead, foreseen, due=due >= 0.5),
                 gates=gates,
             )
             scored.append(_Scored(insight, features, bar, foresight))
@@ -905,6 +931,52 @@ def _view(state: ConversationState, predicted: list[str]) -> ConversationView:
         predicted_topics=predicted,
         participants=state.participants,
     )
+
+
+def _quoted(topics: Sequence[str]) -> str:
+    return ", ".join(f'"{t}"' for t in topics)
+
+
+def _reason(
+    state: ConversationState,
+    learned: SurfaceModel,
+    told: Sequence[str],
+    ahead: Sequence[str],
+    needed: Collection[str],
+    *,
+    due: bool,
+) -> str:
+    """Why a memory is offered, in words: the words of the conversation it
+    matched (those of the latest message first), the said topic that led to each
+    topic it matched ahead of the conversation (what such conversations came to
+    need, or what has followed), and whether it was due for review."""
+    parts: list[str] = []
+    if told:
+        latest = set(state.topics[-1]) if state.topics else set()
+        now = [t for t in told if t in latest]
+        before = [t for t in told if t not in latest]
+        said = [f"this message said {_quoted(now)}"] if now else []
+        said += [f"the conversation said {_quoted(before)}"] if before else []
+        parts.append(" and ".join(said))
+    for topic in ahead:
+        if topic in needed:
+            source = learned.needs.source(state.topics, topic)
+            parts.append(
+                f'foreseen: conversations on "{source}" came to need "{topic}"'
+                if source
+                else f'foreseen: such conversations came to need "{topic}"'
+            )
+        else:
+            source = learned.topics.source(state.topics, topic)
+            parts.append(
+                f'expected next: "{topic}" has followed "{source}"'
+                if source
+                else f'expected next: "{topic}"'
+            )
+    if due:
+        parts.append("due for review")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "." if text else ""
 
 
 def _check_id(value: str, field: str) -> None:

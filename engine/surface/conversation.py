@@ -124,6 +124,10 @@ class ConversationState(BaseModel):
         """The context a dismissal marks irrelevant: conversation type and domain."""
         return f"{self.type}:{self.domain or '-'}"
 
+    def said(self) -> set[str]:
+        """Every topic said in the messages the state keeps."""
+        return {t for topics in self.topics for t in topics}
+
     def surfaced_ids(self) -> set[str]:
         return {s.memory_id for s in self.surfaced}
 

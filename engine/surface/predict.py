@@ -94,6 +94,21 @@ class TopicModel(BaseModel):
         weighted = {t: v * (0.3 + 0.7 * self.specificity(t)) for t, v in scores.items()}
         return sorted(weighted.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
+    def source(self, history: Sequence[Sequence[str]], topic: str) -> str | None:
+        """The topic of the recent messages (as :meth:`predict` reads them) whose
+        transitions gave ``topic`` the most weight: what it has followed."""
+        best: tuple[float, str] | None = None
+        for age, topics in enumerate(reversed(history[-4:])):
+            for a in topics:
+                row = self.follows.get(a)
+                if not row or a == topic or topic not in row:
+                    continue
+                total = sum(row.values())
+                score = 0.6**age * total / (total + 3.0) * row[topic] / total
+                if best is None or (score, a) > best:
+                    best = (score, a)
+        return best[1] if best else None
+
 
 class NeedModel(BaseModel):
     """Which topics a conversation will come to need, learned from what was
@@ -176,6 +191,22 @@ class NeedModel(BaseModel):
         if weight is not None:
             scores = {c: v * weight(c) for c, v in scores.items()}
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+    def source(self, history: Sequence[Sequence[str]], concept: str) -> str | None:
+        """The said topic after which ``concept`` was likeliest to be needed (as
+        :meth:`predict` counts it): what foresaw it."""
+        if concept not in self.needed or self.needs <= 0.0:
+            return None
+        base = self.needed[concept] / self.needs
+        best: tuple[float, str] | None = None
+        for a in {t for topics in history for t in topics}:
+            n = self.given.get(a, {}).get(concept, 0.0)
+            if n < 3.0 or a == concept:
+                continue
+            p = (n + self.smoothing * base) / (self.after[a] + self.smoothing)
+            if p > base and (best is None or (p, a) > best):
+                best = (p, a)
+        return best[1] if best else None
 
 
 class KindBandit(BaseModel):

@@ -224,6 +224,21 @@ def test_threshold_tuner_rises_on_dismissals_and_falls_on_use() -> None:
     assert tuner.value("casual", 0.9) == 0.9  # untouched types keep their start
 
 
+def test_models_say_which_said_topic_led_to_a_predicted_one() -> None:
+    topics = TopicModel()
+    for _ in range(5):
+        topics.learn(["redis"], ["postgres"])
+        topics.learn(["oauth"], ["react"])
+    assert topics.source([["oauth"], ["redis", "look"]], "postgres") == "redis"
+    assert topics.source([["oauth"]], "postgres") is None
+    needs = NeedModel()
+    for _ in range(12):
+        needs.learn([["redis", "look"]], ["postgres"])
+        needs.learn([["oauth", "look"]], ["react"])
+    assert needs.source([["look"], ["redis"]], "postgres") == "redis"
+    assert needs.source([["look"]], "postgres") is None  # "look" precedes every need
+
+
 def test_conversation_type_momentum_and_domain() -> None:
     assert type_votes("the deploy is failing with an error") == {"debugging": 2}
     state = ConversationState(id="c1")

@@ -3,6 +3,7 @@ recall-before-search."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -66,6 +67,11 @@ def test_an_on_topic_memory_is_offered_with_the_gates_it_passed(svc: Hippocampus
     assert [i.memory.id for i in out.insights] == ["pool"]
     insight = out.insights[0]
     assert len(insight.matched_topics) >= 2
+    # Why, in words: the words of the message it matched; nothing foreseen.
+    assert set(insight.matched_topics) <= set(topics)
+    assert insight.reason.startswith("This message said ")
+    assert all(f'"{t}"' in insight.reason for t in insight.matched_topics)
+    assert not insight.foreseen and insight.foreseen_topics == []
     gates = {g.name: g for g in insight.gates}
     assert set(gates) == {"confidence", "trigger_matches", "momentum", "recent_dismissals"}
     assert gates["confidence"].value >= gates["confidence"].limit
@@ -157,6 +163,12 @@ def test_use_strengthens_edges_to_the_conversation_and_is_recorded_once(
         svc.engage(C, insight.surfacing_id, "loved")
 
 
+def test_a_memory_due_for_review_says_so(svc: Hippocampus) -> None:
+    add(svc, "pool", "Raise the redis connection pool", topics_of(svc, MESSAGE)[:3])
+    (insight,) = say(svc, "c1", MESSAGE, 60 * 24 * 30).insights
+    assert insight.reason.endswith("; due for review.")
+
+
 def test_an_explicit_recall_counts_what_was_surfaced_before_and_the_lead(
     svc: Hippocampus,
 ) -> None:
@@ -207,9 +219,17 @@ def test_what_such_conversations_came_to_need_is_offered_before_it_is_said(
             minute += 60
 
     out = say(svc, "fresh", "the redis cache misses keep climbing", minute)
-    foreseen = {i.memory.id: i for i in out.insights if "postgres" in i.matched_topics}
+    foreseen = {i.memory.id: i for i in out.insights if "postgres" in i.foreseen_topics}
     assert "pg" in foreseen and "react" not in {i.memory.id for i in out.insights}
     assert {"postgres", "deadlock"} <= set(out.conversation.predicted_topics)
+    # It says so, and which topic of the conversation foresaw it; what it matched
+    # is only what was said.
+    pg = foreseen["pg"]
+    assert pg.foreseen and "postgres" not in pg.matched_topics
+    said = set(topics_of(svc, "the redis cache misses keep climbing"))
+    assert set(pg.matched_topics) <= said
+    source = re.search(r'conversations on "([^"]+)" came to need "postgres"', pg.reason)
+    assert source is not None and source.group(1) in said
     # A foreseen offer is judged against its own bar, which its engagement moves.
     engaged = svc.engage(C, foreseen["pg"].surfacing_id, "dismissed")
     model = svc.store.get_states(C, ["surface:model"])["surface:model"]
