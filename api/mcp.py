@@ -341,8 +341,9 @@ def create_mcp_server(
             service, access_of(ctx.headers), name, outcome.candidates
         )
         lines = [
-            f"{i}. surfacing_id={s.surfacing_id} (confidence {s.confidence:.2f}) "
-            f"[{s.memory.category}] {_cut(s.memory.content)}"
+            f"{i}. surfacing_id={s.surfacing_id} (confidence {s.confidence:.2f}"
+            f"{', foreseen' if s.foreseen else ''}) [{s.memory.category}] "
+            f"{_cut(s.memory.content)}\n   why: {s.reason}"
             for i, s in enumerate(body.insights, start=1)
         ]
         state = body.conversation
@@ -355,7 +356,7 @@ def create_mcp_server(
     @mcp.tool(
         description="Report how an offered insight was received, once per surfacing_id: "
         "used or helpful raise the memory's confidence, ignored lowers it a little, "
-        "dismissed lowers it more and marks the context as irrelevant.",
+        "dismissed lowers it more and marks it irrelevant for what the conversation is about.",
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
     )
     def engage(

@@ -1210,7 +1210,19 @@ class GateOut(BaseModel):
 class InsightOut(BaseModel):
     surfacing_id: str = Field(description="Send engagement to /surfacings/{surfacing_id}.")
     confidence: float = Field(description="Estimated chance that it gets used.")
-    matched_topics: list[str]
+    reason: str = Field(
+        description="Why it is offered, in words: the words of the conversation it matched, "
+        "the said topic that led to each topic it matched ahead of the conversation, and "
+        "whether it was due for review."
+    )
+    foreseen: bool = Field(
+        description="Offered mostly for what the conversation will come to need rather "
+        "than for what it says (it met the bar for foreseen offers)."
+    )
+    matched_topics: list[str] = Field(description="The memory's topics the conversation has said.")
+    foreseen_topics: list[str] = Field(
+        description="The memory's topics it matched that nobody has said yet."
+    )
     gates: list[GateOut]
     memory: MemoryOut
 
@@ -1219,7 +1231,10 @@ class InsightOut(BaseModel):
         return cls(
             surfacing_id=insight.surfacing_id,
             confidence=insight.confidence,
+            reason=insight.reason,
+            foreseen=insight.foreseen,
             matched_topics=list(insight.matched_topics),
+            foreseen_topics=list(insight.foreseen_topics),
             gates=[GateOut.model_validate(g.model_dump()) for g in insight.gates],
             memory=MemoryOut.from_engine(insight.memory),
         )

@@ -15,10 +15,23 @@ whether it is due for spaced repetition, and how much of its match is
 foreseen rather than said. The gates (DESIGN.md) then decide; a foreseen
 memory meets its type's separate bar for foreseen offers.
 
-Engagement applies the seed's rules to the memory, strengthens its edges to
-the conversation's concepts (used / helpful), and teaches the bandit, the
+Each insight says why in words (the words of the conversation it matched, the
+said topic that led to each topic it matched ahead of the conversation, due
+for review) and whether it was foreseen.
+
+Engagement applies the seed's rules to the memory, and teaches the bandit, the
 confidence model and the threshold of the conversation's type (its bar for
-foreseen offers when the offer was foreseen).
+foreseen offers when the offer was foreseen). What it teaches the graph stays
+within what the conversation was about (its last few messages' topics): a
+used memory is linked to the concepts said beside its own topics, two used
+memories are linked only when both are on those topics, and a dismissal marks
+the memory irrelevant for them (apart from its own), not for a conversation
+type.
+
+An explicit recall in a conversation teaches too: when none of its top results
+had been offered there but the confidence bar alone had held some back, the
+bar missed a need and comes down, so that a bar that offers nothing does not
+stay where it is for want of engagement.
 
 With ``SurfaceConfig.learn`` off nothing is learned: fixed thresholds, the
 prior confidence model, no bandit (a neutral 0.5), no transitions, no needs,
@@ -32,7 +45,7 @@ import random
 import re
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
@@ -50,14 +63,16 @@ from engine.retrieve.config import DEFAULT_RECIPE, EMBEDDER_DOWN_WARNING, RECIPE
 from engine.retrieve.pipeline import Candidate, retrieve
 from engine.schedule import Engagement, Scheduler
 from engine.store import GraphStore, Learned, Vector
-from engine.surface.conversation import ConversationState, SurfacedItem
+from engine.surface.conversation import ConversationState, HeldBack, SurfacedItem
 from engine.surface.metrics import SurfaceCounters, SurfaceMetrics
-from engine.surface.predict import SurfaceModel
+from engine.surface.predict import SurfaceModel, odds
 from engine.surface.rules import (
     CONVERSATION_TYPES,
     ENGAGEMENT_RULES,
     SurfaceConfig,
     engaged,
+    irrelevant_context,
+    irrelevant_here,
 )
 
 logger = logging.getLogger(__name__)
@@ -79,6 +94,8 @@ _NO_USE = ENGAGEMENT_RULES["ignored"]
 _DUE = 6
 """Where a candidate's features say whether its memory was due for spaced
 repetition (resurfaced): counted at engagement for decay effectiveness."""
+_FORESIGHT = 7
+"""Where they say how much of its match is foreseen."""
 
 
 def _conversation_key(conversation_id: str) -> str:
@@ -107,7 +124,20 @@ class Gate(BaseModel):
 
 
 class Insight(BaseModel):
-    """A memory offered to a conversation."""
+    """A memory offered to a conversation, and why.
+
+    Attributes:
+        matched_topics: the memory's triggers and concepts that the
+            conversation has said (in the messages it keeps).
+        foreseen_topics: those it matched that nobody has said yet: predicted
+            to come next, or foreseen from what such conversations came to need.
+        foreseen: offered mostly for what the conversation will come to need
+            rather than for what it says (it met its type's bar for foreseen
+            offers).
+        reason: why, in words: which words of the conversation matched, which
+            said topic led to each foreseen one, and whether the memory was due
+            for review.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -115,6 +145,9 @@ class Insight(BaseModel):
     memory: Memory
     confidence: float
     matched_topics: list[str]
+    foreseen_topics: list[str] = Field(default_factory=list)
+    foreseen: bool = False
+    reason: str = ""
     gates: list[Gate]
 
 
@@ -172,8 +205,14 @@ class Surfacing(BaseModel):
     at: datetime
     conversation_type: str
     kind: str
-    context: str
+    context: str = ""
+    """Kept by records from before ``about``: not read."""
+    about: list[str] = Field(default_factory=list)
+    """What the conversation was about when the offer was made (its recent
+    topics, latest first)."""
     concepts: list[str]
+    """The concepts said then beside the memory's own topics: a use links it to
+    them."""
     features: list[float]
     confidence: float
     threshold: float
@@ -428,6 +467,7 @@ class Surfacer:
             ctype = state.type
             threshold = learned.thresholds.value(ctype, cfg.threshold(ctype))
             chosen: list[_Scored] = []
+            below_bar: list[HeldBack] = []
             candidates: int | None = None
             held_back = None
             warnings: list[str] = []
@@ -438,9 +478,10 @@ class Surfacer:
                     "give each message the time it was said as `at`)"
                 )
             else:
-                chosen, candidates = self._offer(
+                chosen, candidates, below_bar = self._offer(
                     collection, state, learned, predicted, heading, threshold, at, warnings
                 )
+            state.hold(below_bar)
             records = self._record(state, chosen, at)
             events = []
             if chosen:
@@ -508,9 +549,10 @@ class Surfacer:
         threshold: float,
         at: datetime,
         warnings: list[str],
-    ) -> tuple[list[_Scored], int]:
-        """The insights to offer, and how many memories retrieval weighed for them.
-        Writes nothing: the caller records the offers with the conversation."""
+    ) -> tuple[list[_Scored], int, list[HeldBack]]:
+        """The insights to offer, how many memories retrieval weighed for them, and
+        those the confidence bar alone held back. Writes nothing: the caller
+        records the offers with the conversation."""
         cfg = self.config
         # Three looks: what the conversation is about now, the topics predicted
         # next that it has not mentioned lately, and what it will come to need.
@@ -561,14 +603,17 @@ class Surfacer:
         memories.update(self.store.get_memories(collection, wanted))
         rng = random.Random(f"{self.seed}:{collection}:{state.id}:{state.messages}")
         predicted_set, foreseen = set(predicted), set(heading)
-        ctype, context = state.type, state.context
+        ctype = state.type
+        said, about = state.said(), state.about(cfg.about_messages)
+        specific = learned.topics.specificity if cfg.learn else None
         scored: list[_Scored] = []
+        held_back: list[HeldBack] = []
         for c in candidates:
             memory = memories.get(c.memory_id)
             if memory is None or memory.id in surfaced:
                 continue
             meta = memory.retrieval
-            matched = sorted(predicted_set.intersection([*meta.triggers, *meta.concepts]))
+            matched = sorted(predicted_set.intersection(_hubs(memory)))
             taste = learned.kinds.sample(ctype, memory.category, rng) if cfg.learn else 0.5
             due = 1.0 if self.scheduler.urgency(memory, at) >= 1.0 else 0.0
             # Keep in step with _DUE, the place of "due" read back at engagement.
@@ -581,21 +626,33 @@ class Surfacer:
                 taste,
                 due,
                 len(foreseen.intersection(matched)) / len(matched) if matched else 0.0,
+                odds(taste),
             ]
             confidence = learned.confidence.predict(features)
-            foresight = features[-1] > 0.5
+            foresight = features[_FORESIGHT] > 0.5
             bar = (
                 learned.thresholds.value(_foreseen(ctype), cfg.threshold(ctype))
                 if foresight
                 else threshold
             )
             dismissals = faded_dismissals(memory, at, cfg.dismissal_half_life_days)
-            if (
-                confidence < bar
-                or len(matched) < cfg.min_trigger_matches
-                or dismissals > cfg.max_recent_dismissals
-                or context in meta.irrelevant_contexts
-            ):
+            irrelevant = irrelevant_here(meta.irrelevant_contexts, about, specific)
+            fits = (
+                len(matched) >= cfg.min_trigger_matches
+                and dismissals <= cfg.max_recent_dismissals
+                and irrelevant is None
+            )
+            if fits and confidence < bar:
+                held_back.append(
+                    HeldBack(
+                        memory_id=memory.id,
+                        message=state.messages,
+                        features=features,
+                        conversation_type=ctype,
+                        foreseen=foresight,
+                    )
+                )
+            if not fits or confidence < bar:
                 logger.debug(
                     "held back %s in %s: confidence %.3f (bar %.3f), %d topic matches,"
                     " %.2f recent dismissals, irrelevant here: %s",
@@ -605,7 +662,7 @@ class Surfacer:
                     bar,
                     len(matched),
                     dismissals,
-                    context in meta.irrelevant_contexts,
+                    irrelevant is not None,
                 )
                 continue
             gates = [
@@ -614,11 +671,16 @@ class Surfacer:
                 Gate(name="momentum", value=state.momentum, limit=cfg.max_momentum),
                 Gate(name="recent_dismissals", value=dismissals, limit=cfg.max_recent_dismissals),
             ]
+            told = [t for t in matched if t in said]
+            ahead = [t for t in matched if t not in said]
             insight = Insight(
                 surfacing_id=uuid.uuid4().hex,
                 memory=memory,
                 confidence=confidence,
-                matched_topics=matched,
+                matched_topics=told,
+                foreseen_topics=ahead,
+                foreseen=foresight,
+                reason=_reason(state, learned, told, ahead, foreseen, due=due >= 0.5),
                 gates=gates,
             )
             scored.append(_Scored(insight, features, bar, foresight))
@@ -635,15 +697,14 @@ class Surfacer:
                     continue
                 foreseen_taken += 1
             chosen.append(item)
-        return chosen, len(candidates)
+        return chosen, len(candidates), held_back
 
-    @staticmethod
     def _record(
-        state: ConversationState, chosen: Sequence[_Scored], at: datetime
+        self, state: ConversationState, chosen: Sequence[_Scored], at: datetime
     ) -> dict[str, dict[str, Any]]:
         """The surfacing records of the chosen offers, by state key; the
         conversation notes them as surfaced."""
-        ctype, context = state.type, state.context
+        ctype, about = state.type, state.about(self.config.about_messages)
         records: dict[str, dict[str, Any]] = {}
         for insight, features, bar, foresight in chosen:
             memory = insight.memory
@@ -655,8 +716,8 @@ class Surfacer:
                 at=at,
                 conversation_type=ctype,
                 kind=memory.category,
-                context=context,
-                concepts=state.concepts[:20],
+                about=about,
+                concepts=_near(state, memory, self.config),
                 features=features,
                 confidence=insight.confidence,
                 threshold=bar,
@@ -698,10 +759,24 @@ class Surfacer:
         if first is None:
             raise NotFoundError(f"no surfacing {surfacing_id!r} in this collection")
         offer = Surfacing.model_validate(first)
+        # What the conversation is about now, and was when the offer was made:
+        # what this engagement teaches stays within it.
+        state = self._conversation_state(collection, offer.conversation_id)
+        about = list(
+            dict.fromkeys([*(state.about(cfg.about_messages) if state else []), *offer.about])
+        )
         # Offers used in the same conversation were used together: the others of
         # the conversation are read (and locked) with this one, so that of two
         # engaged at once the second sees the first.
-        others = self._other_offers(collection, offer) if cfg.learn and rule.counts_as_use else []
+        others = (
+            self._other_offers(state, offer) if state and cfg.learn and rule.counts_as_use else {}
+        )
+        # Which topics the other memories are on: only those on what the
+        # conversation is about now are linked to this one.
+        held_others = (
+            self.store.get_memories(collection, sorted(set(others.values()))) if others else {}
+        )
+        on_topic = {mid for mid, m in held_others.items() if _on(m, about)}
         seen: dict[str, Any] = {}
 
         def change(memories: Mapping[str, Memory], held: Mapping[str, dict[str, Any]]) -> Learned:
@@ -715,8 +790,12 @@ class Surfacer:
             memory = memories.get(record.memory_id)
             if memory is None:
                 raise NotFoundError(f"memory {record.memory_id!r} is gone")
+            # The concepts said beside the memory's own topics, when it was offered
+            # (records from before kept every concept of the conversation: not
+            # those) and now.
+            near = [*(record.concepts if record.about else []), *_near(state, memory, cfg)]
             updated, reinforce, event = self.engaged(
-                memory, engagement, record.context, record.concepts, at
+                memory, engagement, about, list(dict.fromkeys(near)), at
             )
             used = sorted(
                 {
@@ -730,9 +809,13 @@ class Surfacer:
                 - {record.memory_id}
             )
             # Each pair once: the pairs among the earlier ones were linked when the
-            # later of them was engaged.
-            for other in used:
-                reinforce.extend(co_use_updates([record.memory_id, other], at, REAL_USE))
+            # later of them was engaged. Only memories both on what the
+            # conversation is about: two used in one conversation on different
+            # subjects are not about each other.
+            if _on(memory, about):
+                for other in used:
+                    if other in on_topic:
+                        reinforce.extend(co_use_updates([record.memory_id, other], at, REAL_USE))
             record.engagement = engagement
             record.engaged_at = at
             learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
@@ -771,7 +854,7 @@ class Surfacer:
         self.store.learn(
             collection,
             memory_ids=[offer.memory_id],
-            state_keys=[key, _MODEL_KEY, _COUNTERS_KEY, *others],
+            state_keys=[key, _MODEL_KEY, _COUNTERS_KEY, *sorted(others)],
             change=change,
         )
         if self.on_engaged is not None:
@@ -783,34 +866,37 @@ class Surfacer:
             threshold=seen["threshold"],
         )
 
-    def _other_offers(self, collection: str, offer: Surfacing) -> list[str]:
-        """The state keys of the other offers of ``offer``'s conversation (of other
-        memories), as the conversation lists them now."""
-        key = _conversation_key(offer.conversation_id)
+    def _conversation_state(
+        self, collection: str, conversation_id: str
+    ) -> ConversationState | None:
+        key = _conversation_key(conversation_id)
         held = self.store.get_states(collection, [key])
-        if key not in held:
-            return []
-        state = ConversationState.model_validate(held[key])
-        return sorted(
-            {
-                _surfacing_key(item.surfacing_id)
-                for item in state.surfaced
-                if item.surfacing_id != offer.id and item.memory_id != offer.memory_id
-            }
-        )
+        return ConversationState.model_validate(held[key]) if key in held else None
+
+    @staticmethod
+    def _other_offers(state: ConversationState, offer: Surfacing) -> dict[str, str]:
+        """The other offers of ``offer``'s conversation (of other memories), as the
+        conversation lists them now: their state keys, and the memory of each."""
+        return {
+            _surfacing_key(item.surfacing_id): item.memory_id
+            for item in sorted(state.surfaced, key=lambda item: item.surfacing_id)
+            if item.surfacing_id != offer.id and item.memory_id != offer.memory_id
+        }
 
     def engaged(
         self,
         memory: Memory,
         engagement: str,
-        context: str,
+        about: Sequence[str],
         concepts: Sequence[str],
         at: datetime,
     ) -> tuple[Memory, list[EdgeUpdate], Event]:
         """What one engagement does, to be written in one learning update: the
-        memory after the seed's metadata rules and its review; its edges to the
-        context's concepts, created at 0.3 when absent (used / helpful, when
-        learning); the event. Pure: reads and writes nothing."""
+        memory after the seed's metadata rules and its review (a dismissal marks
+        it irrelevant for what the conversation was ``about``, apart from its own
+        topics); its edges to ``concepts``, created at 0.3 when absent (used /
+        helpful, when learning); the event. Pure: reads and writes nothing."""
+        context = irrelevant_context(about, _hubs(memory))
         updated = engaged(memory, engagement, context, at, self.config.dismissal_half_life_days)
         review = self.scheduler.reviewed(memory, cast(Engagement, engagement), at)
         updated = updated.model_copy(
@@ -836,7 +922,10 @@ class Surfacer:
         """Count an explicit recall made in a conversation: which of its top results
         had been surfaced there, and how many messages earlier. Feeds
         recall-before-search and lead time. When learning, what was found
-        teaches the need model what conversations like this one come to need.
+        teaches the need model what conversations like this one come to need;
+        and when none of its top results had been offered but the confidence
+        bar alone had held some back in this conversation, the bar missed a
+        need (:meth:`_missed`).
 
         Returns:
             ``(memory id, lead in messages)`` for each top result surfaced before.
@@ -848,6 +937,7 @@ class Surfacer:
         # only read.
         held = self.store.get_states(collection, [key])
         before: list[tuple[str, int]] = []
+        missed: list[tuple[HeldBack, float]] = []
         early: list[list[str]] = []
         if key in held:
             state = ConversationState.model_validate(held[key])
@@ -861,21 +951,53 @@ class Surfacer:
                 for mid in memory_ids
                 if mid in first and first[mid] < state.messages
             ]
+            # Nothing found had been offered, and the bar alone had held some of
+            # it back: a need it missed. One recall is one need, shared among
+            # those by rank, as the need model weighs what was found.
+            kept = state.held_before(state.messages)
+            if not before:
+                ranked = [
+                    (kept[mid], 1.0 / (1 + rank))
+                    for rank, mid in enumerate(memory_ids)
+                    if mid in kept
+                ]
+                total = sum(w for _, w in ranked)
+                missed = [(h, w / total) for h, w in ranked]
 
         def change(learned: SurfaceModel, counters: SurfaceCounters) -> bool:
             counters.explicit_recalls += 1
             if before:
                 counters.surfaced_before_search += 1
                 counters.add_lead(max(lead for _, lead in before))
-            if not (self.config.learn and early):
+            if not self.config.learn:
                 return False
-            for rank, memory in enumerate(found):
+            for miss, weight in missed:
+                self._missed(learned, miss, weight)
+            for rank, memory in enumerate(found if early else ()):
                 meta = memory.retrieval
                 learned.needs.learn(early, [*meta.concepts, *meta.triggers], 1.0 / (1 + rank))
-            return True
+            return bool(early or missed)
 
         self._learn(collection, _Learning(change, {}))
         return before
+
+    def _missed(self, learned: SurfaceModel, miss: HeldBack, weight: float) -> None:
+        """Learn from a need the bar held back: the bar that held it comes down
+        (:meth:`ThresholdTuner.missed`). Without this the engine learns only
+        from what it offered: a bar above every candidate offers nothing, hears
+        nothing, and stays there. The confidence model is left alone: it sees
+        the outcomes of offers, and a need the bar held back is a success below
+        the bar whose failures nobody reports."""
+        cfg = self.config
+        ctype = miss.conversation_type
+        learned.thresholds.missed(
+            _foreseen(ctype) if miss.foreseen else ctype,
+            weight,
+            start=cfg.threshold(ctype),
+            target=cfg.target_dismissal_rate,
+            step=cfg.threshold_step,
+            bounds=cfg.threshold_bounds,
+        )
 
     # -- reading ---------------------------------------------------------------------
 
@@ -907,6 +1029,68 @@ def _view(state: ConversationState, predicted: list[str]) -> ConversationView:
         predicted_topics=predicted,
         participants=state.participants,
     )
+
+
+def _quoted(topics: Sequence[str]) -> str:
+    return ", ".join(f'"{t}"' for t in topics)
+
+
+def _reason(
+    state: ConversationState,
+    learned: SurfaceModel,
+    told: Sequence[str],
+    ahead: Sequence[str],
+    needed: Collection[str],
+    *,
+    due: bool,
+) -> str:
+    """Why a memory is offered, in words: the words of the conversation it
+    matched (those of the latest message first), the said topic that led to each
+    topic it matched ahead of the conversation (what such conversations came to
+    need, or what has followed), and whether it was due for review."""
+    parts: list[str] = []
+    if told:
+        latest = set(state.topics[-1]) if state.topics else set()
+        now = [t for t in told if t in latest]
+        before = [t for t in told if t not in latest]
+        said = [f"this message said {_quoted(now)}"] if now else []
+        said += [f"the conversation said {_quoted(before)}"] if before else []
+        parts.append(" and ".join(said))
+    for topic in ahead:
+        if topic in needed:
+            source = learned.needs.source(state.topics, topic)
+            parts.append(
+                f'foreseen: conversations on "{source}" came to need "{topic}"'
+                if source
+                else f'foreseen: such conversations came to need "{topic}"'
+            )
+        else:
+            source = learned.topics.source(state.topics, topic)
+            parts.append(
+                f'expected next: "{topic}" has followed "{source}"'
+                if source
+                else f'expected next: "{topic}"'
+            )
+    if due:
+        parts.append("due for review")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "." if text else ""
+
+
+def _hubs(memory: Memory) -> list[str]:
+    """A memory's topics: its triggers and concepts."""
+    return [*memory.retrieval.triggers, *memory.retrieval.concepts]
+
+
+def _on(memory: Memory, about: Collection[str]) -> bool:
+    """Whether one of the memory's topics is among ``about``."""
+    return not set(about).isdisjoint(_hubs(memory))
+
+
+def _near(state: ConversationState | None, memory: Memory, cfg: SurfaceConfig) -> list[str]:
+    """The concepts the conversation's recent messages said beside the memory's
+    own topics: those a use of it links it to."""
+    return state.concepts_near(_hubs(memory), cfg.about_messages) if state else []
 
 
 def _check_id(value: str, field: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,6 +64,26 @@ class SurfacedItem(BaseModel):
     message: int
 
 
+class HeldBack(BaseModel):
+    """A memory the confidence bar alone kept from a conversation: it passed every
+    other gate. Should the conversation then ask for it, the bar was too high."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str
+    message: int
+    features: list[float]
+    conversation_type: str
+    foreseen: bool
+    """Which bar held it: the conversation type's bar for foreseen offers, or its
+    own."""
+
+
+_HELD_KEPT = 60
+"""Most held-back offers a conversation keeps (the latest): a few messages'
+worth."""
+
+
 class ConversationState(BaseModel):
     """One conversation as the engine sees it.
 
@@ -76,6 +97,8 @@ class ConversationState(BaseModel):
         times: timestamps of the recent messages, for momentum.
         participants: roles that have spoken.
         surfaced: what was offered, in order.
+        held: what the confidence bar alone held back, at which message, latest
+            last.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -91,6 +114,7 @@ class ConversationState(BaseModel):
     times: list[datetime] = Field(default_factory=list)
     participants: list[str] = Field(default_factory=list)
     surfaced: list[SurfacedItem] = Field(default_factory=list)
+    held: list[HeldBack] = Field(default_factory=list)
 
     @property
     def type(self) -> str:
@@ -119,13 +143,36 @@ class ConversationState(BaseModel):
         minutes = max((times[-1] - times[0]).total_seconds(), 1.0) / 60.0
         return (len(times) - 1) / minutes
 
-    @property
-    def context(self) -> str:
-        """The context a dismissal marks irrelevant: conversation type and domain."""
-        return f"{self.type}:{self.domain or '-'}"
+    def about(self, messages: int) -> list[str]:
+        """What the conversation is about now: the topics of its last ``messages``
+        messages, latest first. What engagement teaches is scoped to it."""
+        recent = self.topics[-messages:] if messages > 0 else []
+        return list(dict.fromkeys(t for topics in reversed(recent) for t in topics))
+
+    def said(self) -> set[str]:
+        """Every topic said in the messages the state keeps."""
+        return {t for topics in self.topics for t in topics}
+
+    def concepts_near(self, hubs: Collection[str], messages: int) -> list[str]:
+        """The concepts said in those of the last ``messages`` messages that name
+        one of ``hubs`` (a memory's triggers and concepts), latest first: what
+        the conversation said about that memory's subject, and nothing it said
+        about something else."""
+        wanted, known = set(hubs), set(self.concepts)
+        recent = self.topics[-messages:] if messages > 0 else []
+        near = (topics for topics in reversed(recent) if wanted.intersection(topics))
+        return list(dict.fromkeys(t for topics in near for t in topics if t in known))
 
     def surfaced_ids(self) -> set[str]:
         return {s.memory_id for s in self.surfaced}
+
+    def hold(self, held: list[HeldBack]) -> None:
+        """Note what the bar held back at this message (the latest kept)."""
+        self.held = [*self.held, *held][-_HELD_KEPT:]
+
+    def held_before(self, message: int) -> dict[str, HeldBack]:
+        """Each memory the bar held back before ``message``, as last weighed."""
+        return {h.memory_id: h for h in self.held if h.message < message}
 
     def observe(
         self,

@@ -12,16 +12,37 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-FEATURES = ("bias", "similarity", "graph", "matches", "confidence", "taste", "due", "foresight")
+FEATURES = (
+    "bias",
+    "similarity",
+    "graph",
+    "matches",
+    "confidence",
+    "taste",
+    "due",
+    "foresight",
+    "taste_odds",
+)
 """Inputs of the confidence model, in order. ``foresight`` is the share of a
 memory's matched topics that the conversation has not reached yet (foreseen
-from what such conversations came to need)."""
+from what such conversations came to need). ``taste_odds`` is the kind
+bandit's draw again, as log-odds (:func:`odds`): the bandit estimates a chance
+of engagement, and a logistic model adds chances as log-odds, so that a kind
+that lands one time in ten counts against an offer as strongly as the bandit
+has learned, not by a weight learned slowly over ``taste``'s 0-1."""
 
-PRIOR_WEIGHTS = (-4.0, 4.0, 1.0, 2.0, 1.0, 2.0, 0.3, 0.0)
+PRIOR_WEIGHTS = (-4.0, 4.0, 1.0, 2.0, 1.0, 2.0, 0.3, 0.0, 1.0)
 """Cold-start weights: a memory close to the conversation (similarity 0.6), on
-two of the predicted topics, of a kind with no record yet, lands near 0.7; a
+two of the predicted topics, of a kind with no record yet (even odds), lands
+near 0.7; a
 loosely related one (0.3, one topic) near 0.25. A foreseen memory starts less
 sure than one on what is being said. Engagement moves them."""
+
+
+def odds(p: float) -> float:
+    """The log-odds of a chance, kept finite (within about ±7)."""
+    q = min(1.0 - 1e-3, max(1e-3, p))
+    return math.log(q / (1.0 - q))
 
 
 class TopicModel(BaseModel):
@@ -93,6 +114,21 @@ class TopicModel(BaseModel):
                     scores[b] = scores.get(b, 0.0) + recency * evidence * 2.0 * n / total
         weighted = {t: v * (0.3 + 0.7 * self.specificity(t)) for t, v in scores.items()}
         return sorted(weighted.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+    def source(self, history: Sequence[Sequence[str]], topic: str) -> str | None:
+        """The topic of the recent messages (as :meth:`predict` reads them) whose
+        transitions gave ``topic`` the most weight: what it has followed."""
+        best: tuple[float, str] | None = None
+        for age, topics in enumerate(reversed(history[-4:])):
+            for a in topics:
+                row = self.follows.get(a)
+                if not row or a == topic or topic not in row:
+                    continue
+                total = sum(row.values())
+                score = 0.6**age * total / (total + 3.0) * row[topic] / total
+                if best is None or (score, a) > best:
+                    best = (score, a)
+        return best[1] if best else None
 
 
 class NeedModel(BaseModel):
@@ -177,6 +213,22 @@ class NeedModel(BaseModel):
             scores = {c: v * weight(c) for c, v in scores.items()}
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
+    def source(self, history: Sequence[Sequence[str]], concept: str) -> str | None:
+        """The said topic after which ``concept`` was likeliest to be needed (as
+        :meth:`predict` counts it): what foresaw it."""
+        if concept not in self.needed or self.needs <= 0.0:
+            return None
+        base = self.needed[concept] / self.needs
+        best: tuple[float, str] | None = None
+        for a in {t for topics in history for t in topics}:
+            n = self.given.get(a, {}).get(concept, 0.0)
+            if n < 3.0 or a == concept:
+                continue
+            p = (n + self.smoothing * base) / (self.after[a] + self.smoothing)
+            if p > base and (best is None or (p, a) > best):
+                best = (p, a)
+        return best[1] if best else None
+
 
 class KindBandit(BaseModel):
     """Which kinds of insight (memory categories) get engaged in which kind of
@@ -248,8 +300,9 @@ def _padded(x: Sequence[float]) -> list[float]:
 class ThresholdTuner(BaseModel):
     """Per conversation type, the confidence bar, moved after each engagement by
     ``step × (miss - target)``, where a dismissal is a whole miss, an ignored
-    offer half of one and a use none: it settles where the (weighted) miss rate
-    is ``target``, rising where offers annoy and falling where they land."""
+    offer half of one and a use none: it rises where offers annoy and falls
+    where they land. A need it held back (:meth:`missed`) brings it down too,
+    so that a bar that offers nothing still learns it is too high."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -270,6 +323,26 @@ class ThresholdTuner(BaseModel):
     ) -> None:
         value = self.value(conversation_type, start)
         value += step * (miss - target)
+        self.thresholds[conversation_type] = max(bounds[0], min(bounds[1], value))
+
+    def missed(
+        self,
+        conversation_type: str,
+        weight: float,
+        *,
+        start: float,
+        target: float,
+        step: float,
+        bounds: tuple[float, float],
+    ) -> None:
+        """A need the bar held back: a memory it kept from a conversation that the
+        conversation then asked for. The bar comes down as far as a dismissal
+        takes it up (``step × (1 - target)``), times ``weight``: silence when
+        something was needed counts against the bar as an unwanted offer counts
+        for it, so the bar settles between the two rather than only ever
+        rising where offers miss."""
+        value = self.value(conversation_type, start)
+        value -= step * (1.0 - target) * weight
         self.thresholds[conversation_type] = max(bounds[0], min(bounds[1], value))
 
 

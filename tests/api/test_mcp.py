@@ -73,24 +73,32 @@ async def round_trip(client: Client, collection: str | None) -> None:
     assert not find_leaks(found.structured_content)
 
     offered: dict[str, str] = {}
+    so_far = ""
     for minute, text in enumerate(
         [
             "checkout is failing with errors since the sale started",
             "the redis connection pool looks exhausted at checkout",
         ]
     ):
-        said = structured(
-            await client.call_tool(
-                "observe_message",
-                {
-                    "conversation_id": "chat-1",
-                    "text": text,
-                    "at": (T0 + timedelta(minutes=2 * minute)).isoformat(),
-                    **where,
-                },
-            )
+        result = await client.call_tool(
+            "observe_message",
+            {
+                "conversation_id": "chat-1",
+                "text": text,
+                "at": (T0 + timedelta(minutes=2 * minute)).isoformat(),
+                **where,
+            },
         )
+        said = structured(result)
+        so_far += " " + text
         offered |= {i["memory"]["id"]: i["surfacing_id"] for i in said["insights"]}
+        for insight in said["insights"]:
+            # Each says why, in the words that were said, and whether it was foreseen.
+            assert insight["foreseen"] is False and insight["foreseen_topics"] == []
+            assert insight["matched_topics"]
+            assert all(w in so_far for t in insight["matched_topics"] for w in t.split())
+            assert all(f'"{t}"' in insight["reason"] for t in insight["matched_topics"])
+            assert f"why: {insight['reason']}" in text_of(result)
     assert fix_id in offered
 
     used = structured(

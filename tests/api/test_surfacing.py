@@ -41,6 +41,14 @@ def test_a_conversation_gets_an_insight_before_it_asks(client: TestClient) -> No
     assert insight["confidence"] >= 0.6  # the debugging bar
     assert {g["name"] for g in insight["gates"]} >= {"confidence", "trigger_matches"}
     assert "embedding" not in insight["memory"]
+    # Why, in words that were said; not foreseen.
+    said = "checkout is failing with errors since the sale started " + (
+        "the redis connection pool looks exhausted at checkout"
+    )
+    assert insight["matched_topics"] and insight["foreseen"] is False
+    assert all(w in said for t in insight["matched_topics"] for w in t.split())
+    assert all(f'"{t}"' in insight["reason"] for t in insight["matched_topics"])
+    assert insight["foreseen_topics"] == []
 
     r = client.post(
         f"{BASE}/surfacings/{insight['surfacing_id']}/engagement",

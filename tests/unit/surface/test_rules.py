@@ -3,6 +3,7 @@ learned models do with evidence."""
 
 from __future__ import annotations
 
+import math
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -11,7 +12,7 @@ import pytest
 from engine.model import Memory, RetrievalMeta, content_hash
 from engine.retrieve import DEFAULT_RECIPE, RECIPES
 from engine.schedule import FsrsScheduler, SeedScheduler, seed_decay_score
-from engine.surface.conversation import ConversationState, type_votes
+from engine.surface.conversation import ConversationState, HeldBack, type_votes
 from engine.surface.predict import (
     PRIOR_WEIGHTS,
     ConfidenceModel,
@@ -19,8 +20,16 @@ from engine.surface.predict import (
     NeedModel,
     ThresholdTuner,
     TopicModel,
+    odds,
 )
-from engine.surface.rules import ENGAGEMENT_RULES, SurfaceConfig, engaged, faded_dismissals
+from engine.surface.rules import (
+    ENGAGEMENT_RULES,
+    SurfaceConfig,
+    engaged,
+    faded_dismissals,
+    irrelevant_context,
+    irrelevant_here,
+)
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -64,11 +73,11 @@ def test_predictive_retrieval_asks_a_graph_only_candidate_for_the_seeds_path_str
 
 @pytest.mark.parametrize("kind", ["used", "helpful"])
 def test_use_raises_confidence_by_a_tenth_up_to_one_and_counts(kind: str) -> None:
-    after = engaged(memory(confidence=0.5, usage_count=2), kind, "debugging:-", T0, 7.0)
+    after = engaged(memory(confidence=0.5, usage_count=2), kind, "about:redis", T0, 7.0)
     assert after.retrieval.confidence == pytest.approx(0.6)
     assert after.retrieval.usage_count == 3
     assert after.retrieval.last_used == T0
-    capped = engaged(memory(confidence=0.95), kind, "debugging:-", T0, 7.0)
+    capped = engaged(memory(confidence=0.95), kind, "about:redis", T0, 7.0)
     assert capped.retrieval.confidence == 1.0
 
 
@@ -84,15 +93,37 @@ def test_ignored_costs_two_hundredths_down_to_a_floor_of_three_tenths() -> None:
 def test_dismissed_costs_fifteen_hundredths_to_a_floor_of_two_tenths_and_marks_the_context() -> (
     None
 ):
-    after = engaged(memory(confidence=0.5), "dismissed", "casual:-", T0, 7.0)
+    after = engaged(memory(confidence=0.5), "dismissed", "about:billing|export", T0, 7.0)
     assert after.retrieval.confidence == pytest.approx(0.35)
     assert after.retrieval.recent_dismissals == 2.0
     assert after.retrieval.dismissed_at == T0
-    assert after.retrieval.irrelevant_contexts == ["casual:-"]
+    assert after.retrieval.irrelevant_contexts == ["about:billing|export"]
     assert engaged(memory(confidence=0.3), "dismissed", "c", T0, 7.0).retrieval.confidence == 0.2
     # A penalty never raises a confidence already below its floor.
     low = engaged(memory(confidence=0.1), "dismissed", "c", T0, 7.0)
     assert low.retrieval.confidence == pytest.approx(0.1)
+
+
+def test_a_dismissal_marks_what_the_talk_was_about_apart_from_the_memory_s_own_topics() -> None:
+    about = ["billing export", "nightly run", "redis", "fail"]
+    context = irrelevant_context(about, ["redis", "fail", "pool"])
+    assert context == "about:billing export|nightly run"
+    # All of it when the talk was only on the memory's own topics; nothing said,
+    # nothing marked.
+    assert irrelevant_context(["redis"], ["redis"]) == "about:redis"
+    assert irrelevant_context([], ["redis"]) == ""
+
+
+def test_a_memory_is_irrelevant_where_half_of_a_marked_context_is_talked_about_again() -> None:
+    marked = ["debugging:debugging", "about:billing export|nightly run|job|run"]
+    # The old mark by conversation type is history: it holds nothing back.
+    assert irrelevant_here(marked[:1], ["debugging", "redis"]) is None
+    assert irrelevant_here(marked, ["billing export", "nightly run", "redis"]) == marked[1]
+    assert irrelevant_here(marked, ["checkout", "redis", "pool", "job"]) is None
+    # Weighed by how specific each topic is: the stock words alone are not enough.
+    stock = {"job": 0.1, "run": 0.1}
+    assert irrelevant_here(marked, ["job", "run", "redis"], lambda t: stock.get(t, 1.0)) is None
+    assert irrelevant_here(marked, ["job", "run", "redis"]) == marked[1]
 
 
 def test_recent_dismissals_halve_every_half_life() -> None:
@@ -191,6 +222,21 @@ def test_confidence_model_reads_a_stored_model_without_the_newest_feature() -> N
     assert len(old.weights) == len(PRIOR_WEIGHTS)
 
 
+def test_the_kind_bandit_s_draw_weighs_as_log_odds_too() -> None:
+    assert odds(0.5) == 0.0 and odds(0.1) == pytest.approx(-math.log(9))
+    assert -7.0 < odds(0.0) < odds(1.0) < 7.0  # finite at the ends
+    model = ConfidenceModel()
+
+    def offer(taste: float) -> list[float]:
+        return [1.0, 0.6, 0.0, 0.5, 0.5, taste, 0.0, 0.0, odds(taste)]
+
+    # A kind that lands one time in ten, against one that lands nine in ten:
+    # the gap is the bandit's odds, not only the slow weight over 0-1.
+    gap = math.log(model.predict(offer(0.9)) / (1 - model.predict(offer(0.9))))
+    gap -= math.log(model.predict(offer(0.1)) / (1 - model.predict(offer(0.1))))
+    assert gap == pytest.approx(2.0 * 0.8 + 2 * math.log(9))
+
+
 def test_kind_bandit_learns_which_kind_lands_where() -> None:
     bandit = KindBandit()
     for _ in range(20):
@@ -222,6 +268,77 @@ def test_threshold_tuner_rises_on_dismissals_and_falls_on_use() -> None:
         tuner.update("debugging", 0.0, **kw)
     assert tuner.value("debugging", 0.6) == 0.3  # bounded
     assert tuner.value("casual", 0.9) == 0.9  # untouched types keep their start
+
+
+def test_a_need_the_bar_held_back_brings_the_bar_down_as_a_dismissal_takes_it_up() -> None:
+    tuner = ThresholdTuner()
+    kw = {"start": 0.6, "target": 0.2, "step": 0.02, "bounds": (0.3, 0.97)}
+    tuner.update("debugging", 1.0, **kw)
+    tuner.missed("debugging", 1.0, **kw)
+    assert tuner.value("debugging", 0.6) == pytest.approx(0.6)
+    tuner.missed("debugging", 0.5, **kw)
+    assert tuner.value("debugging", 0.6) == pytest.approx(0.6 - 0.5 * 0.02 * 0.8)
+    for _ in range(100):
+        tuner.missed("debugging", 1.0, **kw)
+    assert tuner.value("debugging", 0.6) == 0.3  # bounded
+
+
+def test_models_say_which_said_topic_led_to_a_predicted_one() -> None:
+    topics = TopicModel()
+    for _ in range(5):
+        topics.learn(["redis"], ["postgres"])
+        topics.learn(["oauth"], ["react"])
+    assert topics.source([["oauth"], ["redis", "look"]], "postgres") == "redis"
+    assert topics.source([["oauth"]], "postgres") is None
+    needs = NeedModel()
+    for _ in range(12):
+        needs.learn([["redis", "look"]], ["postgres"])
+        needs.learn([["oauth", "look"]], ["react"])
+    assert needs.source([["look"], ["redis"]], "postgres") == "redis"
+    assert needs.source([["look"]], "postgres") is None  # "look" precedes every need
+
+
+def test_conversation_keeps_what_it_is_about_and_what_the_bar_held_back() -> None:
+    state = ConversationState(id="c1")
+    said = [
+        (["friday", "freeze", "hotfix"], ["friday", "freeze", "hotfix"]),
+        (["monday"], ["monday"]),
+        (["s3", "upload", "deny"], ["s3", "upload"]),
+    ]
+    for i, (topics, concepts) in enumerate(said):
+        state.observe(
+            text="-",
+            role="user",
+            at=T0 + timedelta(minutes=i),
+            topics=topics,
+            concepts=concepts,
+            domains=[],
+            conversation_type=None,
+            window=12,
+        )
+    assert state.about(2) == ["s3", "upload", "deny", "monday"]
+    assert state.said() == {"friday", "freeze", "hotfix", "monday", "s3", "upload", "deny"}
+    # The concepts said beside a memory's topics, not those said about other things.
+    assert state.concepts_near(["upload", "acl"], 3) == ["s3", "upload"]
+    assert state.concepts_near(["freeze"], 3) == ["friday", "freeze", "hotfix"]
+    assert state.concepts_near(["freeze"], 2) == []
+
+    def held(mid: str, message: int) -> HeldBack:
+        return HeldBack(
+            memory_id=mid,
+            message=message,
+            features=[1.0],
+            conversation_type="debugging",
+            foreseen=False,
+        )
+
+    state.hold([held("a", 1), held("b", 1)])
+    state.hold([held("a", 2)])
+    # Before the message that asks: as last weighed before it.
+    assert {m: h.message for m, h in state.held_before(2).items()} == {"a": 1, "b": 1}
+    assert {m: h.message for m, h in state.held_before(3).items()} == {"a": 2, "b": 1}
+    state.hold([held(f"m{i}", 3) for i in range(70)])
+    assert len(state.held) == 60 and state.held[-1].memory_id == "m69"
 
 
 def test_conversation_type_momentum_and_domain() -> None:
