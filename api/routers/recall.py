@@ -78,8 +78,10 @@ def associate(
     )
     return AssociateOut(
         results=[AssociationOut.from_engine(a) for a in found.results],
+        # A collection never written first: why nothing is found, before what
+        # each concept failed to name there.
         warnings=[
-            *found.warnings,
             *unwritten_collection_warnings(service, access, collection, len(found.results)),
+            *found.warnings,
         ],
     )
