@@ -719,6 +719,8 @@ def test_export_then_import_gives_back_tiers_conflicts_merges_and_the_model(
         assert before == after
         assert set(svc.store.iter_edges(C)) == set(target.store.iter_edges(C))
         assert any(e.type == EdgeType.CONFLICTS_WITH for e in target.store.iter_edges(C))
+        assert any(e.type == EdgeType.SUPERSEDES for e in target.store.iter_edges(C))
+        assert after[use.memory.id].retrieval.superseded_by  # the later "don't use" one
         assert {m.tier for m in after.values()} >= {Tier.ACTIVE, Tier.ARCHIVED}
         assert max(m.retrieval.duplicates for m in after.values()) == 1
         rated = after[use.memory.id].retrieval

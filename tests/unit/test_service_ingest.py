@@ -155,11 +155,7 @@ def _snapshot(svc: Hippocampus) -> dict[str, Any]:
     name = _names(svc)
 
     def memory(m: Any) -> dict[str, Any]:
-        data = m.model_dump(mode="json", exclude={"id"})
-        data["retrieval"]["synthesized_from"] = [
-            name.get(i, i) for i in m.retrieval.synthesized_from
-        ]
-        return data
+        return _named_ids(m.model_dump(mode="json", exclude={"id"}), name)
 
     ids = [m.id for m in stored]
     vectors = store.get_vectors(C, ids)
@@ -177,6 +173,14 @@ def _snapshot(svc: Hippocampus) -> dict[str, Any]:
             (e.type, tuple(name.get(i, i) for i in e.memory_ids)) for e in store.iter_events(C)
         ),
     }
+
+
+def _named_ids(data: dict[str, Any], name: dict[str, str]) -> dict[str, Any]:
+    """A dumped memory with the memory ids it names (provenance, superseding
+    memories) replaced by their names."""
+    for key in ("synthesized_from", "superseded_by"):
+        data["retrieval"][key] = [name.get(i, i) for i in data["retrieval"][key]]
+    return data
 
 
 def _names(svc: Hippocampus) -> dict[str, str]:
@@ -212,8 +216,11 @@ def _outcomes(outcomes: Sequence[RememberOutcome], svc: Hippocampus) -> list[tup
             o.rejected,
             o.quality,
             [name(c) for c in o.conflicts_with],
+            [name(c) for c in o.supersedes],
             [said(r) for r in o.reasons],
-            o.memory.model_dump(mode="json", exclude={"id"}) if o.memory is not None else None,
+            _named_ids(o.memory.model_dump(mode="json", exclude={"id"}), names)
+            if o.memory is not None
+            else None,
         )
         for o in outcomes
     ]
