@@ -343,7 +343,7 @@ def create_mcp_server(
     @mcp.tool(
         description="Report how an offered insight was received, once per surfacing_id: "
         "used or helpful raise the memory's confidence, ignored lowers it a little, "
-        "dismissed lowers it more and marks the context as irrelevant.",
+        "dismissed lowers it more and marks it irrelevant for what the conversation is about.",
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
     )
     def engage(

@@ -19,10 +19,15 @@ Each insight says why in words (the words of the conversation it matched, the
 said topic that led to each topic it matched ahead of the conversation, due
 for review) and whether it was foreseen.
 
-Engagement applies the seed's rules to the memory, strengthens its edges to
-the conversation's concepts (used / helpful), and teaches the bandit, the
+Engagement applies the seed's rules to the memory, and teaches the bandit, the
 confidence model and the threshold of the conversation's type (its bar for
-foreseen offers when the offer was foreseen).
+foreseen offers when the offer was foreseen). What it teaches the graph stays
+within what the conversation was about (its last few messages' topics): a
+used memory is linked to the concepts said beside its own topics, two used
+memories are linked only when both are on those topics, and a dismissal marks
+the memory irrelevant for them (apart from its own), not for a conversation
+type.
+
 
 With ``SurfaceConfig.learn`` off nothing is learned: fixed thresholds, the
 prior confidence model, no bandit (a neutral 0.5), no transitions, no needs,
@@ -62,6 +67,8 @@ from engine.surface.rules import (
     ENGAGEMENT_RULES,
     SurfaceConfig,
     engaged,
+    irrelevant_context,
+    irrelevant_here,
 )
 
 logger = logging.getLogger(__name__)
@@ -192,8 +199,14 @@ class Surfacing(BaseModel):
     at: datetime
     conversation_type: str
     kind: str
-    context: str
+    context: str = ""
+    """Kept by records from before ``about``: not read."""
+    about: list[str] = Field(default_factory=list)
+    """What the conversation was about when the offer was made (its recent
+    topics, latest first)."""
     concepts: list[str]
+    """The concepts said then beside the memory's own topics: a use links it to
+    them."""
     features: list[float]
     confidence: float
     threshold: float
@@ -579,15 +592,16 @@ class Surfacer:
         memories.update(self.store.get_memories(collection, wanted))
         rng = random.Random(f"{self.seed}:{collection}:{state.id}:{state.messages}")
         predicted_set, foreseen = set(predicted), set(heading)
-        ctype, context = state.type, state.context
-        said = state.said()
+        ctype = state.type
+        said, about = state.said(), state.about(cfg.about_messages)
+        specific = learned.topics.specificity if cfg.learn else None
         scored: list[_Scored] = []
         for c in candidates:
             memory = memories.get(c.memory_id)
             if memory is None or memory.id in surfaced:
                 continue
             meta = memory.retrieval
-            matched = sorted(predicted_set.intersection([*meta.triggers, *meta.concepts]))
+            matched = sorted(predicted_set.intersection(_hubs(memory)))
             taste = learned.kinds.sample(ctype, memory.category, rng) if cfg.learn else 0.5
             due = 1.0 if self.scheduler.urgency(memory, at) >= 1.0 else 0.0
             # Keep in step with _DUE, the place of "due" read back at engagement.
@@ -609,11 +623,12 @@ class Surfacer:
                 else threshold
             )
             dismissals = faded_dismissals(memory, at, cfg.dismissal_half_life_days)
+            irrelevant = irrelevant_here(meta.irrelevant_contexts, about, specific)
             if (
                 confidence < bar
                 or len(matched) < cfg.min_trigger_matches
                 or dismissals > cfg.max_recent_dismissals
-                or context in meta.irrelevant_contexts
+                or irrelevant is not None
             ):
                 logger.debug(
                     "held back %s in %s: confidence %.3f (bar %.3f), %d topic matches,"
@@ -624,7 +639,7 @@ class Surfacer:
                     bar,
                     len(matched),
                     dismissals,
-                    context in meta.irrelevant_contexts,
+                    irrelevant is not None,
                 )
                 continue
             gates = [
@@ -661,13 +676,12 @@ class Surfacer:
             chosen.append(item)
         return chosen, len(candidates)
 
-    @staticmethod
     def _record(
-        state: ConversationState, chosen: Sequence[_Scored], at: datetime
+        self, state: ConversationState, chosen: Sequence[_Scored], at: datetime
     ) -> dict[str, dict[str, Any]]:
         """The surfacing records of the chosen offers, by state key; the
         conversation notes them as surfaced."""
-        ctype, context = state.type, state.context
+        ctype, about = state.type, state.about(self.config.about_messages)
         records: dict[str, dict[str, Any]] = {}
         for insight, features, bar, foresight in chosen:
             memory = insight.memory
@@ -679,8 +693,8 @@ class Surfacer:
                 at=at,
                 conversation_type=ctype,
                 kind=memory.category,
-                context=context,
-                concepts=state.concepts[:20],
+                about=about,
+                concepts=_near(state, memory, self.config),
                 features=features,
                 confidence=insight.confidence,
                 threshold=bar,
@@ -722,10 +736,24 @@ class Surfacer:
         if first is None:
             raise NotFoundError(f"no surfacing {surfacing_id!r} in this collection")
         offer = Surfacing.model_validate(first)
+        # What the conversation is about now, and was when the offer was made:
+        # what this engagement teaches stays within it.
+        state = self._conversation_state(collection, offer.conversation_id)
+        about = list(
+            dict.fromkeys([*(state.about(cfg.about_messages) if state else []), *offer.about])
+        )
         # Offers used in the same conversation were used together: the others of
         # the conversation are read (and locked) with this one, so that of two
         # engaged at once the second sees the first.
-        others = self._other_offers(collection, offer) if cfg.learn and rule.counts_as_use else []
+        others = (
+            self._other_offers(state, offer) if state and cfg.learn and rule.counts_as_use else {}
+        )
+        # Which topics the other memories are on: only those on what the
+        # conversation is about now are linked to this one.
+        held_others = (
+            self.store.get_memories(collection, sorted(set(others.values()))) if others else {}
+        )
+        on_topic = {mid for mid, m in held_others.items() if _on(m, about)}
         seen: dict[str, Any] = {}
 
         def change(memories: Mapping[str, Memory], held: Mapping[str, dict[str, Any]]) -> Learned:
@@ -739,8 +767,12 @@ class Surfacer:
             memory = memories.get(record.memory_id)
             if memory is None:
                 raise NotFoundError(f"memory {record.memory_id!r} is gone")
+            # The concepts said beside the memory's own topics, when it was offered
+            # (records from before kept every concept of the conversation: not
+            # those) and now.
+            near = [*(record.concepts if record.about else []), *_near(state, memory, cfg)]
             updated, reinforce, event = self.engaged(
-                memory, engagement, record.context, record.concepts, at
+                memory, engagement, about, list(dict.fromkeys(near)), at
             )
             used = sorted(
                 {
@@ -754,9 +786,13 @@ class Surfacer:
                 - {record.memory_id}
             )
             # Each pair once: the pairs among the earlier ones were linked when the
-            # later of them was engaged.
-            for other in used:
-                reinforce.extend(co_use_updates([record.memory_id, other], at, REAL_USE))
+            # later of them was engaged. Only memories both on what the
+            # conversation is about: two used in one conversation on different
+            # subjects are not about each other.
+            if _on(memory, about):
+                for other in used:
+                    if other in on_topic:
+                        reinforce.extend(co_use_updates([record.memory_id, other], at, REAL_USE))
             record.engagement = engagement
             record.engaged_at = at
             learned = SurfaceModel.model_validate(held.get(_MODEL_KEY, {}))
@@ -795,7 +831,7 @@ class Surfacer:
         self.store.learn(
             collection,
             memory_ids=[offer.memory_id],
-            state_keys=[key, _MODEL_KEY, _COUNTERS_KEY, *others],
+            state_keys=[key, _MODEL_KEY, _COUNTERS_KEY, *sorted(others)],
             change=change,
         )
         if self.on_engaged is not None:
@@ -807,34 +843,37 @@ class Surfacer:
             threshold=seen["threshold"],
         )
 
-    def _other_offers(self, collection: str, offer: Surfacing) -> list[str]:
-        """The state keys of the other offers of ``offer``'s conversation (of other
-        memories), as the conversation lists them now."""
-        key = _conversation_key(offer.conversation_id)
+    def _conversation_state(
+        self, collection: str, conversation_id: str
+    ) -> ConversationState | None:
+        key = _conversation_key(conversation_id)
         held = self.store.get_states(collection, [key])
-        if key not in held:
-            return []
-        state = ConversationState.model_validate(held[key])
-        return sorted(
-            {
-                _surfacing_key(item.surfacing_id)
-                for item in state.surfaced
-                if item.surfacing_id != offer.id and item.memory_id != offer.memory_id
-            }
-        )
+        return ConversationState.model_validate(held[key]) if key in held else None
+
+    @staticmethod
+    def _other_offers(state: ConversationState, offer: Surfacing) -> dict[str, str]:
+        """The other offers of ``offer``'s conversation (of other memories), as the
+        conversation lists them now: their state keys, and the memory of each."""
+        return {
+            _surfacing_key(item.surfacing_id): item.memory_id
+            for item in sorted(state.surfaced, key=lambda item: item.surfacing_id)
+            if item.surfacing_id != offer.id and item.memory_id != offer.memory_id
+        }
 
     def engaged(
         self,
         memory: Memory,
         engagement: str,
-        context: str,
+        about: Sequence[str],
         concepts: Sequence[str],
         at: datetime,
     ) -> tuple[Memory, list[EdgeUpdate], Event]:
         """What one engagement does, to be written in one learning update: the
-        memory after the seed's metadata rules and its review; its edges to the
-        context's concepts, created at 0.3 when absent (used / helpful, when
-        learning); the event. Pure: reads and writes nothing."""
+        memory after the seed's metadata rules and its review (a dismissal marks
+        it irrelevant for what the conversation was ``about``, apart from its own
+        topics); its edges to ``concepts``, created at 0.3 when absent (used /
+        helpful, when learning); the event. Pure: reads and writes nothing."""
+        context = irrelevant_context(about, _hubs(memory))
         updated = engaged(memory, engagement, context, at, self.config.dismissal_half_life_days)
         review = self.scheduler.reviewed(memory, cast(Engagement, engagement), at)
         updated = updated.model_copy(
@@ -977,6 +1016,22 @@ def _reason(
         parts.append("due for review")
     text = "; ".join(parts)
     return text[:1].upper() + text[1:] + "." if text else ""
+
+
+def _hubs(memory: Memory) -> list[str]:
+    """A memory's topics: its triggers and concepts."""
+    return [*memory.retrieval.triggers, *memory.retrieval.concepts]
+
+
+def _on(memory: Memory, about: Collection[str]) -> bool:
+    """Whether one of the memory's topics is among ``about``."""
+    return not set(about).isdisjoint(_hubs(memory))
+
+
+def _near(state: ConversationState | None, memory: Memory, cfg: SurfaceConfig) -> list[str]:
+    """The concepts the conversation's recent messages said beside the memory's
+    own topics: those a use of it links it to."""
+    return state.concepts_near(_hubs(memory), cfg.about_messages) if state else []
 
 
 def _check_id(value: str, field: str) -> None:

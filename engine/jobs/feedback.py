@@ -104,8 +104,8 @@ class FeedbackJobs(RecordsJobs, MaintenanceJobs):
     ) -> Memory:
         """Direct feedback on a memory: helpful counts as the seed's "helpful"
         engagement (and strengthens its edges to the ``context`` concepts), not
-        helpful as "dismissed" (an explicit rejection; the context is marked
-        irrelevant).
+        helpful as "dismissed" (an explicit rejection; the memory is marked
+        irrelevant for the ``context`` concepts that are not its own).
 
         Raises:
             NotFoundError: no such memory.
@@ -115,14 +115,15 @@ class FeedbackJobs(RecordsJobs, MaintenanceJobs):
         names = list(unique_names(context, 50))
         at = now or utcnow()
         engagement = "helpful" if helpful else "dismissed"
-        label = "feedback:" + ",".join(names[:5]) if names else "feedback"
         seen: dict[str, Memory] = {}
 
         def change(memories: Mapping[str, Memory], _states: Mapping[str, Any]) -> Learned:
             memory = memories.get(memory_id)
             if memory is None:
                 raise NotFoundError(f"no memory {memory_id!r} in this collection")
-            updated, reinforce, event = self.surfacer.engaged(memory, engagement, label, names, at)
+            # The context's concepts are what the feedback was about: not helpful
+            # marks the memory irrelevant for them (apart from its own).
+            updated, reinforce, event = self.surfacer.engaged(memory, engagement, names, names, at)
             seen.update(before=memory, after=updated)
             return Learned(memories=[updated], reinforce=reinforce, events=[event])
 

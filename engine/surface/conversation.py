@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -119,14 +120,25 @@ class ConversationState(BaseModel):
         minutes = max((times[-1] - times[0]).total_seconds(), 1.0) / 60.0
         return (len(times) - 1) / minutes
 
-    @property
-    def context(self) -> str:
-        """The context a dismissal marks irrelevant: conversation type and domain."""
-        return f"{self.type}:{self.domain or '-'}"
+    def about(self, messages: int) -> list[str]:
+        """What the conversation is about now: the topics of its last ``messages``
+        messages, latest first. What engagement teaches is scoped to it."""
+        recent = self.topics[-messages:] if messages > 0 else []
+        return list(dict.fromkeys(t for topics in reversed(recent) for t in topics))
 
     def said(self) -> set[str]:
         """Every topic said in the messages the state keeps."""
         return {t for topics in self.topics for t in topics}
+
+    def concepts_near(self, hubs: Collection[str], messages: int) -> list[str]:
+        """The concepts said in those of the last ``messages`` messages that name
+        one of ``hubs`` (a memory's triggers and concepts), latest first: what
+        the conversation said about that memory's subject, and nothing it said
+        about something else."""
+        wanted, known = set(hubs), set(self.concepts)
+        recent = self.topics[-messages:] if messages > 0 else []
+        near = (topics for topics in reversed(recent) if wanted.intersection(topics))
+        return list(dict.fromkeys(t for topics in near for t in topics if t in known))
 
     def surfaced_ids(self) -> set[str]:
         return {s.memory_id for s in self.surfaced}

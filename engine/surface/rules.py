@@ -3,7 +3,10 @@
 Engagement (seed): used / helpful raise a memory's confidence by 0.1 (cap
 1.0), count a use and stamp ``last_used``; ignored lowers it by 0.02 (floor
 0.3) and adds 1 recent dismissal; dismissed lowers it by 0.15 (floor 0.2), adds
-2 recent dismissals and marks the context irrelevant.
+2 recent dismissals and marks the context irrelevant: what the conversation was
+about, apart from the memory's own topics (:func:`irrelevant_context`). The
+memory is held back where a conversation is on those topics again, not in every
+conversation of a type.
 
 "Recent" dismissals fade with a half-life (7 days by default): the stored
 count is the value at ``dismissed_at``, and what the gate reads is that value
@@ -17,6 +20,7 @@ and helpful vote helpful, dismissed votes unhelpful, ignored half unhelpful.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -78,6 +82,11 @@ class SurfaceConfig:
         threshold_bounds: thresholds stay within these.
         candidates: memories retrieved per message to judge.
         context_messages: how many recent messages make the retrieval query.
+        about_messages: how many recent messages say what a conversation is
+            about at an engagement: a memory used there is linked to the
+            concepts of those that name its topics, two memories used in one
+            conversation are linked only when both are on them, and a dismissal
+            marks the memory irrelevant for their topics.
         topic_window: messages of topic history kept per conversation.
         predicted_topics: how many next topics prediction returns.
         ahead_topics: how many topics the conversation will come to need (not yet
@@ -112,6 +121,7 @@ class SurfaceConfig:
     threshold_bounds: tuple[float, float] = (0.3, 0.97)
     candidates: int = 20
     context_messages: int = 2
+    about_messages: int = 3
     topic_window: int = 12
     predicted_topics: int = 16
     ahead_topics: int = 4
@@ -139,11 +149,63 @@ def usefulness(
     return (helpful + a) / (helpful + unhelpful + a + b)
 
 
+IRRELEVANT_PREFIX = "about:"
+"""How a context a dismissal marked irrelevant starts: the topics follow, joined
+by ``|``. Entries in another form (a conversation type and domain, as once kept)
+are history: the gate reads only these."""
+_CONTEXT_TOPICS = 12
+"""Most topics a dismissal records as the context it marks irrelevant."""
+
+
+def irrelevant_context(about: Sequence[str], hubs: Collection[str]) -> str:
+    """The context a dismissal marks irrelevant: what the conversation was about
+    (its recent topics, latest first) apart from the memory's own triggers and
+    concepts (``hubs``), which made it look relevant. So the mark reads "not
+    for talk about these", and a later conversation about the memory's own
+    subject is not held back by it. All of ``about`` when every topic was the
+    memory's own; ``""`` (nothing marked) when nothing was said."""
+    own = set(hubs)
+    rest = [t for t in about if t not in own] or list(about)
+    if not rest:
+        return ""
+    return IRRELEVANT_PREFIX + "|".join(sorted(dict.fromkeys(rest[:_CONTEXT_TOPICS])))
+
+
+def context_topics(context: str) -> list[str]:
+    """The topics of a context :func:`irrelevant_context` made; none for an entry
+    in another form."""
+    if not context.startswith(IRRELEVANT_PREFIX):
+        return []
+    return [t for t in context[len(IRRELEVANT_PREFIX) :].split("|") if t]
+
+
+def irrelevant_here(
+    contexts: Sequence[str], about: Collection[str], weight: Callable[[str], float] | None = None
+) -> str | None:
+    """The first of a memory's irrelevant ``contexts`` that the conversation is on
+    again: at least half of the context's topics (each counted by ``weight``, e.g.
+    how specific it is, so that words every conversation uses count little) are
+    among what it is about now (``about``). ``None`` when none is.
+    """
+    now = set(about)
+    for context in contexts:
+        topics = context_topics(context)
+        if not topics:
+            continue
+        w = [weight(t) if weight else 1.0 for t in topics]
+        total = sum(w)
+        shared = sum(x for t, x in zip(topics, w, strict=True) if t in now)
+        if total > 0 and shared >= total / 2:
+            return context
+    return None
+
+
 def engaged(
     memory: Memory, engagement: str, context: str, now: datetime, half_life_days: float
 ) -> Memory:
     """The memory after one engagement, by the seed's rules (see the module
-    docstring). ``context`` is recorded as irrelevant on a dismissal."""
+    docstring). ``context`` (from :func:`irrelevant_context`) is recorded as
+    irrelevant on a dismissal."""
     rule = ENGAGEMENT_RULES[engagement]
     meta = memory.retrieval
     confidence = meta.confidence + rule.confidence_delta

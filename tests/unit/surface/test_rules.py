@@ -20,7 +20,14 @@ from engine.surface.predict import (
     ThresholdTuner,
     TopicModel,
 )
-from engine.surface.rules import ENGAGEMENT_RULES, SurfaceConfig, engaged, faded_dismissals
+from engine.surface.rules import (
+    ENGAGEMENT_RULES,
+    SurfaceConfig,
+    engaged,
+    faded_dismissals,
+    irrelevant_context,
+    irrelevant_here,
+)
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -64,11 +71,11 @@ def test_predictive_retrieval_asks_a_graph_only_candidate_for_the_seeds_path_str
 
 @pytest.mark.parametrize("kind", ["used", "helpful"])
 def test_use_raises_confidence_by_a_tenth_up_to_one_and_counts(kind: str) -> None:
-    after = engaged(memory(confidence=0.5, usage_count=2), kind, "debugging:-", T0, 7.0)
+    after = engaged(memory(confidence=0.5, usage_count=2), kind, "about:redis", T0, 7.0)
     assert after.retrieval.confidence == pytest.approx(0.6)
     assert after.retrieval.usage_count == 3
     assert after.retrieval.last_used == T0
-    capped = engaged(memory(confidence=0.95), kind, "debugging:-", T0, 7.0)
+    capped = engaged(memory(confidence=0.95), kind, "about:redis", T0, 7.0)
     assert capped.retrieval.confidence == 1.0
 
 
@@ -84,15 +91,37 @@ def test_ignored_costs_two_hundredths_down_to_a_floor_of_three_tenths() -> None:
 def test_dismissed_costs_fifteen_hundredths_to_a_floor_of_two_tenths_and_marks_the_context() -> (
     None
 ):
-    after = engaged(memory(confidence=0.5), "dismissed", "casual:-", T0, 7.0)
+    after = engaged(memory(confidence=0.5), "dismissed", "about:billing|export", T0, 7.0)
     assert after.retrieval.confidence == pytest.approx(0.35)
     assert after.retrieval.recent_dismissals == 2.0
     assert after.retrieval.dismissed_at == T0
-    assert after.retrieval.irrelevant_contexts == ["casual:-"]
+    assert after.retrieval.irrelevant_contexts == ["about:billing|export"]
     assert engaged(memory(confidence=0.3), "dismissed", "c", T0, 7.0).retrieval.confidence == 0.2
     # A penalty never raises a confidence already below its floor.
     low = engaged(memory(confidence=0.1), "dismissed", "c", T0, 7.0)
     assert low.retrieval.confidence == pytest.approx(0.1)
+
+
+def test_a_dismissal_marks_what_the_talk_was_about_apart_from_the_memory_s_own_topics() -> None:
+    about = ["billing export", "nightly run", "redis", "fail"]
+    context = irrelevant_context(about, ["redis", "fail", "pool"])
+    assert context == "about:billing export|nightly run"
+    # All of it when the talk was only on the memory's own topics; nothing said,
+    # nothing marked.
+    assert irrelevant_context(["redis"], ["redis"]) == "about:redis"
+    assert irrelevant_context([], ["redis"]) == ""
+
+
+def test_a_memory_is_irrelevant_where_half_of_a_marked_context_is_talked_about_again() -> None:
+    marked = ["debugging:debugging", "about:billing export|nightly run|job|run"]
+    # The old mark by conversation type is history: it holds nothing back.
+    assert irrelevant_here(marked[:1], ["debugging", "redis"]) is None
+    assert irrelevant_here(marked, ["billing export", "nightly run", "redis"]) == marked[1]
+    assert irrelevant_here(marked, ["checkout", "redis", "pool", "job"]) is None
+    # Weighed by how specific each topic is: the stock words alone are not enough.
+    stock = {"job": 0.1, "run": 0.1}
+    assert irrelevant_here(marked, ["job", "run", "redis"], lambda t: stock.get(t, 1.0)) is None
+    assert irrelevant_here(marked, ["job", "run", "redis"]) == marked[1]
 
 
 def test_recent_dismissals_halve_every_half_life() -> None:
@@ -237,6 +266,32 @@ def test_models_say_which_said_topic_led_to_a_predicted_one() -> None:
         needs.learn([["oauth", "look"]], ["react"])
     assert needs.source([["look"], ["redis"]], "postgres") == "redis"
     assert needs.source([["look"]], "postgres") is None  # "look" precedes every need
+
+
+def test_conversation_keeps_what_it_is_about() -> None:
+    state = ConversationState(id="c1")
+    said = [
+        (["friday", "freeze", "hotfix"], ["friday", "freeze", "hotfix"]),
+        (["monday"], ["monday"]),
+        (["s3", "upload", "deny"], ["s3", "upload"]),
+    ]
+    for i, (topics, concepts) in enumerate(said):
+        state.observe(
+            text="-",
+            role="user",
+            at=T0 + timedelta(minutes=i),
+            topics=topics,
+            concepts=concepts,
+            domains=[],
+            conversation_type=None,
+            window=12,
+        )
+    assert state.about(2) == ["s3", "upload", "deny", "monday"]
+    assert state.said() == {"friday", "freeze", "hotfix", "monday", "s3", "upload", "deny"}
+    # The concepts said beside a memory's topics, not those said about other things.
+    assert state.concepts_near(["upload", "acl"], 3) == ["s3", "upload"]
+    assert state.concepts_near(["freeze"], 3) == ["friday", "freeze", "hotfix"]
+    assert state.concepts_near(["freeze"], 2) == []
 
 
 def test_conversation_type_momentum_and_domain() -> None:

@@ -121,24 +121,44 @@ def test_at_most_three_insights_per_message(svc: Hippocampus) -> None:
     assert len(say(svc, "c1", MESSAGE, 0).insights) == 3
 
 
-def test_dismissals_hold_a_memory_back_in_that_context_then_everywhere(
+OTHER_JOB = "the billing export job fails: redis hits a pool limit on the nightly run"
+POOL_BUG = "checkout fails: the redis connection pool is exhausted under load"
+
+
+def test_a_dismissal_holds_a_memory_back_where_the_talk_is_on_the_same_topics_only(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    # Fixed bars and no bandit: only the gates this test is about decide.
+    svc = service(tmp_path, spacy_extractor, learn=False)
+    try:
+        add(svc, "pool", "Redis pool exhausted at checkout", ["redis", "pool", "exhaust", "fail"])
+        first = say(svc, "c1", OTHER_JOB, 0).insights[0]
+        out = svc.engage(C, first.surfacing_id, "dismissed", now=T0 + timedelta(minutes=1))
+        assert out.memory.retrieval.recent_dismissals == 2.0
+        assert out.memory.retrieval.confidence == pytest.approx(0.35)
+        # Marked irrelevant for what that conversation was about, not for its
+        # type, and not for the memory's own topics, which made it look relevant.
+        (context,) = out.memory.retrieval.irrelevant_contexts
+        assert context.startswith("about:") and "billing export job" in context
+        assert not {"redis", "fail"} & set(context.removeprefix("about:").split("|"))
+        # Another debugging conversation on the same job: held back.
+        assert say(svc, "c2", OTHER_JOB, 10).insights == []
+        # A debugging conversation describing the memory's own bug: offered.
+        bug = say(svc, "c3", POOL_BUG, 20)
+        assert [i.memory.id for i in bug.insights] == ["pool"]
+        # Dismissals still add up: past 2 recent ones, it is held back everywhere.
+        svc.engage(C, bug.insights[0].surfacing_id, "ignored", now=T0 + timedelta(minutes=21))
+        assert say(svc, "c4", POOL_BUG, 30).insights == []
+    finally:
+        svc.close()
+
+
+def test_feedback_not_helpful_marks_the_memory_irrelevant_for_the_context_given(
     svc: Hippocampus,
 ) -> None:
-    add(svc, "pool", "Raise the redis connection pool", topics_of(svc, MESSAGE)[:3])
-    first = say(svc, "c1", MESSAGE, 0).insights[0]
-    out = svc.engage(C, first.surfacing_id, "dismissed", now=T0 + timedelta(minutes=1))
-    assert out.memory.retrieval.recent_dismissals == 2.0
-    assert out.memory.retrieval.confidence == pytest.approx(0.35)
-    # The same kind of conversation on the same domain: marked irrelevant.
-    assert say(svc, "c2", MESSAGE, 10).insights == []
-    # Elsewhere it may come back, until dismissals pass 2.
-    other = svc.message(C, "c3", MESSAGE, at=T0 + timedelta(minutes=20), conversation_type="casual")
-    assert [i.memory.id for i in other.insights] == ["pool"]
-    svc.engage(C, other.insights[0].surfacing_id, "ignored", now=T0 + timedelta(minutes=21))
-    help_seeking = svc.message(
-        C, "c4", MESSAGE, at=T0 + timedelta(minutes=30), conversation_type="help-seeking"
-    )
-    assert help_seeking.insights == []  # 3 recent dismissals > 2
+    add(svc, "pool", "Redis pool exhausted at checkout", ["redis", "pool", "exhaust", "fail"])
+    after = svc.feedback(C, "pool", helpful=False, context=["billing export job", "redis"])
+    assert after.retrieval.irrelevant_contexts == ["about:billing export job"]
 
 
 def test_use_strengthens_edges_to_the_conversation_and_is_recorded_once(
@@ -161,6 +181,52 @@ def test_use_strengthens_edges_to_the_conversation_and_is_recorded_once(
         svc.engage(C, "nope", "used")
     with pytest.raises(InvalidInputError):
         svc.engage(C, insight.surfacing_id, "loved")
+
+
+def associated(svc: Hippocampus, a: str, b: str) -> bool:
+    return any(
+        e.type == EdgeType.ASSOCIATED and {e.source, e.target} == {a, b}
+        for e in svc.store.edges_of(C, a)
+    )
+
+
+def about(svc: Hippocampus, mid: str) -> set[str]:
+    return {e.target for e in svc.store.edges_of(C, mid) if e.type == EdgeType.ABOUT}
+
+
+def use_all(svc: Hippocampus, out: MessageOutcome, minute: float) -> set[str]:
+    for insight in out.insights:
+        svc.engage(C, insight.surfacing_id, "used", now=T0 + timedelta(minutes=minute))
+    return {i.memory.id for i in out.insights}
+
+
+def test_memories_used_in_one_conversation_on_different_subjects_are_not_linked(
+    svc: Hippocampus,
+) -> None:
+    add(svc, "freeze", "No deploys on Friday: the freeze holds", ["friday", "deploy", "freeze"])
+    add(svc, "s3", "S3 upload access denied: the role lacked it", ["s3", "access", "upload"])
+    assert use_all(svc, say(svc, "c1", "friday deploy freeze: can we ship the hotfix", 0), 1) == {
+        "freeze"
+    }
+    say(svc, "c1", "fine, it waits until monday", 3)
+    say(svc, "c1", "another thing while you are here", 6)
+    assert use_all(svc, say(svc, "c1", "the s3 upload fails with access denied", 9), 10) == {"s3"}
+    # Used in one conversation, but on different subjects: not about each other,
+    # and neither learned the other's words.
+    assert not associated(svc, "freeze", "s3")
+    assert "hotfix" in about(svc, "freeze") and not {"s3", "upload"} & about(svc, "freeze")
+    assert not {"friday", "hotfix", "monday"} & about(svc, "s3")
+    # A recall about the S3 error reaches the freeze by no path of the graph.
+    hits = {h.memory.id: h for h in svc.recall(C, "s3 upload access denied", learn=False).hits}
+    assert not hits["freeze"].graph
+
+
+def test_memories_used_on_what_the_conversation_is_about_are_linked(svc: Hippocampus) -> None:
+    add(svc, "pool", "Raise the redis pool size", ["redis", "pool", "exhaust"])
+    add(svc, "load", "Checkout load tests need a warm cache", ["checkout", "load", "fail"])
+    used = use_all(svc, say(svc, "c1", POOL_BUG, 0), 1)
+    assert used == {"pool", "load"}
+    assert associated(svc, "pool", "load")
 
 
 def test_a_memory_due_for_review_says_so(svc: Hippocampus) -> None:
