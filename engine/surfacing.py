@@ -28,6 +28,10 @@ memories are linked only when both are on those topics, and a dismissal marks
 the memory irrelevant for them (apart from its own), not for a conversation
 type.
 
+An explicit recall in a conversation teaches too: when none of its top results
+had been offered there but the confidence bar alone had held some back, the
+bar missed a need and comes down, so that a bar that offers nothing does not
+stay where it is for want of engagement.
 
 With ``SurfaceConfig.learn`` off nothing is learned: fixed thresholds, the
 prior confidence model, no bandit (a neutral 0.5), no transitions, no needs,
@@ -59,7 +63,7 @@ from engine.retrieve.config import DEFAULT_RECIPE, EMBEDDER_DOWN_WARNING, RECIPE
 from engine.retrieve.pipeline import Candidate, retrieve
 from engine.schedule import Engagement, Scheduler
 from engine.store import GraphStore, Learned, Vector
-from engine.surface.conversation import ConversationState, SurfacedItem
+from engine.surface.conversation import ConversationState, HeldBack, SurfacedItem
 from engine.surface.metrics import SurfaceCounters, SurfaceMetrics
 from engine.surface.predict import SurfaceModel
 from engine.surface.rules import (
@@ -461,6 +465,7 @@ class Surfacer:
             ctype = state.type
             threshold = learned.thresholds.value(ctype, cfg.threshold(ctype))
             chosen: list[_Scored] = []
+            below_bar: list[HeldBack] = []
             candidates: int | None = None
             held_back = None
             warnings: list[str] = []
@@ -471,9 +476,10 @@ class Surfacer:
                     "give each message the time it was said as `at`)"
                 )
             else:
-                chosen, candidates = self._offer(
+                chosen, candidates, below_bar = self._offer(
                     collection, state, learned, predicted, heading, threshold, at, warnings
                 )
+            state.hold(below_bar)
             records = self._record(state, chosen, at)
             events = []
             if chosen:
@@ -541,9 +547,10 @@ class Surfacer:
         threshold: float,
         at: datetime,
         warnings: list[str],
-    ) -> tuple[list[_Scored], int]:
-        """The insights to offer, and how many memories retrieval weighed for them.
-        Writes nothing: the caller records the offers with the conversation."""
+    ) -> tuple[list[_Scored], int, list[HeldBack]]:
+        """The insights to offer, how many memories retrieval weighed for them, and
+        those the confidence bar alone held back. Writes nothing: the caller
+        records the offers with the conversation."""
         cfg = self.config
         # Three looks: what the conversation is about now, the topics predicted
         # next that it has not mentioned lately, and what it will come to need.
@@ -596,6 +603,7 @@ class Surfacer:
         said, about = state.said(), state.about(cfg.about_messages)
         specific = learned.topics.specificity if cfg.learn else None
         scored: list[_Scored] = []
+        held_back: list[HeldBack] = []
         for c in candidates:
             memory = memories.get(c.memory_id)
             if memory is None or memory.id in surfaced:
@@ -624,12 +632,22 @@ class Surfacer:
             )
             dismissals = faded_dismissals(memory, at, cfg.dismissal_half_life_days)
             irrelevant = irrelevant_here(meta.irrelevant_contexts, about, specific)
-            if (
-                confidence < bar
-                or len(matched) < cfg.min_trigger_matches
-                or dismissals > cfg.max_recent_dismissals
-                or irrelevant is not None
-            ):
+            fits = (
+                len(matched) >= cfg.min_trigger_matches
+                and dismissals <= cfg.max_recent_dismissals
+                and irrelevant is None
+            )
+            if fits and confidence < bar:
+                held_back.append(
+                    HeldBack(
+                        memory_id=memory.id,
+                        message=state.messages,
+                        features=features,
+                        conversation_type=ctype,
+                        foreseen=foresight,
+                    )
+                )
+            if not fits or confidence < bar:
                 logger.debug(
                     "held back %s in %s: confidence %.3f (bar %.3f), %d topic matches,"
                     " %.2f recent dismissals, irrelevant here: %s",
@@ -674,7 +692,7 @@ class Surfacer:
                     continue
                 foreseen_taken += 1
             chosen.append(item)
-        return chosen, len(candidates)
+        return chosen, len(candidates), held_back
 
     def _record(
         self, state: ConversationState, chosen: Sequence[_Scored], at: datetime
@@ -899,7 +917,10 @@ class Surfacer:
         """Count an explicit recall made in a conversation: which of its top results
         had been surfaced there, and how many messages earlier. Feeds
         recall-before-search and lead time. When learning, what was found
-        teaches the need model what conversations like this one come to need.
+        teaches the need model what conversations like this one come to need;
+        and when none of its top results had been offered but the confidence
+        bar alone had held some back in this conversation, the bar missed a
+        need (:meth:`_missed`).
 
         Returns:
             ``(memory id, lead in messages)`` for each top result surfaced before.
@@ -911,6 +932,7 @@ class Surfacer:
         # only read.
         held = self.store.get_states(collection, [key])
         before: list[tuple[str, int]] = []
+        missed: list[tuple[HeldBack, float]] = []
         early: list[list[str]] = []
         if key in held:
             state = ConversationState.model_validate(held[key])
@@ -924,21 +946,53 @@ class Surfacer:
                 for mid in memory_ids
                 if mid in first and first[mid] < state.messages
             ]
+            # Nothing found had been offered, and the bar alone had held some of
+            # it back: a need it missed. One recall is one need, shared among
+            # those by rank, as the need model weighs what was found.
+            kept = state.held_before(state.messages)
+            if not before:
+                ranked = [
+                    (kept[mid], 1.0 / (1 + rank))
+                    for rank, mid in enumerate(memory_ids)
+                    if mid in kept
+                ]
+                total = sum(w for _, w in ranked)
+                missed = [(h, w / total) for h, w in ranked]
 
         def change(learned: SurfaceModel, counters: SurfaceCounters) -> bool:
             counters.explicit_recalls += 1
             if before:
                 counters.surfaced_before_search += 1
                 counters.add_lead(max(lead for _, lead in before))
-            if not (self.config.learn and early):
+            if not self.config.learn:
                 return False
-            for rank, memory in enumerate(found):
+            for miss, weight in missed:
+                self._missed(learned, miss, weight)
+            for rank, memory in enumerate(found if early else ()):
                 meta = memory.retrieval
                 learned.needs.learn(early, [*meta.concepts, *meta.triggers], 1.0 / (1 + rank))
-            return True
+            return bool(early or missed)
 
         self._learn(collection, _Learning(change, {}))
         return before
+
+    def _missed(self, learned: SurfaceModel, miss: HeldBack, weight: float) -> None:
+        """Learn from a need the bar held back: the bar that held it comes down
+        (:meth:`ThresholdTuner.missed`). Without this the engine learns only
+        from what it offered: a bar above every candidate offers nothing, hears
+        nothing, and stays there. The confidence model is left alone: it sees
+        the outcomes of offers, and a need the bar held back is a success below
+        the bar whose failures nobody reports."""
+        cfg = self.config
+        ctype = miss.conversation_type
+        learned.thresholds.missed(
+            _foreseen(ctype) if miss.foreseen else ctype,
+            weight,
+            start=cfg.threshold(ctype),
+            target=cfg.target_dismissal_rate,
+            step=cfg.threshold_step,
+            bounds=cfg.threshold_bounds,
+        )
 
     # -- reading ---------------------------------------------------------------------
 

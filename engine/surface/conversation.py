@@ -64,6 +64,26 @@ class SurfacedItem(BaseModel):
     message: int
 
 
+class HeldBack(BaseModel):
+    """A memory the confidence bar alone kept from a conversation: it passed every
+    other gate. Should the conversation then ask for it, the bar was too high."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str
+    message: int
+    features: list[float]
+    conversation_type: str
+    foreseen: bool
+    """Which bar held it: the conversation type's bar for foreseen offers, or its
+    own."""
+
+
+_HELD_KEPT = 60
+"""Most held-back offers a conversation keeps (the latest): a few messages'
+worth."""
+
+
 class ConversationState(BaseModel):
     """One conversation as the engine sees it.
 
@@ -77,6 +97,8 @@ class ConversationState(BaseModel):
         times: timestamps of the recent messages, for momentum.
         participants: roles that have spoken.
         surfaced: what was offered, in order.
+        held: what the confidence bar alone held back, at which message, latest
+            last.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -92,6 +114,7 @@ class ConversationState(BaseModel):
     times: list[datetime] = Field(default_factory=list)
     participants: list[str] = Field(default_factory=list)
     surfaced: list[SurfacedItem] = Field(default_factory=list)
+    held: list[HeldBack] = Field(default_factory=list)
 
     @property
     def type(self) -> str:
@@ -142,6 +165,14 @@ class ConversationState(BaseModel):
 
     def surfaced_ids(self) -> set[str]:
         return {s.memory_id for s in self.surfaced}
+
+    def hold(self, held: list[HeldBack]) -> None:
+        """Note what the bar held back at this message (the latest kept)."""
+        self.held = [*self.held, *held][-_HELD_KEPT:]
+
+    def held_before(self, message: int) -> dict[str, HeldBack]:
+        """Each memory the bar held back before ``message``, as last weighed."""
+        return {h.memory_id: h for h in self.held if h.message < message}
 
     def observe(
         self,

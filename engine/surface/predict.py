@@ -279,8 +279,9 @@ def _padded(x: Sequence[float]) -> list[float]:
 class ThresholdTuner(BaseModel):
     """Per conversation type, the confidence bar, moved after each engagement by
     ``step × (miss - target)``, where a dismissal is a whole miss, an ignored
-    offer half of one and a use none: it settles where the (weighted) miss rate
-    is ``target``, rising where offers annoy and falling where they land."""
+    offer half of one and a use none: it rises where offers annoy and falls
+    where they land. A need it held back (:meth:`missed`) brings it down too,
+    so that a bar that offers nothing still learns it is too high."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -301,6 +302,26 @@ class ThresholdTuner(BaseModel):
     ) -> None:
         value = self.value(conversation_type, start)
         value += step * (miss - target)
+        self.thresholds[conversation_type] = max(bounds[0], min(bounds[1], value))
+
+    def missed(
+        self,
+        conversation_type: str,
+        weight: float,
+        *,
+        start: float,
+        target: float,
+        step: float,
+        bounds: tuple[float, float],
+    ) -> None:
+        """A need the bar held back: a memory it kept from a conversation that the
+        conversation then asked for. The bar comes down as far as a dismissal
+        takes it up (``step × (1 - target)``), times ``weight``: silence when
+        something was needed counts against the bar as an unwanted offer counts
+        for it, so the bar settles between the two rather than only ever
+        rising where offers miss."""
+        value = self.value(conversation_type, start)
+        value -= step * (1.0 - target) * weight
         self.thresholds[conversation_type] = max(bounds[0], min(bounds[1], value))
 
 

@@ -11,7 +11,7 @@ import pytest
 from engine.model import Memory, RetrievalMeta, content_hash
 from engine.retrieve import DEFAULT_RECIPE, RECIPES
 from engine.schedule import FsrsScheduler, SeedScheduler, seed_decay_score
-from engine.surface.conversation import ConversationState, type_votes
+from engine.surface.conversation import ConversationState, HeldBack, type_votes
 from engine.surface.predict import (
     PRIOR_WEIGHTS,
     ConfidenceModel,
@@ -253,6 +253,19 @@ def test_threshold_tuner_rises_on_dismissals_and_falls_on_use() -> None:
     assert tuner.value("casual", 0.9) == 0.9  # untouched types keep their start
 
 
+def test_a_need_the_bar_held_back_brings_the_bar_down_as_a_dismissal_takes_it_up() -> None:
+    tuner = ThresholdTuner()
+    kw = {"start": 0.6, "target": 0.2, "step": 0.02, "bounds": (0.3, 0.97)}
+    tuner.update("debugging", 1.0, **kw)
+    tuner.missed("debugging", 1.0, **kw)
+    assert tuner.value("debugging", 0.6) == pytest.approx(0.6)
+    tuner.missed("debugging", 0.5, **kw)
+    assert tuner.value("debugging", 0.6) == pytest.approx(0.6 - 0.5 * 0.02 * 0.8)
+    for _ in range(100):
+        tuner.missed("debugging", 1.0, **kw)
+    assert tuner.value("debugging", 0.6) == 0.3  # bounded
+
+
 def test_models_say_which_said_topic_led_to_a_predicted_one() -> None:
     topics = TopicModel()
     for _ in range(5):
@@ -268,7 +281,7 @@ def test_models_say_which_said_topic_led_to_a_predicted_one() -> None:
     assert needs.source([["look"]], "postgres") is None  # "look" precedes every need
 
 
-def test_conversation_keeps_what_it_is_about() -> None:
+def test_conversation_keeps_what_it_is_about_and_what_the_bar_held_back() -> None:
     state = ConversationState(id="c1")
     said = [
         (["friday", "freeze", "hotfix"], ["friday", "freeze", "hotfix"]),
@@ -292,6 +305,23 @@ def test_conversation_keeps_what_it_is_about() -> None:
     assert state.concepts_near(["upload", "acl"], 3) == ["s3", "upload"]
     assert state.concepts_near(["freeze"], 3) == ["friday", "freeze", "hotfix"]
     assert state.concepts_near(["freeze"], 2) == []
+
+    def held(mid: str, message: int) -> HeldBack:
+        return HeldBack(
+            memory_id=mid,
+            message=message,
+            features=[1.0],
+            conversation_type="debugging",
+            foreseen=False,
+        )
+
+    state.hold([held("a", 1), held("b", 1)])
+    state.hold([held("a", 2)])
+    # Before the message that asks: as last weighed before it.
+    assert {m: h.message for m, h in state.held_before(2).items()} == {"a": 1, "b": 1}
+    assert {m: h.message for m, h in state.held_before(3).items()} == {"a": 2, "b": 1}
+    state.hold([held(f"m{i}", 3) for i in range(70)])
+    assert len(state.held) == 60 and state.held[-1].memory_id == "m69"
 
 
 def test_conversation_type_momentum_and_domain() -> None:

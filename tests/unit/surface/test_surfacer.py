@@ -114,6 +114,43 @@ def test_the_confidence_bar_holds_weak_offers_back(
         strict.close()
 
 
+def test_a_need_the_bar_held_back_brings_the_bar_down(
+    tmp_path: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    strict = service(tmp_path, spacy_extractor, thresholds={"debugging": 0.95})
+    try:
+        add(strict, "pool", "Raise the redis connection pool", topics_of(strict, MESSAGE)[:3])
+        add(strict, "dash", "Grafana dashboards for the deploy", ["grafana", "dashboard"])
+        assert say(strict, "c1", MESSAGE, 0).insights == []  # held back by the bar alone
+        say(strict, "c1", "still looking at it", 2)
+
+        def learned() -> tuple[float | None, list[float]]:
+            model = strict.store.get_states(C, ["surface:model"])["surface:model"]
+            bar = model["thresholds"]["thresholds"].get("debugging")
+            return bar, model["confidence"]["weights"]
+
+        _, weights = learned()
+        # A recall of what no gate weighed teaches the bar nothing.
+        strict.recall(C, "grafana dashboard", limit=1, conversation_id="c1", learn=False)
+        assert learned() == (None, weights)
+        # The conversation asks for the memory the bar kept from it: the bar was
+        # too high. The confidence model hears only how offers fared.
+        strict.recall(C, "redis connection pool", limit=1, conversation_id="c1", learn=False)
+        bar, after = learned()
+        assert bar == pytest.approx(0.95 - 0.02 * 0.8)
+        assert after == weights
+        # A recall that finds something offered before missed nothing, whatever
+        # else the bar held back.
+        state = strict.store.get_states(C, ["conversation:c1"])["conversation:c1"]
+        state["surfaced"] = [{"memory_id": "dash", "surfacing_id": "s1", "message": 1}]
+        strict.store.put_states(C, {"conversation:c2": {**state, "id": "c2"}})
+        found = strict.store.get_memories(C, ["dash", "pool"])
+        strict.surfacer.explicit_recall(C, "c2", [found["dash"], found["pool"]])
+        assert learned() == (bar, after)
+    finally:
+        strict.close()
+
+
 def test_at_most_three_insights_per_message(svc: Hippocampus) -> None:
     topics = topics_of(svc, MESSAGE)[:3]
     for i in range(6):
