@@ -65,7 +65,7 @@ from engine.schedule import Engagement, Scheduler
 from engine.store import GraphStore, Learned, Vector
 from engine.surface.conversation import ConversationState, HeldBack, SurfacedItem
 from engine.surface.metrics import SurfaceCounters, SurfaceMetrics
-from engine.surface.predict import SurfaceModel
+from engine.surface.predict import SurfaceModel, odds
 from engine.surface.rules import (
     CONVERSATION_TYPES,
     ENGAGEMENT_RULES,
@@ -94,6 +94,8 @@ _NO_USE = ENGAGEMENT_RULES["ignored"]
 _DUE = 6
 """Where a candidate's features say whether its memory was due for spaced
 repetition (resurfaced): counted at engagement for decay effectiveness."""
+_FORESIGHT = 7
+"""Where they say how much of its match is foreseen."""
 
 
 def _conversation_key(conversation_id: str) -> str:
@@ -622,9 +624,10 @@ class Surfacer:
                 taste,
                 due,
                 len(foreseen.intersection(matched)) / len(matched) if matched else 0.0,
+                odds(taste),
             ]
             confidence = learned.confidence.predict(features)
-            foresight = features[-1] > 0.5
+            foresight = features[_FORESIGHT] > 0.5
             bar = (
                 learned.thresholds.value(_foreseen(ctype), cfg.threshold(ctype))
                 if foresight

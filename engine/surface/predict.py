@@ -12,16 +12,37 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-FEATURES = ("bias", "similarity", "graph", "matches", "confidence", "taste", "due", "foresight")
+FEATURES = (
+    "bias",
+    "similarity",
+    "graph",
+    "matches",
+    "confidence",
+    "taste",
+    "due",
+    "foresight",
+    "taste_odds",
+)
 """Inputs of the confidence model, in order. ``foresight`` is the share of a
 memory's matched topics that the conversation has not reached yet (foreseen
-from what such conversations came to need)."""
+from what such conversations came to need). ``taste_odds`` is the kind
+bandit's draw again, as log-odds (:func:`odds`): the bandit estimates a chance
+of engagement, and a logistic model adds chances as log-odds, so that a kind
+that lands one time in ten counts against an offer as strongly as the bandit
+has learned, not by a weight learned slowly over ``taste``'s 0-1."""
 
-PRIOR_WEIGHTS = (-4.0, 4.0, 1.0, 2.0, 1.0, 2.0, 0.3, 0.0)
+PRIOR_WEIGHTS = (-4.0, 4.0, 1.0, 2.0, 1.0, 2.0, 0.3, 0.0, 1.0)
 """Cold-start weights: a memory close to the conversation (similarity 0.6), on
-two of the predicted topics, of a kind with no record yet, lands near 0.7; a
+two of the predicted topics, of a kind with no record yet (even odds), lands
+near 0.7; a
 loosely related one (0.3, one topic) near 0.25. A foreseen memory starts less
 sure than one on what is being said. Engagement moves them."""
+
+
+def odds(p: float) -> float:
+    """The log-odds of a chance, kept finite (within about ±7)."""
+    q = min(1.0 - 1e-3, max(1e-3, p))
+    return math.log(q / (1.0 - q))
 
 
 class TopicModel(BaseModel):

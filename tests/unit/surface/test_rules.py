@@ -3,6 +3,7 @@ learned models do with evidence."""
 
 from __future__ import annotations
 
+import math
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -19,6 +20,7 @@ from engine.surface.predict import (
     NeedModel,
     ThresholdTuner,
     TopicModel,
+    odds,
 )
 from engine.surface.rules import (
     ENGAGEMENT_RULES,
@@ -218,6 +220,21 @@ def test_confidence_model_reads_a_stored_model_without_the_newest_feature() -> N
     assert old.predict(x) == old.predict([*x, 0.0])
     old.update(x, 1.0)
     assert len(old.weights) == len(PRIOR_WEIGHTS)
+
+
+def test_the_kind_bandit_s_draw_weighs_as_log_odds_too() -> None:
+    assert odds(0.5) == 0.0 and odds(0.1) == pytest.approx(-math.log(9))
+    assert -7.0 < odds(0.0) < odds(1.0) < 7.0  # finite at the ends
+    model = ConfidenceModel()
+
+    def offer(taste: float) -> list[float]:
+        return [1.0, 0.6, 0.0, 0.5, 0.5, taste, 0.0, 0.0, odds(taste)]
+
+    # A kind that lands one time in ten, against one that lands nine in ten:
+    # the gap is the bandit's odds, not only the slow weight over 0-1.
+    gap = math.log(model.predict(offer(0.9)) / (1 - model.predict(offer(0.9))))
+    gap -= math.log(model.predict(offer(0.1)) / (1 - model.predict(offer(0.1))))
+    assert gap == pytest.approx(2.0 * 0.8 + 2 * math.log(9))
 
 
 def test_kind_bandit_learns_which_kind_lands_where() -> None:
