@@ -72,8 +72,11 @@ def test_usefulness_moves_with_feedback_and_reorders_the_seed_composite(
 
 
 def _offer(svc: Hippocampus, conversation: str, memory_ids: list[str]) -> list[str]:
-    """Offers of the memories in one conversation, as surfacing stores them."""
-    state = ConversationState(id=conversation, messages=len(memory_ids))
+    """Offers of the memories in one conversation, as surfacing stores them; its
+    last message named every topic of theirs."""
+    found = svc.store.get_memories(C, memory_ids).values()
+    about = [t for m in found for t in (*m.retrieval.triggers, *m.retrieval.concepts)]
+    state = ConversationState(id=conversation, messages=len(memory_ids), topics=[about])
     records: dict[str, dict[str, Any]] = {}
     for i, mid in enumerate(memory_ids):
         sid = f"s-{conversation}-{i}"
