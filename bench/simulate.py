@@ -19,6 +19,10 @@ recall-before-search (the explicit recall's top results had been offered
 earlier in the conversation, as the engine counts it), the median lead time
 in messages (offer to need), and, from the hidden truth, how often the one
 memory the conversation needed had been offered before the recall ("need").
+After the run it counts what engagement taught the graph: associations
+between memories (and how many join two areas), and the memories' edges to
+area words (and how many lead to another area's words: learning that spread
+beyond what the memory is about).
 
     .venv/bin/python bench/simulate.py [--episodes 400] [--block 50] [--seed 7] [--json]
 
@@ -43,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.embed import HashingEmbedder
 from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory
+from engine.model import EdgeType, NewMemory
 from engine.service import Hippocampus
 from engine.store.embedded import EmbeddedStore
 from engine.surface import SurfaceConfig
@@ -124,6 +128,21 @@ class Episode:
     need: str
     messages: list[str]
     query: str
+
+
+@dataclass
+class Learned:
+    """What engagement taught the graph over the whole run, read against the
+    hidden truth: edges from a memory to the words of another area are learning
+    that spread beyond what the memory is about."""
+
+    associations: int = 0
+    associations_across_areas: int = 0
+    concept_edges: int = 0
+    concept_edges_to_other_areas: int = 0
+
+    def figures(self) -> dict[str, int]:
+        return dict(vars(self))
 
 
 @dataclass
@@ -229,9 +248,33 @@ def react(world: World, ep: Episode, memory_id: str, rng: random.Random) -> str:
     return "dismissed" if rng.random() < 0.9 else "ignored"
 
 
+def learned_edges(service: Hippocampus, world: World) -> Learned:
+    """Count the memories' ASSOCIATED edges and their edges to concepts named
+    after another area's words (each area word read as the extractor reads it)."""
+    terms = [(area, t) for area, words in AREAS.items() for t in words]
+    read = service.extractor.extract_many([t for _, t in terms])
+    area_of: dict[str, set[str]] = {}
+    for (area, _), extraction in zip(terms, read, strict=True):
+        for name in extraction.concepts:
+            area_of.setdefault(name, set()).add(area)
+    learned, pairs = Learned(), set()
+    for mid, (area, _, _) in world.memories.items():
+        for e in service.store.edges_of(COLLECTION, mid):
+            if e.type == EdgeType.ASSOCIATED:
+                pairs.add((min(e.source, e.target), max(e.source, e.target)))
+            elif e.type == EdgeType.ABOUT and e.target in area_of:
+                learned.concept_edges += 1
+                learned.concept_edges_to_other_areas += area not in area_of[e.target]
+    learned.associations = len(pairs)
+    learned.associations_across_areas = sum(
+        world.memories[a][0] != world.memories[b][0] for a, b in pairs
+    )
+    return learned
+
+
 def run_engine(
     world: World, episodes: list[Episode], *, learn: bool, seed: int, block: int
-) -> list[Tally]:
+) -> tuple[list[Tally], Learned]:
     embedder, extractor = HashingEmbedder(), SpacyConceptExtractor()
     with tempfile.TemporaryDirectory(prefix="hippo-sim-") as tmp:
         service = Hippocampus(
@@ -292,7 +335,7 @@ def run_engine(
                             now=clock + timedelta(seconds=20),
                         )
                 clock += timedelta(hours=rng.randint(1, 6))
-            return tallies
+            return tallies, learned_edges(service, world)
         finally:
             service.close()
 
@@ -308,9 +351,12 @@ def main(argv: list[str] | None = None) -> int:
     world = make_world(rng)
     episodes = [make_episode(world, rng, n) for n in range(args.episodes)]
     results: dict[str, list[Tally]] = {}
+    edges: dict[str, Learned] = {}
     for name, learn in (("learning", True), ("baseline", False)):
         t0 = time.perf_counter()
-        results[name] = run_engine(world, episodes, learn=learn, seed=args.seed, block=args.block)
+        results[name], edges[name] = run_engine(
+            world, episodes, learn=learn, seed=args.seed, block=args.block
+        )
         print(
             f"{name}: {args.episodes} episodes in {time.perf_counter() - t0:.1f} s", file=sys.stderr
         )
@@ -322,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             figures.pop("surfaced")
             figures.pop("needed_memory_before")
             final[name] = figures
+        final["learned_edges"] = {name: e.figures() for name, e in edges.items()}
         print(json.dumps(final))
         return 0
     print(f"proactive surfacing simulation: {args.episodes} episodes, seed {args.seed}")
@@ -338,6 +385,12 @@ def main(argv: list[str] | None = None) -> int:
                 f" {_fmt(f['dismissal_rate']):>9} {_fmt(f['recall_before_search']):>6}"
                 f" {_fmt(f['median_lead_time']):>5} {_fmt(f['needed_memory_before']):>5}"
             )
+    for name, e in edges.items():
+        print(
+            f"{name}: {e.associations} associations learned ({e.associations_across_areas}"
+            f" across areas); {e.concept_edges} edges to area words, "
+            f"{e.concept_edges_to_other_areas} of them to another area's"
+        )
     return 0
 
 

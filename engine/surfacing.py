@@ -776,7 +776,8 @@ class Surfacer:
         held_others = (
             self.store.get_memories(collection, sorted(set(others.values()))) if others else {}
         )
-        on_topic = {mid for mid, m in held_others.items() if _on(m, about)}
+        least = cfg.min_trigger_matches
+        on_topic = {mid for mid, m in held_others.items() if _on(m, about, least)}
         seen: dict[str, Any] = {}
 
         def change(memories: Mapping[str, Memory], held: Mapping[str, dict[str, Any]]) -> Learned:
@@ -792,10 +793,12 @@ class Surfacer:
                 raise NotFoundError(f"memory {record.memory_id!r} is gone")
             # The concepts said beside the memory's own topics, when it was offered
             # (records from before kept every concept of the conversation: not
-            # those) and now.
+            # those) and now; none when the memory is not on what the
+            # conversation is about.
+            on = _on(memory, about, least)
             near = [*(record.concepts if record.about else []), *_near(state, memory, cfg)]
             updated, reinforce, event = self.engaged(
-                memory, engagement, about, list(dict.fromkeys(near)), at
+                memory, engagement, about, list(dict.fromkeys(near)) if on else [], at
             )
             used = sorted(
                 {
@@ -812,7 +815,7 @@ class Surfacer:
             # later of them was engaged. Only memories both on what the
             # conversation is about: two used in one conversation on different
             # subjects are not about each other.
-            if _on(memory, about):
+            if on:
                 for other in used:
                     if other in on_topic:
                         reinforce.extend(co_use_updates([record.memory_id, other], at, REAL_USE))
@@ -1082,9 +1085,11 @@ def _hubs(memory: Memory) -> list[str]:
     return [*memory.retrieval.triggers, *memory.retrieval.concepts]
 
 
-def _on(memory: Memory, about: Collection[str]) -> bool:
-    """Whether one of the memory's topics is among ``about``."""
-    return not set(about).isdisjoint(_hubs(memory))
+def _on(memory: Memory, about: Collection[str], least: int) -> bool:
+    """Whether the memory is on what a conversation is ``about``: at least
+    ``least`` of its topics are (the offer gate's number of topic matches), so
+    that one word every subject uses does not make it so."""
+    return len(set(about).intersection(_hubs(memory))) >= least
 
 
 def _near(state: ConversationState | None, memory: Memory, cfg: SurfaceConfig) -> list[str]:

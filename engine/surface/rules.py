@@ -83,10 +83,11 @@ class SurfaceConfig:
         candidates: memories retrieved per message to judge.
         context_messages: how many recent messages make the retrieval query.
         about_messages: how many recent messages say what a conversation is
-            about at an engagement: a memory used there is linked to the
-            concepts of those that name its topics, two memories used in one
-            conversation are linked only when both are on them, and a dismissal
-            marks the memory irrelevant for their topics.
+            about at an engagement. A memory is on it when
+            ``min_trigger_matches`` of its topics are among theirs; a used one
+            is then linked to the concepts of those that name its topics, two
+            used in one conversation are linked only when both are on it, and a
+            dismissal marks the memory irrelevant for their topics.
         topic_window: messages of topic history kept per conversation.
         predicted_topics: how many next topics prediction returns.
         ahead_topics: how many topics the conversation will come to need (not yet

@@ -246,7 +246,9 @@ def test_memories_used_in_one_conversation_on_different_subjects_are_not_linked(
     assert use_all(svc, say(svc, "c1", said, 0), 1) == {"freeze"}
     say(svc, "c1", "fine, it waits until monday", 3)
     say(svc, "c1", "another thing while you are here", 6)
-    assert use_all(svc, say(svc, "c1", "the s3 upload fails with access denied", 9), 10) == {"s3"}
+    # One word of the freeze again ("deploy") does not put the talk back on it.
+    s3_talk = "the s3 upload fails with access denied since the deploy"
+    assert use_all(svc, say(svc, "c1", s3_talk, 9), 10) == {"s3"}
     # Used in one conversation, but on different subjects: not about each other,
     # and neither learned the other's words.
     assert not associated(svc, "freeze", "s3")
