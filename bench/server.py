@@ -182,11 +182,15 @@ class Server:
             proc.send_signal(sig)
 
     def output(self) -> str:
-        """The end of the server's log."""
+        """The end of the server's log, and its first traceback if that came before."""
         try:
-            return self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
+            text = self.log.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return ""
+        first = text.find("Traceback (most recent call last)")
+        if 0 <= first < len(text) - 4000:
+            return f"{text[first : first + 6000]}\n[...]\n{text[-4000:]}"
+        return text[-4000:]
 
     def __enter__(self) -> Server:
         return self

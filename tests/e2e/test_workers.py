@@ -128,7 +128,7 @@ def test_two_workers_on_one_neo4j_lose_no_learning_increment(tmp_path: Path) -> 
         stuck = crew.join(timeout=JOIN_TIMEOUT_S)
         assert not stuck, f"clients stuck:\n{server.output()}"
         assert not crew.crashed, crew.crashed
-        assert not ledger.errors, ledger.errors
+        assert not ledger.errors, f"{ledger.errors}:\n{server.output()}"
         sent, failed = latencies.take()
         assert not failed, f"failed requests {dict(failed)}:\n{server.output()}"
         for route in ("remember", "forget", "recall", "message", "engage", "feedback", "use"):

@@ -176,6 +176,23 @@ def memory_of(doc: str, embedding_model: str | None) -> Memory:
     return memory
 
 
+def memories_of(rows: Iterable[Mapping[str, Any]]) -> list[Memory]:
+    """The memories of rows read outside a lock (``doc`` and ``embedding_model``),
+    less those deleted while being read: a node matched by its index and then
+    deleted by a concurrent transaction reads back with null properties."""
+    return [memory_of(r["doc"], r["embedding_model"]) for r in rows if r["doc"] is not None]
+
+
+def vectors_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, Vector]:
+    """The vectors of rows read outside a lock (``id`` and ``embedding``) by id,
+    less those of memories deleted while being read (see :func:`memories_of`)."""
+    return {
+        r["id"]: vector_of(r["embedding"])
+        for r in rows
+        if r["id"] is not None and r["embedding"] is not None
+    }
+
+
 def edge_row(edge: Edge, created: datetime | None = None) -> dict[str, Any] | None:
     """The ``upsert_edges`` row of an edge, ASSOCIATED oriented from its smaller id;
     ``None`` for a memory edge from a memory to itself. ``created`` dates an edge

@@ -618,7 +618,7 @@ class Neo4jStore:
         rows = self._read(
             "read memories", _records("memory/get_memories", {"ids": wanted}, collection)
         )
-        return {row["id"]: convert.memory_of(row["doc"], row["embedding_model"]) for row in rows}
+        return {memory.id: memory for memory in convert.memories_of(rows)}
 
     def replace_memory(self, collection: str, record: MemoryRecord, *, replace_edges: bool) -> None:
         """Overwrite an existing memory.
@@ -757,17 +757,21 @@ class Neo4jStore:
                     collection,
                 ),
             )
-            for row in page:
-                yield convert.memory_of(row["doc"], row["embedding_model"])
+            yield from convert.memories_of(page)
             if len(page) < _PAGE:
                 return
             # As a plain UTC offset, the way memories store it: the server hands
             # it back in the zone "UTC", which it orders apart from the same
             # moment at +00:00, so a page key read back as given matched
             # nothing at its own moment and the pages after the first were lost.
-            after_at = convert.native_datetime(page[-1]["created_at"])
-            after_at = after_at.astimezone(UTC) if after_at is not None else _DAWN
-            after_id = page[-1]["id"]
+            # The key is the last row still there: one deleted while read has null
+            # properties (and sorts last).
+            last = next((r for r in reversed(page) if r["created_at"] is not None), None)
+            if last is None:
+                return
+            moment = convert.native_datetime(last["created_at"])
+            after_at = moment.astimezone(UTC) if moment is not None else _DAWN
+            after_id = last["id"]
 
     def due_memories(
         self, collection: str, *, schedule: IndexedSchedule, now: datetime, limit: int
@@ -785,7 +789,7 @@ class Neo4jStore:
             return []
         params = {"schedule": schedule, "now": convert.micros(now), "limit": limit}
         rows = self._read("list due memories", _records("memory/due_memories", params, collection))
-        return [convert.memory_of(row["doc"], row["embedding_model"]) for row in rows]
+        return convert.memories_of(rows)
 
     def find_by_hash(self, collection: str, content_hash: str) -> list[str]:
         """Ids of memories whose normalized content hashes to ``content_hash``, oldest
@@ -794,7 +798,7 @@ class Neo4jStore:
             "find memories by hash",
             _records("memory/find_by_hash", {"content_hash": content_hash}, collection),
         )
-        return [row["id"] for row in rows]
+        return [row["id"] for row in rows if row["id"] is not None]
 
     # -- vectors ----------------------------------------------------------------------
 
@@ -1016,7 +1020,7 @@ class Neo4jStore:
         rows = self._read(
             "read vectors", _records("memory/get_vectors", {"ids": wanted}, collection)
         )
-        return {row["id"]: convert.vector_of(row["embedding"]) for row in rows}
+        return convert.vectors_of(rows)
 
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded the given memories' neighbourhoods are: their stored vectors
@@ -1028,7 +1032,7 @@ class Neo4jStore:
             "read vectors",
             _records("memory/model_vectors", {"ids": wanted, "model": model}, collection),
         )
-        vectors = {row["id"]: convert.vector_of(row["embedding"]) for row in rows}
+        vectors = convert.vectors_of(rows)
         if not vectors:
             return {}
         sample = self._sample(collection, model)
@@ -1128,7 +1132,7 @@ class Neo4jStore:
             "list pending embeddings",
             _records("memory/pending_embeddings", {"model": model, "limit": limit}, collection),
         )
-        return [convert.memory_of(row["doc"], row["embedding_model"]) for row in rows]
+        return convert.memories_of(rows)
 
     def count_pending_embeddings(self, collection: str, model: str) -> int:
         """How many memories :meth:`pending_embeddings` would list with no limit, from

@@ -360,6 +360,44 @@ def test_a_vector_hit_of_a_memory_deleted_mid_search_is_left_out() -> None:
     assert hits == [("a", 0.9)]
 
 
+def test_a_memory_deleted_while_it_is_read_is_left_out() -> None:
+    # Matched by its index, then deleted by a concurrent transaction before its
+    # properties were read: every property reads as null.
+    gone = {"id": None, "created_at": None, "doc": None, "embedding_model": None}
+
+    def row(memory_id: str) -> dict[str, Any]:
+        doc = memory(memory_id).model_dump_json()
+        return {"id": memory_id, "created_at": T0, "doc": doc, "embedding_model": None}
+
+    driver = FakeDriver(
+        answers={
+            "memory/get_memories": [row("a"), gone],
+            "memory/due_memories": [gone, row("b")],
+            "memory/pending_embeddings": [gone, row("c")],
+            "memory/get_vectors": [{"id": None, "embedding": None}, {"id": "d", "embedding": [1]}],
+            "memory/find_by_hash": [{"id": None}, {"id": "e"}],
+        }
+    )
+    store = make(driver)
+    assert list(store.get_vectors(C, ["d", "x"])) == ["d"]
+    assert store.find_by_hash(C, "h") == ["e"]
+    assert list(store.get_memories(C, ["a", "x"])) == ["a"]
+    assert [m.id for m in store.due_memories(C, schedule="fsrs", now=T0, limit=5)] == ["b"]
+    assert [m.id for m in store.pending_embeddings(C, "m", limit=5)] == ["c"]
+
+    # A page whose last row was deleted (nulls sort last) pages on from the last
+    # row still there, not from the start.
+    from engine.store.neo4j.store import _PAGE
+
+    first = [row(f"m{i:04d}") for i in range(_PAGE - 1)] + [gone]
+    pages = iter([first, [row("z")]])
+    paged = FakeDriver(answers={"memory/iter_memories": lambda params: next(pages)})
+    ids = [m.id for m in make(paged).iter_memories(C)]
+    assert ids == [f"m{i:04d}" for i in range(_PAGE - 1)] + ["z"]
+    second = [params for tx in paged.committed for name, params in tx][-1]
+    assert second["after_id"] == f"m{_PAGE - 2:04d}" and second["after_at"] == T0
+
+
 def test_dense_search_widens_then_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
     from engine.store.neo4j.store import _MAX_CANDIDATES, _MIN_CANDIDATES
 
