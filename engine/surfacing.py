@@ -615,6 +615,9 @@ class Surfacer:
             meta = memory.retrieval
             matched = sorted(predicted_set.intersection(_hubs(memory)))
             taste = learned.kinds.sample(ctype, memory.category, rng) if cfg.learn else 0.5
+            # The draw explores; the odds count what the bandit has learned, so two
+            # tenants with the same history get the same offers on a cold start.
+            rate = learned.kinds.mean(ctype, memory.category) if cfg.learn else 0.5
             due = 1.0 if self.scheduler.urgency(memory, at) >= 1.0 else 0.0
             # Keep in step with _DUE, the place of "due" read back at engagement.
             features = [
@@ -626,7 +629,7 @@ class Surfacer:
                 taste,
                 due,
                 len(foreseen.intersection(matched)) / len(matched) if matched else 0.0,
-                odds(taste),
+                odds(rate),
             ]
             confidence = learned.confidence.predict(features)
             foresight = features[_FORESIGHT] > 0.5

@@ -26,10 +26,12 @@ FEATURES = (
 """Inputs of the confidence model, in order. ``foresight`` is the share of a
 memory's matched topics that the conversation has not reached yet (foreseen
 from what such conversations came to need). ``taste_odds`` is the kind
-bandit's draw again, as log-odds (:func:`odds`): the bandit estimates a chance
-of engagement, and a logistic model adds chances as log-odds, so that a kind
-that lands one time in ten counts against an offer as strongly as the bandit
-has learned, not by a weight learned slowly over ``taste``'s 0-1."""
+bandit's learned rate (its posterior mean, not the draw) as log-odds
+(:func:`odds`): the bandit estimates a chance of engagement, and a logistic
+model adds chances as log-odds, so that a kind that lands one time in ten
+counts against an offer as strongly as the bandit has learned, not by a weight
+learned slowly over ``taste``'s 0-1. The draw in ``taste`` does the exploring;
+the odds of an untried kind are even and add nothing."""
 
 PRIOR_WEIGHTS = (-4.0, 4.0, 1.0, 2.0, 1.0, 2.0, 0.3, 0.0, 1.0)
 """Cold-start weights: a memory close to the conversation (similarity 0.6), on

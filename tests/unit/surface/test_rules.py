@@ -222,7 +222,7 @@ def test_confidence_model_reads_a_stored_model_without_the_newest_feature() -> N
     assert len(old.weights) == len(PRIOR_WEIGHTS)
 
 
-def test_the_kind_bandit_s_draw_weighs_as_log_odds_too() -> None:
+def test_the_kind_bandit_s_learned_rate_weighs_as_log_odds() -> None:
     assert odds(0.5) == 0.0 and odds(0.1) == pytest.approx(-math.log(9))
     assert -7.0 < odds(0.0) < odds(1.0) < 7.0  # finite at the ends
     model = ConfidenceModel()
