@@ -89,6 +89,12 @@ def test_what_leaving_a_hub_reads_does_not_grow_with_the_hub(
     for size in (200, 4_000):
         c = named(dropped, f"order{size}")
         _hub(neo4j_store, c, size)
+        # The plan for the data as it is now: one cached by an earlier test on a
+        # tiny collection may sort a hub's edges, and Neo4j replans it only once
+        # its statistics have moved and a replan interval has passed.
+        neo4j_store._driver.execute_query(
+            "CALL db.clearQueryCaches()", database_=neo4j_store._database
+        )
         driver, planned = planning(neo4j_store, "PROFILE", only=frozenset({"recall/expand"}))
         planned.expand(c, [Anchor(kind="Trigger", name="deploy")], params=_params(), filters=ACTIVE)
         (profiled,) = driver.planned
