@@ -36,9 +36,9 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.quality import LOADERS, CachedEmbedder, Corpus
+from bench.quality import LOADERS, CachedEmbedder, Corpus, bench_embedder, dataset_names
 from engine.config import Limits
-from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from engine.embed import Embedder
 from engine.embed.passages import passages
 from engine.extract.dedup import NEGATIONS, DedupConfig, Verdict, compare, jaccard, tokens
 from engine.extract.turns import said
@@ -143,14 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=0, help="print this many flagged pairs per set")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    names = [d for d in args.datasets.split(",") if d]
-    if bad := [d for d in names if d not in LOADERS]:
-        parser.error(f"unknown data sets: {bad}; known: {', '.join(LOADERS)}")
-
-    inner: Embedder = (
-        SentenceTransformerEmbedder() if args.embedder == "minilm" else HashingEmbedder()
-    )
-    embedder = CachedEmbedder(inner, args.cache) if args.cache else inner
+    names = dataset_names(parser, args.datasets)
+    embedder = bench_embedder(args.embedder, args.cache)
     limits = Limits()
     config = DedupConfig()
     results: dict[str, dict[str, Tally]] = {}
@@ -183,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return 0
-    print(f"false conflicts on the dev sets ({inner.name})")
+    print(f"false conflicts on the dev sets ({embedder.name})")
     print(f"{'set':<10} {'pairs':<16} {'compared':>9} {'flagged':>8} {'rate':>7}")
     for name, by_band in results.items():
         for band, t in by_band.items():

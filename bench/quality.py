@@ -276,6 +276,22 @@ def evaluate(
     return out
 
 
+def dataset_names(parser: argparse.ArgumentParser, given: str) -> list[str]:
+    """The data sets a comma-separated ``--datasets`` names; an unknown one is a
+    usage error."""
+    names = [d for d in given.split(",") if d]
+    if bad := [d for d in names if d not in LOADERS]:
+        parser.error(f"unknown data sets: {bad}; known: {', '.join(LOADERS)}")
+    return names
+
+
+def bench_embedder(kind: str, cache: Path | None) -> Embedder:
+    """The ``--embedder`` (``minilm`` or ``hashing``), its embeddings kept in
+    ``cache`` between runs when one is given."""
+    inner: Embedder = SentenceTransformerEmbedder() if kind == "minilm" else HashingEmbedder()
+    return CachedEmbedder(inner, cache) if cache else inner
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with the data sets")
@@ -312,14 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown recipes: {unknown}; known: {', '.join(RECIPES)}")
     methods = list(dict.fromkeys(methods))
-    names = [d for d in args.datasets.split(",") if d]
-    if bad := [d for d in names if d not in LOADERS]:
-        parser.error(f"unknown data sets: {bad}; known: {', '.join(LOADERS)}")
-
-    inner: Embedder = (
-        SentenceTransformerEmbedder() if args.embedder == "minilm" else HashingEmbedder()
-    )
-    embedder = CachedEmbedder(inner, args.cache) if args.cache else inner
+    names = dataset_names(parser, args.datasets)
+    embedder = bench_embedder(args.embedder, args.cache)
     extractor = SpacyConceptExtractor()
     results: dict[str, Any] = {}
     datasets: list[Dataset] = []
@@ -363,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_markdown(datasets, results, methods))
         return 0
     noise = f", question vectors with noise {args.dense_noise:g}" if args.dense_noise else ""
-    print(f"retrieval quality ({inner.name}, default recipe {DEFAULT_RECIPE}{noise})")
+    print(f"retrieval quality ({embedder.name}, default recipe {DEFAULT_RECIPE}{noise})")
     for data in datasets:
         _print_table(data, results[data.name], methods)
     print()
