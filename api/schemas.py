@@ -52,6 +52,7 @@ from engine.service import (
     NOT_EMBEDDED_REASON,
     Association,
     CollectionStats,
+    EditOutcome,
     Latency,
     RememberOutcome,
     ResourceOutcome,
@@ -456,15 +457,30 @@ class MemoryEditOut(MemoryOut):
         description="False: stored without a vector (the embedder failed on the new "
         "content, which is not matched by the old text's vector), to be re-embedded."
     )
-    reasons: list[str] = Field(description="Why it waits for a vector, in words.")
+    conflicts_with: list[str] = Field(
+        default_factory=list,
+        description="Other memories the new content contradicts; both kept, linked by "
+        "CONFLICTS_WITH. Empty when the content did not change.",
+    )
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description="Those of them that happened before it (occurred_at): it links to each "
+        "by SUPERSEDES. One that happened after it supersedes it instead (its superseded_by).",
+    )
+    reasons: list[str] = Field(
+        description="Why it waits for a vector, and what the new content contradicts, in words."
+    )
 
     @classmethod
-    def from_engine(cls, memory: Memory) -> MemoryEditOut:
+    def from_edit(cls, outcome: EditOutcome) -> MemoryEditOut:
+        memory = outcome.memory
         pending = memory.needs_embedding
         return cls(
             **dict(MemoryOut.from_engine(memory)),
             embedded=not pending,
-            reasons=[NOT_EMBEDDED_REASON] if pending else [],
+            conflicts_with=outcome.conflicts_with,
+            supersedes=outcome.supersedes,
+            reasons=[*outcome.reasons, *([NOT_EMBEDDED_REASON] if pending else [])],
         )
 
 

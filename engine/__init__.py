@@ -38,6 +38,7 @@ from engine.model import (
 )
 from engine.service import (
     CollectionStats,
+    EditOutcome,
     Hippocampus,
     ImportReport,
     RememberOutcome,
@@ -53,6 +54,7 @@ __all__ = [
     "DataDirLockedError",
     "Edge",
     "EdgeType",
+    "EditOutcome",
     "Embedder",
     "EmbeddingError",
     "GraphStore",

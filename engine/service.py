@@ -35,7 +35,7 @@ from engine.jobs.recall import ASSOCIATE_SORTS as ASSOCIATE_SORTS
 from engine.jobs.recall import Association, Associations, GraphNode, RecallJobs, Subgraph
 from engine.jobs.recall import Latency as Latency
 from engine.jobs.records import MAX_TURN_WINDOW as MAX_TURN_WINDOW
-from engine.jobs.records import RecordsJobs, ResourceOutcome
+from engine.jobs.records import EditOutcome, RecordsJobs, ResourceOutcome
 from engine.jobs.records import TurnWindow as TurnWindow
 from engine.jobs.remembering import RememberingJobs, RememberOutcome
 from engine.jobs.transfer import EXPORT_FORMAT, ImportReport, TransferJobs
@@ -213,6 +213,7 @@ __all__ = [
     "Association",
     "Associations",
     "CollectionStats",
+    "EditOutcome",
     "GraphNode",
     "Hippocampus",
     "ImportReport",

@@ -97,8 +97,10 @@ def update_memory(
     """Edit a memory; absent fields stay. Changed content is re-embedded and
     re-extracted; unchanged content is not. If the embedder fails on the new
     content, the old vector is dropped and the memory waits for re-embedding
-    (`embedded` false, with the reason), as when remembering."""
-    return MemoryEditOut.from_engine(service.update(collection, memory_id, body.to_engine()))
+    (`embedded` false, with the reason), as when remembering. Changed content is
+    judged against the other memories as a new memory is: those it contradicts
+    are in `conflicts_with`, linked by CONFLICTS_WITH."""
+    return MemoryEditOut.from_edit(service.edit(collection, memory_id, body.to_engine()))
 
 
 @router.delete("/{memory_id}", status_code=status.HTTP_204_NO_CONTENT, response_class=Response)

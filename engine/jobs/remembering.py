@@ -794,6 +794,8 @@ class RememberingJobs(ServiceCore):
         created: dict[int, Memory],
         created_vectors: dict[int, Vector | None],
         merged: dict[str, Memory],
+        *,
+        skip: str | None = None,
     ) -> _NearMatch:
         """The stored (or earlier in the batch) memory ``content`` nearly repeats, or
         the ones it contradicts. Compared: the nearest stored memories by vector
@@ -802,7 +804,8 @@ class RememberingJobs(ServiceCore):
         other memory by words alone (see :mod:`engine.embed.scope`). A turn said
         by one speaker is not compared with one said by another: the user's words
         and the assistant's echo of them are two turns, whose vectors leave the
-        speaker out (:mod:`engine.extract.turns`)."""
+        speaker out (:mod:`engine.extract.turns`). ``skip``: a stored memory left
+        out (an edited memory is not compared with its own old text)."""
         config = self.dedup
         every_tier = RecallFilters(tiers=list(Tier))
         similarity: dict[str, float | None] = dict(neighbors)
@@ -811,6 +814,8 @@ class RememberingJobs(ServiceCore):
                 collection, content, k=config.candidates, filters=every_tier
             ):
                 similarity.setdefault(mid, None)
+        if skip is not None:
+            similarity.pop(skip, None)
         stored = self.store.get_memories(collection, [m for m in similarity if m not in merged])
         stored.update({mid: merged[mid] for mid in similarity if mid in merged})
         texts = {mid: m.content for mid, m in stored.items() if _same_side(m.speaker, speaker)}
@@ -850,6 +855,34 @@ class RememberingJobs(ServiceCore):
                 conflicts.append(mid)
         return _NearMatch(
             conflicts=tuple(conflicts), occurred={mid: occurred[mid] for mid in conflicts}
+        )
+
+    def _contradicted_on_edit(
+        self, collection: str, memory: Memory, vector: Vector | None
+    ) -> _NearMatch:
+        """What an edited memory's new content nearly repeats or contradicts among
+        the other stored memories, judged as a new memory's is (see
+        :meth:`_near_duplicates`)."""
+        neighbors: list[tuple[str, float]] = []
+        if vector is not None:
+            neighbors = self.store.search_vectors(
+                collection,
+                vector,
+                model=self.embedder.name,
+                k=self.dedup.candidates + 1,
+                filters=RecallFilters(tiers=list(Tier)),
+                passages=False,
+            )
+        return self._near_duplicates(
+            collection,
+            memory.content,
+            memory.speaker,
+            vector,
+            neighbors,
+            {},
+            {},
+            {},
+            skip=memory.id,
         )
 
     def _new_memory(

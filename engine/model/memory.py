@@ -234,9 +234,11 @@ LEARNED_FIELDS = (
     "unhelpful_votes",
     "duplicates",
     "conversation_ids",
+    "superseded_by",
 )
 """The parts of a memory's retrieval metadata that only learning and merging
-change (engagement, feedback, a repeat merged in), never an edit."""
+change (engagement, feedback, a repeat merged in, a newer memory that
+supersedes it), never an edit."""
 
 
 def with_learning_of(memory: Memory, stored: Memory, *, tier: bool) -> Memory:

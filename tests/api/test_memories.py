@@ -202,8 +202,10 @@ def test_patch_updates_fields_and_returns_the_memory(client: TestClient) -> None
     assert memory["tier"] == "archived"
     assert memory["tags"] == ["ci", "qa"]
     assert memory["content"] == "Flaky test in the checkout suite"
-    # The edit's answer is the memory as read, plus whether it has a vector.
+    # The edit's answer is the memory as read, plus whether it has a vector and
+    # what its new content contradicts (no new content here).
     assert memory.pop("embedded") is True and memory.pop("reasons") == []
+    assert memory.pop("conflicts_with") == [] and memory.pop("supersedes") == []
     # Reading it gives the same memory, and its hubs besides.
     read = client.get(f"{URL}/{made['id']}", headers=ALPHA).json()
     assert set(read.pop("hubs")) == {"domains", "triggers", "concepts"}
@@ -236,6 +238,23 @@ def test_patch_reembeds_only_when_content_changes(
     assert r.status_code == 200
     assert contents()[1:] == ["Rotate the signing keys every month"]
     assert r.json()["content"] == "Rotate the signing keys every month"
+
+
+def test_patch_into_a_reversal_names_the_rule_it_contradicts(client: TestClient) -> None:
+    rule = remember(client, "Use Redis for session storage because it is fast")
+    note = remember(client, "Session storage needs a review this quarter")
+    r = client.patch(
+        f"{URL}/{note['id']}",
+        json={"content": "Do not use Redis for session storage: evictions log users out"},
+        headers=ALPHA,
+    )
+    assert r.status_code == 200
+    body = r.json()
+    assert body["conflicts_with"] == [rule["id"]]
+    assert body["supersedes"] == [rule["id"]]
+    assert any(rule["id"] in reason for reason in body["reasons"])
+    stale = client.get(f"{URL}/{rule['id']}", headers=ALPHA).json()
+    assert stale["superseded_by"] == [note["id"]]
 
 
 def test_patch_unknown_id_is_404(client: TestClient) -> None:

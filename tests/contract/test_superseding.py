@@ -14,7 +14,7 @@ import pytest
 
 from engine.embed import HashingEmbedder
 from engine.extract import SpacyConceptExtractor
-from engine.model import EdgeType, NewMemory
+from engine.model import EdgeType, MemoryPatch, NewMemory
 from engine.retrieve.config import DEFAULT_RECIPE, RECIPES
 from engine.service import Hippocampus
 from engine.store import GraphStore
@@ -110,3 +110,62 @@ def test_forgetting_the_newer_memory_unmarks_the_older(
     service.forget(collection, october.memory.id)
     assert service.get(collection, june.memory.id).retrieval.superseded_by == []
     assert _superseding(store, collection, june.memory.id) == []
+
+
+def _conflicting(store: GraphStore, collection: str, memory_id: str) -> list[str]:
+    return [
+        e.target for e in store.edges_of(collection, memory_id) if e.type == EdgeType.CONFLICTS_WITH
+    ]
+
+
+def test_an_edit_that_reverses_a_stored_rule_supersedes_it(
+    service: Hippocampus, store: GraphStore, collection: str
+) -> None:
+    june = service.remember(collection, NewMemory(content=FREEZE, occurred_at=JUNE))
+    note = service.remember(
+        collection, NewMemory(content="Canary checks run on every release", occurred_at=OCTOBER)
+    )
+    assert june.memory is not None and note.memory is not None and note.conflicts_with == []
+    old, new = june.memory.id, note.memory.id
+    edited = service.edit(collection, new, MemoryPatch(content=LIFTED))
+    assert edited.conflicts_with == [old] and edited.supersedes == [old]
+    assert any(old in reason for reason in edited.reasons)
+    assert _conflicting(store, collection, new) == [old]
+    assert _superseding(store, collection, new) == [old]
+    assert service.get(collection, old).retrieval.superseded_by == [new]
+    # Editing it again to the same reversal links nothing twice.
+    again = service.edit(collection, new, MemoryPatch(content=LIFTED + "."))
+    assert again.conflicts_with == [old]
+    assert _conflicting(store, collection, new) == [old]
+    assert service.get(collection, old).retrieval.superseded_by == [new]
+
+
+def test_an_edit_into_an_older_rule_is_superseded_by_the_stored_reversal(
+    service: Hippocampus, store: GraphStore, collection: str
+) -> None:
+    october = service.remember(collection, NewMemory(content=LIFTED, occurred_at=OCTOBER))
+    note = service.remember(
+        collection, NewMemory(content="The payments outage hit checkout", occurred_at=JUNE)
+    )
+    assert october.memory is not None and note.memory is not None
+    old, new = note.memory.id, october.memory.id
+    edited = service.edit(collection, old, MemoryPatch(content=FREEZE))
+    assert edited.conflicts_with == [new] and edited.supersedes == []
+    assert edited.memory.retrieval.superseded_by == [new]
+    assert service.get(collection, old).retrieval.superseded_by == [new]
+    assert _superseding(store, collection, new) == [old]
+    # One link, from the edited memory: the stored reversal gains no second one.
+    assert _conflicting(store, collection, new) == []
+
+
+def test_an_edit_is_never_judged_against_its_own_old_text(
+    service: Hippocampus, collection: str
+) -> None:
+    rule = service.remember(collection, NewMemory(content=FREEZE, occurred_at=JUNE))
+    assert rule.memory is not None
+    # "No deploys on Friday" edited into its reversal: one memory, no conflict.
+    edited = service.edit(collection, rule.memory.id, MemoryPatch(content=LIFTED))
+    assert edited.conflicts_with == [] and edited.memory.retrieval.superseded_by == []
+    # An edit that keeps the content judges nothing.
+    same = service.edit(collection, rule.memory.id, MemoryPatch(importance=0.9))
+    assert same.conflicts_with == [] and same.reasons == []
