@@ -567,6 +567,14 @@ class RecallIn(_Request):
             "there are reported in surfaced_before (recall-before-search, lead time)."
         ),
     )
+    as_of: AwareDatetime | None = Field(
+        default=None,
+        description=(
+            "The moment the question is asked from (default now): the times it names "
+            "('last week', 'in March', 'yesterday') are placed from it, and recency counts "
+            "to it. Learning and the log still happen now."
+        ),
+    )
     detail: Literal["compact", "full"] = Field(
         default="compact",
         description=(

@@ -46,6 +46,7 @@ def recall(
         explain=body.explain,
         recipe=body.recipe if body.recipe is not None else DEFAULT_RECIPE,
         conversation_id=body.conversation_id,
+        as_of=body.as_of,
     )
     summary = (
         service.context_summary(collection, result, min_score=body.summary_min_score)

@@ -170,6 +170,7 @@ class RecallJobs(ServiceCore):
         learn: bool = True,
         now: datetime | None = None,
         conversation_id: str | None = None,
+        as_of: datetime | None = None,
     ) -> RecallResult:
         """Memories relevant to ``query``, best first: dense and lexical search,
         associative expansion through the graph, fused by ``recipe``.
@@ -188,6 +189,9 @@ class RecallJobs(ServiceCore):
             conversation_id: the conversation this explicit recall was made in:
                 its top results that had been surfaced there are reported (and
                 counted for recall-before-search and lead time).
+            as_of: the moment the question is asked from (default ``now``):
+                times it names ("last week", "in March") are placed from it, and
+                recency counts to it. Learning and the log still happen at ``now``.
 
         Raises:
             InvalidInputError: an empty or oversized query, a bad limit or recipe.
@@ -228,7 +232,7 @@ class RecallJobs(ServiceCore):
             config=config,
             filters=filters or RecallFilters(),
             limit=limit,
-            now=at,
+            now=as_of or at,
             explain=explain,
             extraction=reading,
         )

@@ -92,9 +92,9 @@ def test_recall_prefers_what_happened_when_the_question_says_and_shows_how_it_re
     assert r.status_code == 201
     february, april, july = [item["id"] for item in r.json()["results"][-3:]]
 
-    def recall(query: str) -> dict[str, Any]:
+    def recall(query: str, **more: Any) -> dict[str, Any]:
         r = minilm_client.post(
-            "/v1/collections/team:alpha/recall", json={"query": query}, headers=ALPHA
+            "/v1/collections/team:alpha/recall", json={"query": query, **more}, headers=ALPHA
         )
         assert r.status_code == 200
         body: dict[str, Any] = r.json()
@@ -113,3 +113,22 @@ def test_recall_prefers_what_happened_when_the_question_says_and_shows_how_it_re
     rank = {hit["id"]: i for i, hit in enumerate(results)}
     assert rank[february] < len(results) and rank[july] < len(results)
     assert results[rank[february]]["time"] is None and results[rank[july]]["time"] is None
+
+    # Asked from another moment, "last week" is the week before that moment.
+    asked = recall("what did Tom fix last week", as_of="2025-04-21T12:00:00Z")
+    assert asked["times"] == [
+        {"phrase": "last week", "start": "2025-04-14T00:00:00Z", "end": "2025-04-21T00:00:00Z"}
+    ]
+    timed = {hit["id"]: hit for hit in asked["results"]}
+    assert timed[april]["time"] > 0 and timed[july]["time"] is None
+    ranked = list(timed)
+    assert ranked.index(april) < ranked.index(february)  # last of the three untimed
+    later = recall("what did Tom fix last week", as_of="2025-07-14T12:00:00Z")
+    assert later["times"][0]["start"] == "2025-07-07T00:00:00Z"
+    assert later["results"][0]["id"] == july and later["results"][0]["time"] > 0
+    naive = minilm_client.post(
+        "/v1/collections/team:alpha/recall",
+        json={"query": "what did Tom fix", "as_of": "2025-04-21T12:00:00"},
+        headers=ALPHA,
+    )
+    assert naive.status_code == 422 and naive.json()["error"]["field"] == "as_of"
