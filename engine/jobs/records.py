@@ -390,6 +390,11 @@ class RecordsJobs(RememberingJobs):
         """Delete a memory with its edges. The memories it superseded no longer
         name it in ``superseded_by``.
 
+        They are unmarked first, then the memory is deleted: a crash between the
+        two writes leaves the memory (the forget was not acknowledged), and
+        forgetting it again finishes the job. The other order would leave names
+        of a deleted memory that no retry reaches.
+
         Raises:
             NotFoundError: no such memory.
         """
@@ -399,8 +404,6 @@ class RecordsJobs(RememberingJobs):
             for e in self.store.edges_of(collection, memory_id)
             if e.type == EdgeType.SUPERSEDES
         ]
-        if not self.store.delete_memory(collection, memory_id):
-            raise NotFoundError(f"no memory {memory_id!r} in this collection")
         if superseded:
             self.store.learn(
                 collection,
@@ -409,6 +412,8 @@ class RecordsJobs(RememberingJobs):
                     memories=[_unsuperseded(m, memory_id) for m in stored.values()]
                 ),
             )
+        if not self.store.delete_memory(collection, memory_id):
+            raise NotFoundError(f"no memory {memory_id!r} in this collection")
 
     # -- records ----------------------------------------------------------------
 

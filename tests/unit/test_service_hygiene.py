@@ -4,9 +4,10 @@ conflicts, sanitizing and limits, tiers, re-embedding, and backups of all of it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -754,3 +755,40 @@ def test_a_near_duplicate_with_its_own_id_is_stored_apart(svc: Hippocampus) -> N
         "nearly the same as memory 'ticket-1'; stored apart: it has its own id"
     ]
     assert svc.get(C, "ticket-2").content == text + " now"
+
+
+def test_a_forget_cut_short_between_its_writes_is_finished_by_forgetting_again(
+    svc: Hippocampus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = svc.remember(
+        C, NewMemory(content="Use Redis for session storage because it is fast"), now=T0
+    )
+    evicts = svc.remember(
+        C,
+        NewMemory(content="Do not use Redis for session storage: evictions log users out"),
+        now=T0 + timedelta(days=30),
+    )
+    assert fast.memory is not None and evicts.memory is not None
+    old, new = fast.memory.id, evicts.memory.id
+    # The process dies at the forget's second write, whichever it is.
+    writes: list[str] = []
+
+    def dying(name: str) -> Callable[..., Any]:
+        real = getattr(svc.store, name)
+
+        def write(*args: Any, **kwargs: Any) -> Any:
+            writes.append(name)
+            if len(writes) == 2:
+                raise StoreUnavailableError("the process died here")
+            return real(*args, **kwargs)
+
+        return write
+
+    for name in ("learn", "delete_memory"):
+        monkeypatch.setattr(svc.store, name, dying(name))
+    with pytest.raises(StoreUnavailableError):
+        svc.forget(C, new)
+    monkeypatch.undo()
+    svc.forget(C, new)  # the client was never answered, and asks again
+    assert svc.store.get_memories(C, [new]) == {}
+    assert svc.get(C, old).retrieval.superseded_by == []
