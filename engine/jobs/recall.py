@@ -55,8 +55,10 @@ logger = logging.getLogger("engine.service")
 _LATENCIES_KEPT = 1000
 _QUERY_READERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippo-query")
 """Where recalls read what their queries name while the query is embedded and
-searched (:func:`~engine.retrieve.pipeline.read_query`); shared by every service
-of the process, whose recalls are on many threads anyway."""
+searched (:func:`~engine.retrieve.pipeline.read_query`), and search their text
+while the dense search runs (:func:`~engine.retrieve.pipeline.retrieve`);
+shared by every service of the process, whose recalls are on many threads
+anyway."""
 _ASSOCIATE_REACH = 1000
 """How many of a context hub's members associate follows (strongest edges
 first), and how many memories its walk returns: enough for every sort to choose
@@ -235,6 +237,7 @@ class RecallJobs(ServiceCore):
             now=as_of or at,
             explain=explain,
             extraction=reading,
+            pool=_QUERY_READERS if self.store.parallel_reads else None,
         )
         candidates = found.candidates
         missing = [c.memory_id for c in candidates if c.memory_id not in found.memories]

@@ -127,11 +127,20 @@ def retrieve(
     now: datetime,
     explain: bool = False,
     extraction: Extraction | Future[Extraction] | None = None,
+    pool: Executor | None = None,
 ) -> Retrieval:
     """Run one recall and return the ranked candidates (at most ``limit``); with
     ``explain``, each carries the graph paths that reached it. ``extraction``:
     what the query names, when the caller already knows it, or is reading it on
-    another thread (see :func:`read_query`)."""
+    another thread (see :func:`read_query`). ``pool``: where the text search
+    runs while the dense search runs here (a store over the network answers
+    both at once); without one, or when no worker picks it up in time, both run
+    here, one after the other."""
+    texts: Future[list[tuple[str, float]]] | None = None
+    if config.lexical and pool is not None and config.dense and query_vector is not None:
+        texts = pool.submit(
+            store.search_text, collection, query, k=config.candidates, filters=filters
+        )
     dense: dict[str, float] = {}
     if config.dense and query_vector is not None:
         dense = dict(
@@ -141,7 +150,12 @@ def retrieve(
         )
     lexical: dict[str, float] = {}
     if config.lexical:
-        lexical = dict(store.search_text(collection, query, k=config.candidates, filters=filters))
+        if texts is not None and not texts.cancel():
+            lexical = dict(texts.result())
+        else:
+            lexical = dict(
+                store.search_text(collection, query, k=config.candidates, filters=filters)
+            )
 
     direct: dict[str, float] = {}
     # Memories read on the way (their speakers), handed on so none is read twice.
@@ -204,10 +218,10 @@ def retrieve(
         if missing:
             dense.update(_similarities(store, collection, missing, query_vector))
     signals: dict[str, dict[str, float]] = {"dense": dense, "lexical": lexical, "graph": graph}
-    pool = set(dense) | set(lexical) | set(graph)
+    found_ids = set(dense) | set(lexical) | set(graph)
     memories = read
     if config.needs_metadata:
-        unread = sorted(mid for mid in pool if mid not in read)
+        unread = sorted(mid for mid in found_ids if mid not in read)
         memories = {**read, **store.get_memories(collection, unread)}
         signals.update(_metadata_signals(memories, now, config))
 

@@ -179,6 +179,12 @@ class StoreStats(BaseModel):
 class GraphStore(Protocol):
     """Durable storage of memories, their vectors, edges and the event log."""
 
+    parallel_reads: bool
+    """Whether two reads started at once finish sooner than one after the other:
+    true for a database server (the reads wait on the network and run on its
+    cores), false for a store that reads on the caller's own CPU. A recall then
+    searches text while it searches vectors (:func:`engine.retrieve.pipeline.retrieve`)."""
+
     # -- memories ---------------------------------------------------------------
 
     def add_memories(self, collection: str, records: Sequence[MemoryRecord]) -> None:

@@ -233,6 +233,9 @@ class EmbeddedStore:
     - Search filters match exactly (no case folding).
     """
 
+    parallel_reads = False
+    """Its reads run on the caller's CPU: a second at once only takes turns."""
+
     def __init__(self, data_dir: Path, *, synchronous: str = "FULL") -> None:
         """Open (creating when needed) the store in ``data_dir``.
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from engine.model import Edge, EdgeType, Memory, RecallFilters, RetrievalMeta
 from engine.model import content_hash as hash_of
 from engine.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
 from engine.retrieve.pipeline import Retrieval, read_query, retrieve
+from engine.service import Hippocampus
 from engine.store import MemoryRecord, Vector
 from engine.store.embedded import EmbeddedStore
 
@@ -343,3 +345,132 @@ def test_a_reading_no_worker_started_is_done_by_the_recall(store: EmbeddedStore)
     assert reading.cancelled()
     assert extractor.threads == [threading.current_thread().name]
     assert [h.name for h in found.hubs] == ["austria"]
+
+
+class ThreadNoting(EmbeddedStore):
+    """The embedded store, noting the thread each text search ran on. With
+    ``await_text`` a vector search waits (a while at most) for a text search to
+    have started: a worker's start is not left to chance."""
+
+    text_threads: list[str]
+    await_text: bool
+    text_started: threading.Event
+
+    def search_text(  # type: ignore[override]
+        self, collection: str, query: str, *, k: int, filters: RecallFilters
+    ) -> list[tuple[str, float]]:
+        self.text_threads.append(threading.current_thread().name)
+        self.text_started.set()
+        return super().search_text(collection, query, k=k, filters=filters)
+
+    def search_vectors(  # type: ignore[override]
+        self, collection: str, vector: Vector, **kwargs: Any
+    ) -> list[tuple[str, float]]:
+        if self.await_text:
+            self.text_started.wait(10)
+        return super().search_vectors(collection, vector, **kwargs)
+
+
+# Memories some of whose words the query says, at several similarities.
+WORDED = {
+    "emperor": ("The emperor ruled the country from Vienna", 0.30),
+    "composer": ("The austrian composer wrote waltzes", 0.80),
+    "season": ("The opera season opened in May", 0.50),
+}
+
+
+def searching(tmp_path: Path, parallel: bool = False) -> ThreadNoting:
+    s = ThreadNoting(tmp_path / "noted")
+    s.text_threads = []
+    s.await_text = False
+    s.text_started = threading.Event()
+    s.parallel_reads = parallel
+    s.add_memories(
+        C,
+        [
+            MemoryRecord(
+                memory=memory(mid, ()).model_copy(
+                    update={"content": text, "content_hash": hash_of(text)}
+                ),
+                vector=unit(sim),
+            )
+            for mid, (text, sim) in WORDED.items()
+        ],
+    )
+    return s
+
+
+def searched(store: ThreadNoting, pool: ThreadPoolExecutor | None) -> Retrieval:
+    return retrieve(
+        store,
+        FixedExtractor({QUERY: NOTHING}),
+        C,
+        QUERY,
+        QUERY_VECTOR,
+        model=MODEL,
+        config=ASSOCIATIVE,
+        filters=RecallFilters(),
+        limit=5,
+        now=T0,
+        pool=pool,
+    )
+
+
+def test_text_is_searched_on_the_pool_while_vectors_are_searched(tmp_path: Path) -> None:
+    store = searching(tmp_path)
+    try:
+        alone = searched(store, None)
+        store.await_text = True
+        store.text_started.clear()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="texts") as pool:
+            beside = searched(store, pool)
+    finally:
+        store.close()
+    assert store.text_threads[0] == threading.current_thread().name
+    assert store.text_threads[1].startswith("texts")
+    found = [(c.memory_id, c.score, c.lexical) for c in beside.candidates]
+    assert found == [(c.memory_id, c.score, c.lexical) for c in alone.candidates]
+    assert {mid for mid, _, lexical in found if lexical} == {"emperor", "composer"}
+
+
+def test_a_text_search_no_worker_started_is_done_by_the_recall(tmp_path: Path) -> None:
+    store = searching(tmp_path)
+    release = threading.Event()
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="texts") as pool:
+            busy = pool.submit(release.wait, 10)
+            try:
+                found = searched(store, pool)
+            finally:
+                release.set()
+            assert busy.result()
+    finally:
+        store.close()
+    # Searched here, once: the queued search was withdrawn, not waited for.
+    assert store.text_threads == [threading.current_thread().name]
+    assert found.candidates[0].memory_id == "composer"
+
+
+class QueryLike:
+    """An embedder of the worlds' three dimensions: every text as the query."""
+
+    name = MODEL
+    dim = 3
+
+    def encode(self, texts: Sequence[str]) -> Vector:
+        return np.tile(QUERY_VECTOR, (len(texts), 1))
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_a_recall_searches_text_beside_only_where_the_store_reads_in_parallel(
+    tmp_path: Path, parallel: bool
+) -> None:
+    store = searching(tmp_path, parallel)
+    store.await_text = parallel
+    service = Hippocampus(store, QueryLike(), FixedExtractor({}))
+    try:
+        service.recall(C, QUERY, query_vector=QUERY_VECTOR, learn=False)
+    finally:
+        service.close()
+    (thread,) = store.text_threads
+    assert thread.startswith("hippo-query") is parallel
