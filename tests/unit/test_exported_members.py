@@ -10,6 +10,7 @@ def test_public_names_are_pinned() -> None:
         "DataDirLockedError",
         "Edge",
         "EdgeType",
+        "EditOutcome",
         "Embedder",
         "EmbeddingError",
         "GraphStore",
