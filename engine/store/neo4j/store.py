@@ -2024,8 +2024,12 @@ def _text_hits(
         (row,) = _run(tx, "recall/search_text", collection, candidates=candidates, **params)
         if len(row["hits"]) >= k or row["seen"] < candidates:
             break
+    # A memory deleted after the index handed its node over reads as nulls: its
+    # id, its length and how often it holds each term.
     scored = [
-        (hit["id"], bm25_score(hit["tfs"], dfs, hit["length"], n, total)) for hit in row["hits"]
+        (hit["id"], bm25_score(hit["tfs"], dfs, hit["length"], n, total))
+        for hit in row["hits"]
+        if hit["id"] is not None and hit["length"] is not None and None not in hit["tfs"]
     ]
     ranked = sorted((hit for hit in scored if hit[1] > 0.0), key=lambda hit: (-hit[1], hit[0]))
     return ranked[:k]

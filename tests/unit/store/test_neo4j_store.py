@@ -360,6 +360,29 @@ def test_a_vector_hit_of_a_memory_deleted_mid_search_is_left_out() -> None:
     assert hits == [("a", 0.9)]
 
 
+def test_a_text_hit_of_a_memory_deleted_mid_search_is_left_out() -> None:
+    # The full-text index hands over a node deleted before its terms were read:
+    # its id, its length and its term counts read as null.
+    gone = [
+        {"id": None, "length": None, "tfs": [None]},
+        {"id": "b", "length": None, "tfs": [None]},
+    ]
+    driver = FakeDriver(
+        answers={
+            "memory/read_counts": [
+                {"key": '["memories","insight","active",null]', "n": 3},
+                {"key": '["terms"]', "n": 9},
+            ],
+            "memory/read_term_counts": [{"term": "kafka", "n": 2}],
+            "recall/search_text": [
+                {"seen": 3, "hits": [*gone, {"id": "a", "length": 3, "tfs": [1]}]}
+            ],
+        }
+    )
+    found = make(driver).search_text(C, "kafka", k=3, filters=RecallFilters())
+    assert [memory_id for memory_id, _ in found] == ["a"]
+
+
 def test_a_memory_deleted_while_it_is_read_is_left_out() -> None:
     # Matched by its index, then deleted by a concurrent transaction before its
     # properties were read: every property reads as null.
