@@ -35,9 +35,9 @@ from engine.jobs.recall import ASSOCIATE_SORTS as ASSOCIATE_SORTS
 from engine.jobs.recall import Association, Associations, GraphNode, RecallJobs, Subgraph
 from engine.jobs.recall import Latency as Latency
 from engine.jobs.records import MAX_TURN_WINDOW as MAX_TURN_WINDOW
-from engine.jobs.records import EditOutcome, RecordsJobs, ResourceOutcome
+from engine.jobs.records import RecordsJobs, ResourceOutcome
 from engine.jobs.records import TurnWindow as TurnWindow
-from engine.jobs.remembering import RememberingJobs, RememberOutcome
+from engine.jobs.remembering import EditOutcome, RememberingJobs, RememberOutcome
 from engine.jobs.transfer import EXPORT_FORMAT, ImportReport, TransferJobs
 from engine.jobs.transfer import LEARNED_SECTION as LEARNED_SECTION
 from engine.jobs.transfer import LEARNED_VERSION as LEARNED_VERSION

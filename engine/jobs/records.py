@@ -14,12 +14,11 @@ from engine.extract import merge_given
 from engine.extract.quality import assess
 from engine.extract.records import RecordLimits, build_document, indexed_text
 from engine.jobs.core import NOT_EMBEDDED_REASON, hub_edges, retrieval_extraction
-from engine.jobs.remembering import RememberingJobs, _by_time, _NearMatch, _superseded
+from engine.jobs.remembering import EditOutcome, RememberingJobs
 from engine.model import (
     HUB_EDGE,
     Edge,
     EdgeType,
-    Event,
     Memory,
     MemoryPatch,
     NewMemory,
@@ -71,26 +70,6 @@ class TurnWindow:
     memory: Memory
     before: list[Memory]
     after: list[Memory]
-
-
-@dataclass(frozen=True)
-class EditOutcome:
-    """What :meth:`Hippocampus.edit` did.
-
-    Attributes:
-        memory: the memory as written.
-        conflicts_with: other memories its new content contradicts, linked to it
-            by ``CONFLICTS_WITH`` (empty when the content did not change).
-        supersedes: those of them that happened before it: it links to each by
-            ``SUPERSEDES``, and each names it in ``superseded_by``. One that
-            happened after it supersedes it instead.
-        reasons: what was found and done, in words.
-    """
-
-    memory: Memory
-    conflicts_with: list[str] = field(default_factory=list)
-    supersedes: list[str] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
 
 
 MAX_TURN_WINDOW = 50
@@ -166,91 +145,7 @@ class RecordsJobs(RememberingJobs):
             memory, vector, content_changed = self._update(collection, memory_id, patch, at)
             if not content_changed:
                 return EditOutcome(memory=memory)
-            found = self._contradicted_on_edit(collection, memory, vector)
-            return self._link_contradicted(collection, memory, found, at)
-
-    def _link_contradicted(
-        self, collection: str, memory: Memory, found: _NearMatch, at: datetime
-    ) -> EditOutcome:
-        """Link an edited memory to the memories its new content contradicts (a
-        link either way already there is kept as it is), and write who supersedes
-        whom."""
-        reasons = []
-        if found.duplicate is not None:
-            reasons.append(
-                f"nearly the same as memory {found.duplicate!r}; kept apart: an edit never merges"
-            )
-        if not found.conflicts:
-            return EditOutcome(memory=memory, reasons=reasons)
-        older, newer = _by_time(memory, found)
-        linked = {
-            e.target
-            for e in self.store.edges_of(collection, memory.id)
-            if e.type == EdgeType.CONFLICTS_WITH
-        }
-        linked.update(
-            other
-            for other in found.conflicts
-            if any(
-                e.type == EdgeType.CONFLICTS_WITH and e.target == memory.id
-                for e in self.store.edges_of(collection, other)
-            )
-        )
-        edges = [
-            Edge(
-                source=memory.id,
-                type=EdgeType.CONFLICTS_WITH,
-                target=other,
-                weight=1.0,
-                created_at=at,
-            )
-            for other in found.conflicts
-            if other not in linked
-        ]
-        edges.extend(
-            Edge(
-                source=memory.id, type=EdgeType.SUPERSEDES, target=other, weight=1.0, created_at=at
-            )
-            for other in older
-        )
-        edges.extend(
-            Edge(
-                source=other, type=EdgeType.SUPERSEDES, target=memory.id, weight=1.0, created_at=at
-            )
-            for other in newer
-        )
-        self.store.upsert_edges(collection, edges)
-        event = Event(
-            type="conflict",
-            at=at,
-            memory_ids=[memory.id, *found.conflicts],
-            payload={"supersedes": list(older), "superseded_by": list(newer)},
-        )
-        learned = self.store.learn(
-            collection,
-            memory_ids=[*older, *([memory.id] if newer else [])],
-            change=lambda stored, _states: Learned(
-                memories=[
-                    _superseded(m, newer if m.id == memory.id else [memory.id])
-                    for m in stored.values()
-                ],
-                events=[event],
-            ),
-        )
-        memory = next((m for m in learned.memories if m.id == memory.id), memory)
-        reasons.append(
-            "contradicts "
-            + ", ".join(f"memory {c!r}" for c in found.conflicts)
-            + ": both kept, linked by CONFLICTS_WITH"
-        )
-        reasons.extend(f"supersedes memory {c!r}, which happened before it" for c in older)
-        reasons.extend(f"superseded by memory {c!r}, which happened after it" for c in newer)
-        return EditOutcome(
-            memory=memory,
-            conflicts_with=list(found.conflicts),
-            supersedes=list(older),
-            reasons=reasons,
-        )
+            return self._judge_edit(collection, memory, vector, at)
 
     def _update(
         self, collection: str, memory_id: str, patch: MemoryPatch, at: datetime

@@ -85,6 +85,26 @@ class _Prepared:
 
 
 @dataclass(frozen=True)
+class EditOutcome:
+    """What :meth:`Hippocampus.edit` did (see :meth:`RememberingJobs._judge_edit`).
+
+    Attributes:
+        memory: the memory as written.
+        conflicts_with: other memories its new content contradicts, linked to it
+            by ``CONFLICTS_WITH`` (empty when the content did not change).
+        supersedes: those of them that happened before it: it links to each by
+            ``SUPERSEDES``, and each names it in ``superseded_by``. One that
+            happened after it supersedes it instead.
+        reasons: what was found and done, in words.
+    """
+
+    memory: Memory
+    conflicts_with: list[str] = field(default_factory=list)
+    supersedes: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class _NearMatch:
     """What a new memory repeats, or contradicts, with when each of those happened."""
 
@@ -857,12 +877,12 @@ class RememberingJobs(ServiceCore):
             conflicts=tuple(conflicts), occurred={mid: occurred[mid] for mid in conflicts}
         )
 
-    def _contradicted_on_edit(
-        self, collection: str, memory: Memory, vector: Vector | None
-    ) -> _NearMatch:
-        """What an edited memory's new content nearly repeats or contradicts among
-        the other stored memories, judged as a new memory's is (see
-        :meth:`_near_duplicates`)."""
+    def _judge_edit(
+        self, collection: str, memory: Memory, vector: Vector | None, at: datetime
+    ) -> EditOutcome:
+        """Judge an edited memory's new content against the other stored memories
+        as a new memory's is (see :meth:`_near_duplicates`; its own old text left
+        out), then link it to those it contradicts."""
         neighbors: list[tuple[str, float]] = []
         if vector is not None:
             neighbors = self.store.search_vectors(
@@ -873,7 +893,7 @@ class RememberingJobs(ServiceCore):
                 filters=RecallFilters(tiers=list(Tier)),
                 passages=False,
             )
-        return self._near_duplicates(
+        found = self._near_duplicates(
             collection,
             memory.content,
             memory.speaker,
@@ -883,6 +903,90 @@ class RememberingJobs(ServiceCore):
             {},
             {},
             skip=memory.id,
+        )
+        return self._link_contradicted(collection, memory, found, at)
+
+    def _link_contradicted(
+        self, collection: str, memory: Memory, found: _NearMatch, at: datetime
+    ) -> EditOutcome:
+        """Link an edited memory to the memories its new content contradicts (a
+        link either way already there is kept as it is), and write who supersedes
+        whom."""
+        reasons = []
+        if found.duplicate is not None:
+            reasons.append(
+                f"nearly the same as memory {found.duplicate!r}; kept apart: an edit never merges"
+            )
+        if not found.conflicts:
+            return EditOutcome(memory=memory, reasons=reasons)
+        older, newer = _by_time(memory, found)
+        linked = {
+            e.target
+            for e in self.store.edges_of(collection, memory.id)
+            if e.type == EdgeType.CONFLICTS_WITH
+        }
+        linked.update(
+            other
+            for other in found.conflicts
+            if any(
+                e.type == EdgeType.CONFLICTS_WITH and e.target == memory.id
+                for e in self.store.edges_of(collection, other)
+            )
+        )
+        edges = [
+            Edge(
+                source=memory.id,
+                type=EdgeType.CONFLICTS_WITH,
+                target=other,
+                weight=1.0,
+                created_at=at,
+            )
+            for other in found.conflicts
+            if other not in linked
+        ]
+        edges.extend(
+            Edge(
+                source=memory.id, type=EdgeType.SUPERSEDES, target=other, weight=1.0, created_at=at
+            )
+            for other in older
+        )
+        edges.extend(
+            Edge(
+                source=other, type=EdgeType.SUPERSEDES, target=memory.id, weight=1.0, created_at=at
+            )
+            for other in newer
+        )
+        self.store.upsert_edges(collection, edges)
+        event = Event(
+            type="conflict",
+            at=at,
+            memory_ids=[memory.id, *found.conflicts],
+            payload={"supersedes": list(older), "superseded_by": list(newer)},
+        )
+        learned = self.store.learn(
+            collection,
+            memory_ids=[*older, *([memory.id] if newer else [])],
+            change=lambda stored, _states: Learned(
+                memories=[
+                    _superseded(m, newer if m.id == memory.id else [memory.id])
+                    for m in stored.values()
+                ],
+                events=[event],
+            ),
+        )
+        memory = next((m for m in learned.memories if m.id == memory.id), memory)
+        reasons.append(
+            "contradicts "
+            + ", ".join(f"memory {c!r}" for c in found.conflicts)
+            + ": both kept, linked by CONFLICTS_WITH"
+        )
+        reasons.extend(f"supersedes memory {c!r}, which happened before it" for c in older)
+        reasons.extend(f"superseded by memory {c!r}, which happened after it" for c in newer)
+        return EditOutcome(
+            memory=memory,
+            conflicts_with=list(found.conflicts),
+            supersedes=list(older),
+            reasons=reasons,
         )
 
     def _new_memory(
