@@ -503,23 +503,8 @@ class RememberingJobs(ServiceCore):
                     f"nearly the same as memory {kept_apart!r}; stored apart: it has its own id"
                 )
             if found.conflicts:
-                reasons.append(
-                    "contradicts "
-                    + ", ".join(f"memory {c!r}" for c in found.conflicts)
-                    + ": both kept, linked by CONFLICTS_WITH"
-                )
-                reasons.extend(f"supersedes memory {c!r}, which happened before it" for c in older)
-                reasons.extend(
-                    f"superseded by memory {c!r}, which happened after it" for c in newer
-                )
-                events.append(
-                    Event(
-                        type="conflict",
-                        at=at,
-                        memory_ids=[memory.id, *found.conflicts],
-                        payload={"supersedes": list(older), "superseded_by": list(newer)},
-                    )
-                )
+                reasons.extend(_conflict_reasons(found.conflicts, older, newer))
+                events.append(_conflict_event(memory.id, found.conflicts, older, newer, at))
             if vector is None:
                 reasons.append(NOT_EMBEDDED_REASON)
             outcomes[i] = RememberOutcome(
@@ -933,36 +918,19 @@ class RememberingJobs(ServiceCore):
                 for e in self.store.edges_of(collection, other)
             )
         )
-        edges = [
-            Edge(
-                source=memory.id,
-                type=EdgeType.CONFLICTS_WITH,
-                target=other,
-                weight=1.0,
-                created_at=at,
-            )
-            for other in found.conflicts
-            if other not in linked
+        links = [
+            *((memory.id, EdgeType.CONFLICTS_WITH, o) for o in found.conflicts if o not in linked),
+            *((memory.id, EdgeType.SUPERSEDES, o) for o in older),
+            *((o, EdgeType.SUPERSEDES, memory.id) for o in newer),
         ]
-        edges.extend(
-            Edge(
-                source=memory.id, type=EdgeType.SUPERSEDES, target=other, weight=1.0, created_at=at
-            )
-            for other in older
+        self.store.upsert_edges(
+            collection,
+            [
+                Edge(source=a, type=kind, target=b, weight=1.0, created_at=at)
+                for a, kind, b in links
+            ],
         )
-        edges.extend(
-            Edge(
-                source=other, type=EdgeType.SUPERSEDES, target=memory.id, weight=1.0, created_at=at
-            )
-            for other in newer
-        )
-        self.store.upsert_edges(collection, edges)
-        event = Event(
-            type="conflict",
-            at=at,
-            memory_ids=[memory.id, *found.conflicts],
-            payload={"supersedes": list(older), "superseded_by": list(newer)},
-        )
+        event = _conflict_event(memory.id, found.conflicts, older, newer, at)
         learned = self.store.learn(
             collection,
             memory_ids=[*older, *([memory.id] if newer else [])],
@@ -975,13 +943,7 @@ class RememberingJobs(ServiceCore):
             ),
         )
         memory = next((m for m in learned.memories if m.id == memory.id), memory)
-        reasons.append(
-            "contradicts "
-            + ", ".join(f"memory {c!r}" for c in found.conflicts)
-            + ": both kept, linked by CONFLICTS_WITH"
-        )
-        reasons.extend(f"supersedes memory {c!r}, which happened before it" for c in older)
-        reasons.extend(f"superseded by memory {c!r}, which happened after it" for c in newer)
+        reasons.extend(_conflict_reasons(found.conflicts, older, newer))
         return EditOutcome(
             memory=memory,
             conflicts_with=list(found.conflicts),
@@ -1040,6 +1002,35 @@ def _by_time(memory: Memory, found: _NearMatch) -> tuple[list[str], list[str]]:
     older = [c for c in found.conflicts if found.occurred[c] <= memory.occurred_at]
     newer = [c for c in found.conflicts if found.occurred[c] > memory.occurred_at]
     return older, newer
+
+
+def _conflict_reasons(
+    conflicts: Sequence[str], older: Sequence[str], newer: Sequence[str]
+) -> list[str]:
+    """In words: what a memory contradicts, and who supersedes whom."""
+    return [
+        "contradicts "
+        + ", ".join(f"memory {c!r}" for c in conflicts)
+        + ": both kept, linked by CONFLICTS_WITH",
+        *(f"supersedes memory {c!r}, which happened before it" for c in older),
+        *(f"superseded by memory {c!r}, which happened after it" for c in newer),
+    ]
+
+
+def _conflict_event(
+    memory_id: str,
+    conflicts: Sequence[str],
+    older: Sequence[str],
+    newer: Sequence[str],
+    at: datetime,
+) -> Event:
+    """The log's record of a memory found contradicting others."""
+    return Event(
+        type="conflict",
+        at=at,
+        memory_ids=[memory_id, *conflicts],
+        payload={"supersedes": list(older), "superseded_by": list(newer)},
+    )
 
 
 def _superseded(memory: Memory, by: Iterable[str]) -> Memory:

@@ -33,10 +33,12 @@ def service(store: GraphStore, spacy_extractor: SpacyConceptExtractor) -> Iterat
     svc.flush_learning()  # the store stays open: the suite's fixture closes it
 
 
+def _linked(store: GraphStore, collection: str, memory_id: str, kind: EdgeType) -> list[str]:
+    return [e.target for e in store.edges_of(collection, memory_id) if e.type == kind]
+
+
 def _superseding(store: GraphStore, collection: str, memory_id: str) -> list[str]:
-    return [
-        e.target for e in store.edges_of(collection, memory_id) if e.type == EdgeType.SUPERSEDES
-    ]
+    return _linked(store, collection, memory_id, EdgeType.SUPERSEDES)
 
 
 def test_the_later_reversal_supersedes_the_earlier_rule(
@@ -113,9 +115,7 @@ def test_forgetting_the_newer_memory_unmarks_the_older(
 
 
 def _conflicting(store: GraphStore, collection: str, memory_id: str) -> list[str]:
-    return [
-        e.target for e in store.edges_of(collection, memory_id) if e.type == EdgeType.CONFLICTS_WITH
-    ]
+    return _linked(store, collection, memory_id, EdgeType.CONFLICTS_WITH)
 
 
 def test_an_edit_that_reverses_a_stored_rule_supersedes_it(

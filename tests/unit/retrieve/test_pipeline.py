@@ -300,7 +300,10 @@ QUERY = "who ruled the austrian composer's country"
 
 
 def recall_with(
-    store: EmbeddedStore, extractor: CountingExtractor, reading: Future[Extraction]
+    store: EmbeddedStore,
+    extractor: FixedExtractor,
+    reading: Future[Extraction] | None = None,
+    pool: ThreadPoolExecutor | None = None,
 ) -> Retrieval:
     return retrieve(
         store,
@@ -314,6 +317,7 @@ def recall_with(
         limit=3,
         now=T0,
         extraction=reading,
+        pool=pool,
     )
 
 
@@ -401,19 +405,7 @@ def searching(tmp_path: Path, parallel: bool = False) -> ThreadNoting:
 
 
 def searched(store: ThreadNoting, pool: ThreadPoolExecutor | None) -> Retrieval:
-    return retrieve(
-        store,
-        FixedExtractor({QUERY: NOTHING}),
-        C,
-        QUERY,
-        QUERY_VECTOR,
-        model=MODEL,
-        config=ASSOCIATIVE,
-        filters=RecallFilters(),
-        limit=5,
-        now=T0,
-        pool=pool,
-    )
+    return recall_with(store, FixedExtractor({QUERY: NOTHING}), pool=pool)
 
 
 def test_text_is_searched_on_the_pool_while_vectors_are_searched(tmp_path: Path) -> None:
