@@ -162,19 +162,23 @@ class Ledger:
 
 @dataclass
 class Latencies:
-    """Per route: response times (ms) of answered requests, and failures."""
+    """Per route: response times (ms) of answered requests, and failures; and
+    ``failures``, every failure so far in words (its status, or its transport
+    error and after how long)."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     ms: dict[str, list[float]] = field(default_factory=dict)
     failed: Counter[str] = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
 
     def add(self, route: str, ms: float) -> None:
         with self.lock:
             self.ms.setdefault(route, []).append(ms)
 
-    def fail(self, route: str) -> None:
+    def fail(self, route: str, what: str) -> None:
         with self.lock:
             self.failed[route] += 1
+            self.failures.append(f"{route}: {what}")
 
     def take(self) -> tuple[dict[str, list[float]], Counter[str]]:
         """What was recorded since the last take, and start afresh."""
@@ -303,14 +307,15 @@ class Client:
         except httpx.ConnectError as e:
             raise _Refused(route) from e
         except httpx.TransportError as e:
-            self.latencies.fail(route)
+            waited = time.perf_counter() - started
+            self.latencies.fail(route, f"{type(e).__name__} after {waited:.1f} s")
             raise _NoAnswer(route) from e
         finally:
             with self.ledger.lock:
                 self.ledger.in_flight -= 1
         self.latencies.add(route, (time.perf_counter() - started) * 1000.0)
         if r.status_code >= 500:
-            self.latencies.fail(route)
+            self.latencies.fail(route, f"{r.status_code} {r.text[:200]}")
         return r
 
     def _unexpected(self, route: str, r: httpx.Response) -> None:

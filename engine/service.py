@@ -13,6 +13,7 @@ module builds the engine and keeps the names callers import from it.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from engine.config import HippoSettings, Limits
 from engine.embed import Embedder, make_embedder, model_name
@@ -123,6 +124,11 @@ class Hippocampus(
         self.summary_min_score = summary_min_score
         self._pending = {}
         self._pending_lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._flush_due = False
+        self._learning_writer = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="hippo-learning"
+        )
         self._latencies = {}
         self._feedback_lock = threading.Lock()
         self._feedback_grown = {}
@@ -200,6 +206,7 @@ class Hippocampus(
     def close(self) -> None:
         """Write what retrievals taught, then release the store."""
         try:
+            self._learning_writer.shutdown(wait=True)
             self.flush_learning()
         finally:
             self.store.close()

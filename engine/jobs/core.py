@@ -8,6 +8,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import NamedTuple
 
@@ -66,6 +67,10 @@ FEEDBACK_COUNT_KEY = "quality_feedback"
 feedback, kept up as engagement gives memories their first feedback, and set
 exactly by the tier pass and by each retraining."""
 
+QUEUE_KEPT = 4
+"""While the queue's writes fail, it keeps at most this many ``flush_at`` of
+updates; what fails beyond that is dropped (see ``_requeue``)."""
+
 
 NOT_EMBEDDED_REASON = (
     "stored without a vector: the embedder is unavailable; flagged for re-embedding "
@@ -107,6 +112,9 @@ class ServiceCore:
     _embedder: GuardedEmbedder
     _pending: dict[str, tuple[list[EdgeUpdate], list[Event]]]
     _pending_lock: threading.Lock
+    _flush_lock: threading.Lock
+    _flush_due: bool
+    _learning_writer: ThreadPoolExecutor
     _latencies: dict[str, deque[float]]
     _feedback_lock: threading.Lock
     _feedback_grown: dict[str, int]
@@ -343,14 +351,30 @@ class ServiceCore:
     # -- the learning queue -----------------------------------------------------
 
     def _learn(self, collection: str, updates: list[EdgeUpdate], event: Event) -> None:
-        """Queue what a retrieval taught; written in batches (see flush_learning)."""
+        """Queue what a retrieval taught; written in batches (see flush_learning).
+        A full queue is written by the learning writer, never on the recall's
+        thread: a write can wait on other writers' locks (on Neo4j, deadlock
+        retries of several seconds), which no recall should."""
         with self._pending_lock:
             pending = self._pending.setdefault(collection, ([], []))
             pending[0].extend(updates)
             pending[1].append(event)
             size = sum(len(u) for u, _ in self._pending.values())
-        if size >= self.learning.flush_at:
+            due = size >= self.learning.flush_at and not self._flush_due
+            if due:
+                self._flush_due = True
+        if due:
+            self._learning_writer.submit(self._flush_queued)
+
+    def _flush_queued(self) -> None:
+        """The learning writer's flush: its errors are logged (the updates stay
+        queued for the next flush), since no caller waits for them."""
+        with self._pending_lock:
+            self._flush_due = False
+        try:
             self.flush_learning()
+        except Exception:
+            logger.exception("writing queued retrieval learning failed; it stays queued")
 
     def _queued(self, collection: str, event_type: str = "retrieval") -> int:
         """Events of a type queued for the collection and not yet written."""
@@ -366,14 +390,48 @@ class ServiceCore:
         Returns:
             How many edge updates were written.
         """
+        with self._flush_lock:  # a flush returns once all queued before it is written
+            with self._pending_lock:
+                pending, self._pending = self._pending, {}
+            written = 0
+            for collection, (updates, events) in list(pending.items()):
+                try:
+                    self.store.reinforce_edges(collection, updates)
+                except Exception:
+                    self._requeue(pending, collection, updates_written=False)
+                    raise
+                try:
+                    self.store.append_events(collection, events)
+                except Exception:
+                    self._requeue(pending, collection, updates_written=True)
+                    raise
+                written += len(updates)
+                del pending[collection]
+            return written
+
+    def _requeue(
+        self,
+        unwritten: dict[str, tuple[list[EdgeUpdate], list[Event]]],
+        failed: str,
+        *,
+        updates_written: bool,
+    ) -> None:
+        """Put what a failed flush did not write back in front of the queue: the
+        collection that failed (without its updates when they were written, so none
+        is applied twice) and the collections after it. While writes keep failing
+        (a full disk) the queue holds at most :data:`QUEUE_KEPT` flushes' worth;
+        beyond that the batch that failed is dropped, as a crash would drop it."""
+        if updates_written:
+            unwritten[failed] = ([], unwritten[failed][1])
         with self._pending_lock:
-            pending, self._pending = self._pending, {}
-        written = 0
-        for collection, (updates, events) in pending.items():
-            self.store.reinforce_edges(collection, updates)
-            self.store.append_events(collection, events)
-            written += len(updates)
-        return written
+            kept = sum(len(u) for u, _ in (*unwritten.values(), *self._pending.values()))
+            if kept > QUEUE_KEPT * self.learning.flush_at:
+                dropped = sum(len(u) for u, _ in unwritten.values())
+                logger.warning("dropped %d queued retrieval updates: writes keep failing", dropped)
+                return
+            for collection, (updates, events) in unwritten.items():
+                queued = self._pending.get(collection, ([], []))
+                self._pending[collection] = (updates + queued[0], events + queued[1])
 
     # -- used by several jobs ---------------------------------------------------
 

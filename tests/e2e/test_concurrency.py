@@ -117,7 +117,7 @@ def test_concurrent_clients_lose_and_double_nothing(server: Server) -> None:
     assert not crew.crashed, crew.crashed
     assert not ledger.errors, ledger.errors
     sent, failed = latencies.take()
-    assert not failed, f"failed requests {dict(failed)}:\n{server.output()}"
+    assert not failed, f"failed requests {latencies.failures}:\n{server.output()}"
     # Every kind of write really ran concurrently, so the checks below mean something.
     for route in ("remember", "forget", "recall", "message", "engage", "feedback"):
         assert sent.get(route), f"no {route} request was sent"
