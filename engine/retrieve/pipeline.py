@@ -165,7 +165,7 @@ def retrieve(
             # Text matches outside the dense candidates have a similarity too.
             missing = [mid for mid in lexical if mid not in dense]
             if missing:
-                dense.update(_similarities(store, collection, missing, query_vector))
+                dense.update(store.similarities(collection, missing, query_vector, model=model))
         crowded = _Crowding.measure(store, collection, model, dense, config)
         near = crowded.less if crowded is not None else _unchanged
         lexical_weight = _lexical_weight(query, dense, lexical, config)
@@ -173,7 +173,9 @@ def retrieve(
             near(dense), lexical, lexical_weight=lexical_weight, top=config.spread_top
         )
         if config.turn_context > 0.0 and direct:
-            _in_context(store, collection, direct, dense, query_vector, filters, config, near)
+            _in_context(
+                store, collection, model, direct, dense, query_vector, filters, config, near
+            )
         if config.speaker_lean > 0.0 and direct:
             read = _lean_to_speakers(store, collection, query, direct, near(dense), config)
 
@@ -216,7 +218,7 @@ def retrieve(
         # similarity to the query: fusion should see it, not a zero.
         missing = [mid for mid in graph if mid not in dense]
         if missing:
-            dense.update(_similarities(store, collection, missing, query_vector))
+            dense.update(store.similarities(collection, missing, query_vector, model=model))
     signals: dict[str, dict[str, float]] = {"dense": dense, "lexical": lexical, "graph": graph}
     found_ids = set(dense) | set(lexical) | set(graph)
     memories = read
@@ -323,6 +325,7 @@ def _quality(memory: Memory) -> float:
 def _in_context(
     store: GraphStore,
     collection: str,
+    model: str,
     direct: dict[str, float],
     dense: dict[str, float],
     query_vector: Vector | None,
@@ -358,7 +361,7 @@ def _in_context(
     involved = {*successor, *successor.values()}
     unknown = [n for n in involved if n not in direct and n not in dense]
     if unknown and query_vector is not None:
-        dense.update(_similarities(store, collection, unknown, query_vector))
+        dense.update(store.similarities(collection, unknown, query_vector, model=model))
     similar = near({mid: dense[mid] for mid in involved if mid in dense})
     scores = {mid: direct.get(mid, similar.get(mid, floor)) for mid in involved}
     for mid, nxt in successor.items():
@@ -608,20 +611,6 @@ def _fused_seeds(
         fused = rrf({"dense": dense, "lexical": lexical}, {"dense": 1.0, "lexical": 1.0})
         return _top(max_normalized(fused), config.seeds)
     return _seeds(dense, config)
-
-
-def _similarities(
-    store: GraphStore, collection: str, ids: list[str], query_vector: Vector
-) -> dict[str, float]:
-    vectors = store.get_vectors(collection, ids)
-    if not vectors:
-        return {}
-    found = list(vectors)
-    matrix = np.asarray([vectors[mid] for mid in found], dtype=np.float32)
-    query = np.asarray(query_vector, dtype=np.float32)
-    # In this thread, not BLAS's: see engine.store.embedded.index.similarities.
-    scores = np.vecdot(matrix, query)
-    return dict(zip(found, scores.tolist(), strict=True))
 
 
 def _subphrases(phrases: tuple[str, ...]) -> list[str]:

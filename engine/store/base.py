@@ -318,6 +318,16 @@ class GraphStore(Protocol):
         """Stored vectors of the given memories (those that have one)."""
         ...
 
+    def similarities(
+        self, collection: str, ids: Sequence[str], vector: Vector, *, model: str
+    ) -> dict[str, float]:
+        """The cosine similarity to ``vector`` of each given memory's own stored
+        vector of ``model`` (its passages aside), as dense search scores it; those
+        without a vector of ``model`` (or of ``vector``'s dimension) are left out,
+        and a zero or non-finite ``vector`` finds none. Where the vectors are
+        (a server) the similarities are computed, and only they come back."""
+        ...
+
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded each given memory's neighbourhood is: the mean similarity of
         its :data:`CROWDING_NEIGHBOURS` nearest other memories of the collection

@@ -114,6 +114,7 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
     store.pending_embeddings(c, MODEL, 10)
     store.count_pending_embeddings(c, MODEL)
     store.get_vectors(c, ids)
+    store.similarities(c, ids, vec("m0"), model=MODEL)
     store.search_vectors(c, vec("m0"), model=MODEL, k=3, filters=RecallFilters())
     store.search_vectors(c, vec("m0")[:8], model=MODEL, k=3, filters=RecallFilters())
     store.search_vectors_many(

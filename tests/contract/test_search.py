@@ -295,6 +295,41 @@ def test_search_vectors_many_searches_vectors_of_another_dimension_among_themsel
     ]
 
 
+def test_similarities_are_the_cosines_dense_search_gives(
+    store: GraphStore, collection: str, other: str
+) -> None:
+    query = vec("query")
+    noise = unit(vec("noise"))
+    vectors = {f"m{t}": 3.0 * (unit(query) + t * noise) for t in (0.2, 1.0, 5.0)}
+    store.add_memories(
+        collection,
+        [
+            *(record(memory(i, collection), vector=v) for i, v in vectors.items()),
+            record(memory("other-model", collection, model="other-model"), vector=query),
+            record(memory("small", collection, model="small"), vector=vec("small", dim=16)),
+            record(memory("bare", collection, model=None)),
+        ],
+    )
+    store.add_memories(other, [record(memory("m0.2", other), vector=-query)])
+    wanted = ["m5.0", "m0.2", "ghost", "other-model", "small", "bare", "m1.0", "m0.2"]
+    found = store.similarities(collection, wanted, query, model=MODEL)
+    assert set(found) == set(vectors)  # of the model, in this collection
+    searched = dict(store.search_vectors(collection, query, model=MODEL, k=10, filters=ALL_TIERS))
+    for memory_id, v in vectors.items():
+        assert found[memory_id] == pytest.approx(_cosine(query, v), abs=1e-5)
+        assert found[memory_id] == pytest.approx(searched[memory_id], abs=1e-5)
+    assert store.similarities(collection, ["m0.2"], 2.5 * query, model=MODEL) == pytest.approx(
+        {"m0.2": found["m0.2"]}, abs=1e-5
+    )
+    zero = np.zeros_like(query)
+    assert store.similarities(collection, ["m0.2"], zero, model=MODEL) == {}
+    assert store.similarities(collection, ["m0.2"], vec(1, dim=16), model=MODEL) == {}
+    small = store.similarities(collection, ["small"], vec("small", dim=16), model="small")
+    assert small == pytest.approx({"small": 1.0}, abs=1e-5)
+    assert store.similarities(collection, [], query, model=MODEL) == {}
+    assert store.similarities(collection, ["m0.2"], query, model="nobody") == {}
+
+
 # -- lexical ----------------------------------------------------------------------------
 
 _DOCS = {

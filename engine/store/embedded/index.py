@@ -561,6 +561,22 @@ class CollectionIndex:
             hits = self._search(part, q, k, filters)
             return self._with_passages(model, part, q, k, filters, hits) if passages else hits
 
+    def similarities(self, ids: Sequence[str], query: Vector, *, model: str) -> dict[str, float]:
+        """The cosine similarity to ``query`` of each of ``ids``' own vector of
+        ``model`` (those that have one), from the rows held here."""
+        with self._lock.read():
+            part = self._partitions.get(model)
+            q = np.asarray(query, dtype=np.float32).reshape(-1)
+            if part is None or q.shape[0] != part.dim:
+                return {}
+            norm = float(np.linalg.norm(q))
+            if norm == 0.0 or not np.isfinite(norm):
+                return {}
+            found = [mid for mid in dict.fromkeys(ids) if self._model_of.get(mid) == model]
+            rows = np.asarray([part.row(self._slot_of[mid]) for mid in found], dtype=np.intp)
+            scores = similarities(part.vectors[rows], q / np.float32(norm))
+            return dict(zip(found, scores.tolist(), strict=True))
+
     def crowding(self, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded each of ``ids``' neighbourhoods is among ``model``'s vectors
         (:func:`engine.store.base.crowding_of`): against all of them when there

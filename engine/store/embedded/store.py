@@ -786,6 +786,14 @@ class EmbeddedStore:
                     found[memory_id] = np.frombuffer(blob, dtype=np.float32).copy()
         return found
 
+    def similarities(
+        self, collection: str, ids: Sequence[str], vector: Vector, *, model: str
+    ) -> dict[str, float]:
+        """The cosine similarity to ``vector`` of the given memories' own vectors of
+        ``model``, from the in-memory index (the rows dense search reads)."""
+        self._check_open()
+        return self._index(collection).similarities(ids, vector, model=model)
+
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded the given memories' neighbourhoods are, from the in-memory
         index (its sample is evenly spaced rows of the model's vectors, drawn again

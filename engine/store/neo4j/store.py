@@ -1032,6 +1032,22 @@ class Neo4jStore:
         )
         return convert.vectors_of(rows)
 
+    def similarities(
+        self, collection: str, ids: Sequence[str], vector: Vector, *, model: str
+    ) -> dict[str, float]:
+        """The cosine similarity to ``vector`` of the given memories' own vectors of
+        ``model``, computed by the server (``memory/similarities``): the scores
+        travel, not the vectors."""
+        wanted = list(dict.fromkeys(ids))
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if not wanted or not _usable(query):
+            return {}
+        params = {"ids": wanted, "vector": convert.vector_value(query), "model": model}
+        (row,) = self._read(
+            "read similarities", _records("memory/similarities", params, collection)
+        )
+        return dict(_live_hits(row["hits"]))
+
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded the given memories' neighbourhoods are: their stored vectors
         of ``model`` against a sample of the collection's (see :meth:`_sample`)."""
