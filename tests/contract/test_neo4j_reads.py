@@ -14,6 +14,7 @@ and their ranking (skipped without one; ``NEO4J_REQUIRED=1`` makes that a failur
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -416,3 +417,16 @@ def test_a_filter_too_selective_for_the_index_goes_straight_to_the_exact_scan(
     ran = [p.name for p in driver.planned]
     assert "recall/search_vectors" not in ran
     assert "recall/search_vectors_exact" in ran
+
+
+def test_names_the_database_does_not_hold_yet_log_no_warning(
+    neo4j_store: Neo4jStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A fresh database has no `speaker` or `superseded_by` yet: the server says so
+    # for every statement naming one, and the driver would log each statement
+    # whole as a warning.
+    caplog.set_level(logging.INFO, logger="neo4j")
+    probe = "MATCH (m:Memory {collection: $c}) RETURN m.a_property_nobody_has AS x"
+    rows = neo4j_store._read("probe", lambda tx: list(tx.run(probe, c="none")))
+    assert rows == []
+    assert not [r.getMessage() for r in caplog.records if "does not exist" in r.getMessage()]

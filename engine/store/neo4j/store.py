@@ -51,7 +51,14 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import numpy as np
-from neo4j import Driver, GraphDatabase, ManagedTransaction, Record, Session
+from neo4j import (
+    Driver,
+    GraphDatabase,
+    ManagedTransaction,
+    NotificationDisabledClassification,
+    Record,
+    Session,
+)
 from neo4j.exceptions import ConfigurationError, Neo4jError
 
 from engine.embed.base import normalize_rows
@@ -299,6 +306,12 @@ class Neo4jStore:
                 connection_timeout=timeout_s,
                 connection_acquisition_timeout=timeout_s + max(max_retry_s, timeout_s),
                 user_agent="hippocampus",
+                # "No such property / label / relationship type yet": what a fresh
+                # database says of names the statements use before any memory
+                # holds them; the driver would log each statement whole.
+                notifications_disabled_classifications=[
+                    NotificationDisabledClassification.UNRECOGNIZED
+                ],
             )
         except (ConfigurationError, ValueError) as e:
             raise ConfigError(f"cannot use the Neo4j settings ({uri}): {e}") from e
