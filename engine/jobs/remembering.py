@@ -812,12 +812,9 @@ class RememberingJobs(ServiceCore):
         speaker out (:mod:`engine.extract.turns`). ``skip``: a stored memory left
         out (an edited memory is not compared with its own old text)."""
         config = self.dedup
-        every_tier = RecallFilters(tiers=list(Tier))
         similarity: dict[str, float | None] = dict(neighbors)
         if len(content.split()) <= config.short_tokens:
-            for mid, _ in self.store.search_text(
-                collection, content, k=config.candidates, filters=every_tier
-            ):
+            for mid in self.store.text_neighbours(collection, content, k=config.candidates):
                 similarity.setdefault(mid, None)
         if skip is not None:
             similarity.pop(skip, None)

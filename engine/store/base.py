@@ -359,6 +359,14 @@ class GraphStore(Protocol):
         that pass ``filters``; best first, scores > 0 only."""
         ...
 
+    def text_neighbours(self, collection: str, text: str, *, k: int) -> list[str]:
+        """Up to ``k`` memories of any tier sharing words with ``text``, likeliest
+        first by the store's own full-text relevance: candidates for a duplicate
+        check, which compares the texts themselves. Cheaper than
+        :meth:`search_text` where scoring exactly costs (Neo4j: Lucene's order,
+        no term counts read); the embedded store ranks them by its BM25."""
+        ...
+
     # -- hubs -------------------------------------------------------------------
 
     def match_hubs(self, collection: str, names: Sequence[str]) -> list[HubMatch]:

@@ -121,6 +121,7 @@ def test_collection_lookups_seek_an_index_never_scan_a_label(
         c, np.stack([vec("m0"), vec("m1")]), model=MODEL, k=3, filters=ALL_TIERS
     )
     store.search_text(c, "memory", k=3, filters=RecallFilters())
+    store.text_neighbours(c, "memory", k=3)
     store.hubs_without_vectors(c, MODEL, 10)
     store.set_hub_vectors(c, [("Concept", "cache", vec("cache"), MODEL)])
     list(store.iter_hub_vectors(c))

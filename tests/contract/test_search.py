@@ -362,6 +362,33 @@ def test_search_text_ranks_memories_sharing_query_words_best_first(
     assert ids(store.search_text(collection, "redis", k=5, filters=ALL_TIERS)) == ["cache"]
 
 
+def test_text_neighbours_are_the_memories_sharing_the_most_words_of_any_tier(
+    store: GraphStore, collection: str, other: str
+) -> None:
+    _add_docs(store, collection)
+    store.add_memories(
+        collection,
+        [
+            record(
+                memory(
+                    "pool-archived",
+                    collection,
+                    content="Postgres connection pool exhausted during the export",
+                    tier=Tier.ARCHIVED,
+                )
+            )
+        ],
+    )
+    store.add_memories(other, [record(memory("pool", other, content=_DOCS["pool"]))])
+    text = "The nightly export failed because the Postgres connection pool was exhausted"
+    found = store.text_neighbours(collection, text, k=5)
+    assert found[0] == "pool"
+    assert set(found) == {"pool", "pool-archived", "pool-2"}
+    assert store.text_neighbours(collection, text, k=1) == ["pool"]
+    assert store.text_neighbours(collection, "quarterly roadmap", k=5) == []
+    assert store.text_neighbours(collection, text, k=0) == []
+
+
 def test_search_text_finds_nothing_without_shared_words(
     store: GraphStore, collection: str, other: str
 ) -> None:

@@ -667,6 +667,12 @@ class EmbeddedStore:
         with index.matching(filters) as passes:
             return text.search(query, k=k, allowed=passes)
 
+    def text_neighbours(self, collection: str, text: str, *, k: int) -> list[str]:
+        """Up to ``k`` memories of any tier sharing words with ``text``, best first
+        by BM25 (:meth:`search_text`'s ranking, which costs nothing more here)."""
+        hits = self.search_text(collection, text, k=k, filters=RecallFilters(tiers=list(Tier)))
+        return [memory_id for memory_id, _ in hits]
+
     # -- vectors --------------------------------------------------------------------
 
     def search_vectors(

@@ -1201,6 +1201,17 @@ class Neo4jStore:
         }
         return self._read("search text", lambda tx: _text_hits(tx, collection, terms, params, k))
 
+    def text_neighbours(self, collection: str, text: str, *, k: int) -> list[str]:
+        """Up to ``k`` memories sharing words with ``text``, in the full-text
+        index's order (``recall/text_neighbours``): no term counts are read, which
+        for a long text against 200 candidates is most of :meth:`search_text`."""
+        terms, words = convert.text_query(collection, text)
+        if not terms or k <= 0:
+            return []
+        params = {"index": TEXT_INDEX, "query": " ".join(words), "k": k}
+        (row,) = self._read("search text", _records("recall/text_neighbours", params, collection))
+        return list(dict.fromkeys(row["ids"]))
+
     # -- hubs -------------------------------------------------------------------------
 
     def match_hubs(self, collection: str, names: Sequence[str]) -> list[HubMatch]:
