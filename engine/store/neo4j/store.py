@@ -1056,10 +1056,8 @@ class Neo4jStore:
         if not wanted or not _usable(query):
             return {}
         params = {"ids": wanted, "vector": convert.vector_value(query), "model": model}
-        (row,) = self._read(
-            "read similarities", _records("memory/similarities", params, collection)
-        )
-        return dict(_live_hits(row["hits"]))
+        rows = self._read("read similarities", _records("memory/similarities", params, collection))
+        return dict(_live_hits(rows[0]["hits"])) if rows else {}
 
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded the given memories' neighbourhoods are: their stored vectors
@@ -1209,8 +1207,8 @@ class Neo4jStore:
         if not terms or k <= 0:
             return []
         params = {"index": TEXT_INDEX, "query": " ".join(words), "k": k}
-        (row,) = self._read("search text", _records("recall/text_neighbours", params, collection))
-        return list(dict.fromkeys(row["ids"]))
+        rows = self._read("search text", _records("recall/text_neighbours", params, collection))
+        return list(dict.fromkeys(rows[0]["ids"])) if rows else []
 
     # -- hubs -------------------------------------------------------------------------
 
