@@ -141,3 +141,11 @@ def planning(
         dimensions=store.dimensions,
     )
     return driver, planned
+
+
+def forget_plans(store: Neo4jStore) -> None:
+    """Drop the server's cached plans, so the next statements are planned for the
+    data as it is now. A plan cached by an earlier test on a tiny collection may
+    sort a hub's edges rather than read them in order, and Neo4j replans it only
+    once its statistics have moved and a replan interval has passed."""
+    store._driver.execute_query("CALL db.clearQueryCaches()", database_=store._database)

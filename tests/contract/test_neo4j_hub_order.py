@@ -21,7 +21,7 @@ from engine.store.embedded import EmbeddedStore
 from engine.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
 from tests.contract.helpers import T0, edge, memory, named, record
-from tests.contract.plans import db_hits, planning
+from tests.contract.plans import db_hits, forget_plans, planning
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
 
@@ -89,12 +89,7 @@ def test_what_leaving_a_hub_reads_does_not_grow_with_the_hub(
     for size in (200, 4_000):
         c = named(dropped, f"order{size}")
         _hub(neo4j_store, c, size)
-        # The plan for the data as it is now: one cached by an earlier test on a
-        # tiny collection may sort a hub's edges, and Neo4j replans it only once
-        # its statistics have moved and a replan interval has passed.
-        neo4j_store._driver.execute_query(
-            "CALL db.clearQueryCaches()", database_=neo4j_store._database
-        )
+        forget_plans(neo4j_store)
         driver, planned = planning(neo4j_store, "PROFILE", only=frozenset({"recall/expand"}))
         planned.expand(c, [Anchor(kind="Trigger", name="deploy")], params=_params(), filters=ACTIVE)
         (profiled,) = driver.planned

@@ -39,7 +39,14 @@ from engine.store import MemoryRecord
 from engine.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
 from tests.contract.helpers import ALL_TIERS, MODEL, T0, edge, memory, named, record, vec
-from tests.contract.plans import SCANS, db_hits, operator_name, operators, planning
+from tests.contract.plans import (
+    SCANS,
+    db_hits,
+    forget_plans,
+    operator_name,
+    operators,
+    planning,
+)
 
 pytestmark = pytest.mark.skipif(neo4j_plan()[0] is None, reason=neo4j_plan()[1])
 
@@ -267,6 +274,7 @@ def test_a_walked_hub_costs_its_fanout_not_its_size(
 ) -> None:
     c = named(dropped, "walked")
     _crowd(neo4j_store, c, WALKED, "common")
+    forget_plans(neo4j_store)
     driver, store = planning(neo4j_store, mode="PROFILE", only=frozenset({"recall/expand"}))
     fanout = 16
     params = ExpandParams(hub_fanout=fanout, max_depth=2)
