@@ -14,6 +14,7 @@ import pytest
 from engine.embed import HashingEmbedder
 from engine.errors import StoreUnavailableError
 from engine.extract import SpacyConceptExtractor
+from engine.jobs.core import QUEUE_KEPT
 from engine.learn import LearningConfig
 from engine.model import EdgeType, EdgeUpdate, NewMemory
 from engine.service import Hippocampus
@@ -119,4 +120,4 @@ def test_while_writes_keep_failing_the_queue_stays_bounded(
         svc.recall(C, QUERY, limit=3, now=T0)
         with pytest.raises(StoreUnavailableError):
             svc.flush_learning()
-        assert queued() <= 4 * 5
+        assert queued() <= QUEUE_KEPT * 5
