@@ -570,8 +570,15 @@ class Surfacer:
         # (path strength 0.6) than recall does (0.5). A conversation's words
         # for time ("the deploy broke yesterday") tell when its own events
         # happened, not when the insights it needs were learned: no time lean.
+        # Nor variety: it shapes a list read at once, where these candidates are
+        # a pool that the offers below pick from on their own terms, and a near
+        # repeat of the best match may be the one worth offering.
         recipe = RECIPES[DEFAULT_RECIPE].model_copy(
-            update={"min_path_strength": cfg.min_path_strength, "time_lean": 0.0}
+            update={
+                "min_path_strength": cfg.min_path_strength,
+                "time_lean": 0.0,
+                "mmr_lambda": None,
+            }
         )
         best: dict[str, Candidate] = {}
         memories: dict[str, Memory] = {}

@@ -212,6 +212,7 @@ ASSOCIATIVE = SearchConfig(
     seed_temperature=0.03,
     seed_credit=0.1,
     crowding=0.5,
+    mmr_lambda=0.9,
     query_subphrases=False,
     hub_matches=0,
     expand=ExpandParams(max_depth=2, damping=1.0, hub_degree_mode="inverse", max_results=100),
@@ -236,7 +237,11 @@ below the seed. Each seed in turn gains 0.1 × 1.2 × its anchor strength, the
 credit the walk gives no anchor for itself. Last, when a few of the 20 best
 match at least as well as the typical best and occurred within a time the query
 names ("in March", "last week"), they gain what a rare word's few matches would,
-weighed as the query's words are. See the README's "How recall ranks"."""
+weighed as the query's words are. The results are then picked from the best
+three times as many by maximal marginal relevance at 0.9: a memory loses a
+tenth of its likeness to a result already picked (against nine tenths of its
+score, the best scoring 1), so a near repeat of a shown result gives way to
+the next memory that says something else. See the README's "How recall ranks"."""
 
 EMBEDDER_DOWN_WARNING = "the embedder is unavailable: results come from text and graph only"
 """The warning of a recall or surfacing whose query could not be embedded."""

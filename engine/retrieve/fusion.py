@@ -273,23 +273,37 @@ def mmr(
     """Maximal marginal relevance: pick ``k`` ids, each maximizing
     ``lambda·relevance − (1−lambda)·max cosine to those already picked``.
 
-    Relevance is max-normalized first so it is on the cosine's scale. Candidates
-    without a vector are never penalized for redundancy.
+    Relevance is max-normalized first so it is on the cosine's scale; ties go to
+    the earlier candidate. Vectors are compared at unit length, and only those
+    of the dimension of the first candidate's that has one (a collection
+    re-embedded part way holds two): a candidate without such a vector is never
+    penalized for redundancy, nor makes others redundant.
     """
-    rel = max_normalized({c: relevance.get(c, 0.0) for c in candidates})
-    picked: list[str] = []
-    remaining = list(candidates)
-    while remaining and len(picked) < k:
-        best, best_score = remaining[0], -np.inf
-        for c in remaining:
-            redundancy = 0.0
-            vc = vectors.get(c)
-            if vc is not None and picked:
-                sims = [float(vc @ vectors[p]) for p in picked if p in vectors]
-                redundancy = max(sims, default=0.0)
-            score = lambda_ * rel[c] - (1.0 - lambda_) * redundancy
-            if score > best_score:
-                best, best_score = c, score
+    order = list(dict.fromkeys(candidates))
+    if not order or k <= 0:
+        return []
+    rel = max_normalized({c: relevance.get(c, 0.0) for c in order})
+    dims = [vectors[c].shape[-1] for c in order if c in vectors]
+    have = [
+        i for i, c in enumerate(order) if dims and c in vectors and vectors[c].shape[-1] == dims[0]
+    ]
+    units = np.asarray([np.asarray(vectors[order[i]], dtype=np.float32).reshape(-1) for i in have])
+    if have:
+        norms = np.sqrt(np.vecdot(units, units))
+        units = units / np.where(norms > 0.0, norms, 1.0)[:, None]
+    # Pair by pair, not a BLAS product (see engine.store.base.crowding_of).
+    sims = np.vecdot(units[:, None, :], units[None, :, :]) if have else np.empty((0, 0))
+    row = np.full(len(order), -1)
+    row[have] = np.arange(len(have))
+    relevant = lambda_ * np.asarray([rel[c] for c in order], dtype=np.float64)
+    # Each candidate's greatest similarity to those picked so far; -inf: none yet.
+    redundancy = np.full(len(order), -np.inf)
+    picked: list[int] = []
+    while len(picked) < min(k, len(order)):
+        score = relevant - (1.0 - lambda_) * np.where(np.isfinite(redundancy), redundancy, 0.0)
+        score[picked] = -np.inf
+        best = int(np.argmax(score))
         picked.append(best)
-        remaining.remove(best)
-    return picked
+        if row[best] >= 0:
+            redundancy[have] = np.maximum(redundancy[have], sims[row[best]])
+    return [order[i] for i in picked]

@@ -68,6 +68,29 @@ def test_mmr_skips_a_near_duplicate() -> None:
     assert mmr(["a", "a2", "b"], relevance, v, lambda_=1.0, k=2) == ["a", "a2"]
 
 
+def test_mmr_compares_vectors_at_unit_length() -> None:
+    # Stored vectors need not be unit length: a long near-duplicate is no less one.
+    v = {
+        "a": np.array([0.2, 0.0], dtype=np.float32),
+        "a2": np.array([0.999, 0.04], dtype=np.float32),
+        "b": np.array([0.0, 0.2], dtype=np.float32),
+    }
+    relevance = {"a": 1.0, "a2": 0.95, "b": 0.8}
+    assert mmr(["a", "a2", "b"], relevance, v, lambda_=0.7, k=2) == ["a", "b"]
+
+
+def test_mmr_leaves_a_vector_of_another_dimension_unpenalized() -> None:
+    # A collection re-embedded part way: the odd vector is not compared at all.
+    v = {
+        "a": np.array([1.0, 0.0], dtype=np.float32),
+        "a2": np.array([1.0, 0.0, 0.0], dtype=np.float32),
+        "b": np.array([0.0, 1.0], dtype=np.float32),
+    }
+    relevance = {"a": 1.0, "a2": 0.9, "b": 0.85}
+    assert mmr(["a", "a2", "b"], relevance, v, lambda_=0.5, k=3) == ["a", "a2", "b"]
+    assert mmr(["a", "b"], relevance, {}, lambda_=0.5, k=5) == ["a", "b"]
+
+
 def test_recipes_are_named_and_the_default_exists() -> None:
     assert set(RECIPES) == {
         "BM25",

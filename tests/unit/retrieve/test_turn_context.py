@@ -57,8 +57,8 @@ def test_turn_context_respects_the_filters(service: Hippocampus) -> None:
 
 def test_memories_outside_a_conversation_get_no_context(service: Hippocampus) -> None:
     ids = _remember(service, None)
-    # Among five memories crowding would reorder them on its own: leave it out so
-    # that the context is all that could lift the instruction.
-    uncrowded = ASSOCIATIVE.model_copy(update={"crowding": 0.0})
+    # Among five memories crowding and variety would reorder them on their own:
+    # leave them out so that the context is all that could lift the instruction.
+    uncrowded = ASSOCIATIVE.model_copy(update={"crowding": 0.0, "mmr_lambda": None})
     found = service.recall(C, QUERY, limit=3, learn=False, recipe=uncrowded)
     assert ids[1] not in [h.memory.id for h in found.hits[:2]]
