@@ -1,5 +1,6 @@
-// The stored vectors of the memories among $ids whose vector is of $model.
+// The stored vectors of the memories among $ids whose vector is of $model, in
+// one row (`vectors`): one list travels faster than a record per memory.
 UNWIND $ids AS id
 MATCH (m:Memory {collection: $collection, id: id})
 WHERE m.embedding IS NOT NULL AND m.embedding_model = $model
-RETURN m.id AS id, m.embedding AS embedding
+RETURN collect({id: m.id, embedding: m.embedding}) AS vectors

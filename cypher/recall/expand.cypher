@@ -46,8 +46,9 @@
 // $max_results; $paths (false: no steps are built); filters $tiers,
 // $categories, $domains, $tags, $exclude_conversation_id, $occurred_after,
 // $occurred_before, $speakers.
-// Each memory comes back with `reached`: per anchor (its index in $anchors),
-// the strength and the steps of its best path, in anchor order.
+// One row, `found`: the memories in that order, each with `reached`: per anchor
+// (its index in $anchors), the strength and the steps of its best path, in
+// anchor order.
 
 UNWIND range(0, size($anchors) - 1) AS ai
 WITH ai, $anchors[ai] AS anchor
@@ -386,4 +387,5 @@ WITH node, collect({anchor: ai, strength: value, steps: steps}) AS reached
 WITH node, reached, reduce(total = 0.0, x IN reached | total + x.strength) AS strength
 ORDER BY strength DESC, node.id
 LIMIT $max_results
-RETURN node.id AS memory_id, strength, reached
+// One row: a hundred records cost the client more than one list of a hundred.
+RETURN collect({memory_id: node.id, strength: strength, reached: reached}) AS found

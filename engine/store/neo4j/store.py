@@ -1043,7 +1043,7 @@ class Neo4jStore:
         rows = self._read(
             "read vectors", _records("memory/get_vectors", {"ids": wanted}, collection)
         )
-        return convert.vectors_of(rows)
+        return convert.vectors_of(_one_list(rows, "vectors"))
 
     def similarities(
         self, collection: str, ids: Sequence[str], vector: Vector, *, model: str
@@ -1057,7 +1057,7 @@ class Neo4jStore:
             return {}
         params = {"ids": wanted, "vector": convert.vector_value(query), "model": model}
         rows = self._read("read similarities", _records("memory/similarities", params, collection))
-        return dict(_live_hits(rows[0]["hits"])) if rows else {}
+        return dict(_live_hits(_one_list(rows, "hits")))
 
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded the given memories' neighbourhoods are: their stored vectors
@@ -1069,7 +1069,7 @@ class Neo4jStore:
             "read vectors",
             _records("memory/model_vectors", {"ids": wanted, "model": model}, collection),
         )
-        vectors = convert.vectors_of(rows)
+        vectors = convert.vectors_of(_one_list(rows, "vectors"))
         if not vectors:
             return {}
         sample = self._sample(collection, model)
@@ -1208,7 +1208,7 @@ class Neo4jStore:
             return []
         params = {"index": TEXT_INDEX, "query": " ".join(words), "k": k}
         rows = self._read("search text", _records("recall/text_neighbours", params, collection))
-        return list(dict.fromkeys(rows[0]["ids"])) if rows else []
+        return list(dict.fromkeys(_one_list(rows, "ids")))
 
     # -- hubs -------------------------------------------------------------------------
 
@@ -1363,7 +1363,7 @@ class Neo4jStore:
         }
         rows = self._read("expand", _records("recall/expand", query, collection))
         found = []
-        for row in rows:
+        for row in _one_list(rows, "found"):
             reached = row["reached"]
             if row["memory_id"] is None or _through_deleted(reached):
                 # A node the walk reached was deleted while it ran (reads see
@@ -2281,6 +2281,12 @@ def _run(
     if collection is not None:
         params["collection"] = collection
     return list(tx.run(statement(which), params))
+
+
+def _one_list(rows: Sequence[Record], key: str) -> list[Any]:
+    """The list ``key`` of a statement that answers in one row; empty when it
+    answered none (EXPLAIN, a stand-in driver)."""
+    return list(rows[0][key]) if rows else []
 
 
 def _run_counted(tx: ManagedTransaction, which: str, collection: str, /, **params: Any) -> Any:

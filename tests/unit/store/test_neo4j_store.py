@@ -260,7 +260,9 @@ def test_an_expansion_through_a_node_deleted_mid_walk_is_left_out() -> None:
         }
 
     driver = FakeDriver(
-        answers={"recall/expand": [row(None, "cache"), row("m", None), row("n", "cache")]}
+        answers={
+            "recall/expand": [{"found": [row(None, "cache"), row("m", None), row("n", "cache")]}]
+        }
     )
     found = make(driver).expand(
         C, [Anchor(kind="Concept", name="cache")], params=ExpandParams(), filters=RecallFilters()
@@ -289,7 +291,7 @@ def test_expansion_rows_become_expansions_with_paths_strongest_first() -> None:
             },
         ],
     }
-    driver = FakeDriver(answers={"recall/expand": [row]})
+    driver = FakeDriver(answers={"recall/expand": [{"found": [row]}]})
     anchors = [
         Anchor(kind="Memory", name="seed", strength=0.9),
         Anchor(kind="Concept", name="cache", strength=0.4),
@@ -397,7 +399,9 @@ def test_a_memory_deleted_while_it_is_read_is_left_out() -> None:
             "memory/get_memories": [row("a"), gone],
             "memory/due_memories": [gone, row("b")],
             "memory/pending_embeddings": [gone, row("c")],
-            "memory/get_vectors": [{"id": None, "embedding": None}, {"id": "d", "embedding": [1]}],
+            "memory/get_vectors": [
+                {"vectors": [{"id": None, "embedding": None}, {"id": "d", "embedding": [1]}]}
+            ],
             "memory/find_by_hash": [{"id": None}, {"id": "e"}],
         }
     )
@@ -1273,7 +1277,13 @@ def test_crowding_measures_against_a_sample_read_once_a_minute(
         answers={
             "memory/sample_vectors": _sampled(vectors),
             "memory/model_vectors": lambda p: [
-                {"id": i, "embedding": vectors[i].tolist()} for i in p["ids"] if i in vectors
+                {
+                    "vectors": [
+                        {"id": i, "embedding": vectors[i].tolist()}
+                        for i in p["ids"]
+                        if i in vectors
+                    ]
+                }
             ],
         }
     )
@@ -1324,7 +1334,13 @@ def test_samples_are_kept_for_the_most_recently_used_collections_only() -> None:
         answers={
             "memory/sample_vectors": _sampled(vectors),
             "memory/model_vectors": lambda p: [
-                {"id": i, "embedding": vectors[i].tolist()} for i in p["ids"] if i in vectors
+                {
+                    "vectors": [
+                        {"id": i, "embedding": vectors[i].tolist()}
+                        for i in p["ids"]
+                        if i in vectors
+                    ]
+                }
             ],
         }
     )
@@ -1353,7 +1369,13 @@ def test_one_thread_reads_a_sample_while_the_others_wait_for_it() -> None:
         answers={
             "memory/sample_vectors": slow,
             "memory/model_vectors": lambda p: [
-                {"id": i, "embedding": vectors[i].tolist()} for i in p["ids"] if i in vectors
+                {
+                    "vectors": [
+                        {"id": i, "embedding": vectors[i].tolist()}
+                        for i in p["ids"]
+                        if i in vectors
+                    ]
+                }
             ],
         }
     )
