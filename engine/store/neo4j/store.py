@@ -840,54 +840,19 @@ class Neo4jStore:
         memory scores the best of its vector's similarity and its passages' (found
         through their own vector index, merged here by memory).
         """
-        hits = self._search_memory_vectors(collection, vector, model=model, k=k, filters=filters)
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if not passages or k <= 0 or not _usable(query):
-            return hits
+        if k <= 0 or not _usable(query):
+            return []  # a zero or non-finite query finds nothing
         params = {"model": model, "k": k, **convert.filter_params(filters)}
-        found = self._read(
-            "search passages",
-            lambda tx: _passage_hits(tx, collection, query, params, self._dimensions),
-        )
-        return _best_of(hits, found, k)
-
-    def _search_memory_vectors(
-        self,
-        collection: str,
-        vector: Vector,
-        *,
-        model: str,
-        k: int,
-        filters: RecallFilters,
-    ) -> list[tuple[str, float]]:
-        """Top ``k`` memories by the cosine similarity of their own vector (made by
-        ``model``) among those that pass ``filters``; best first.
-
-        Filters: any-of within ``domains``, ``categories`` and ``tags``, the lists
-        AND-ed; ``tiers``; ``exclude_conversation_id`` drops memories whose
-        ``retrieval.conversation_ids`` hold it. A zero or non-finite query finds
-        nothing.
-        """
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if k <= 0 or query.shape[0] == 0 or not np.isfinite(query).all() or not query.any():
-            return []
-        params = {
-            "vector": convert.vector_value(query),
-            "model": model,
-            "k": k,
-            **convert.filter_params(filters),
-        }
-        indexed = query.shape[0] == self._dimensions
 
         def work(tx: ManagedTransaction) -> list[tuple[str, float]]:
-            first = _first_width(tx, collection, filters, model, k) if indexed else None
-            if first is not None:
-                hits = _index_hits(
-                    tx, collection, "recall/search_vectors", params, k, _widths(first)
-                )
-                if hits is not None:
-                    return hits
-            return _exact_hits(tx, collection, params)
+            # One transaction for both searches: one snapshot, one round of
+            # begin and commit the fewer.
+            hits = _memory_vector_hits(tx, collection, query, filters, params, self._dimensions)
+            if not passages:
+                return hits
+            found = _passage_hits(tx, collection, query, params, self._dimensions)
+            return _best_of(hits, found, k)
 
         return self._read("search vectors", work)
 
@@ -1949,6 +1914,37 @@ def _passage_item(record: MemoryRecord, vector: Vector | None) -> dict[str, Any]
         if vector is not None
         else [],
     }
+
+
+def _memory_vector_hits(
+    tx: ManagedTransaction,
+    collection: str,
+    query: Vector,
+    filters: RecallFilters,
+    params: dict[str, Any],
+    dimensions: int,
+) -> list[tuple[str, float]]:
+    """Top ``params["k"]`` memories by the cosine similarity of their own vector
+    (made by ``params["model"]``) among those that pass ``filters``; best first:
+    through the vector index when the index's dimension is the query's, else (or
+    when the index cannot find them) by exhaustive scan.
+
+    Filters: any-of within ``domains``, ``categories`` and ``tags``, the lists
+    AND-ed; ``tiers``; ``exclude_conversation_id`` drops memories whose
+    ``retrieval.conversation_ids`` hold it.
+    """
+    k = int(params["k"])
+    row = {**params, "vector": convert.vector_value(query)}
+    first = (
+        _first_width(tx, collection, filters, str(params["model"]), k)
+        if query.shape[0] == dimensions
+        else None
+    )
+    if first is not None:
+        hits = _index_hits(tx, collection, "recall/search_vectors", row, k, _widths(first))
+        if hits is not None:
+            return hits
+    return _exact_hits(tx, collection, row)
 
 
 def _passage_hits(
