@@ -142,6 +142,10 @@ DEFAULT_DIMENSIONS = 384
 SAMPLE_MAX_AGE_S = 60.0
 """How long a sample of a collection's vectors (for :meth:`Neo4jStore.crowding`)
 is answered from memory before it is read again."""
+INDEX_SIZE_MAX_AGE_S = 10.0
+"""How long a read of the database's number of memories (a bound on the vector
+index's size, see :func:`_first_width`) serves vector searches before it is read
+again: it only sizes a first search, and one that finds too few widens."""
 SAMPLES_KEPT = 64
 """Samples held in memory at most (the least recently used go first): one per
 collection and model in use, whatever the number of collections."""
@@ -262,6 +266,8 @@ class Neo4jStore:
         self._samples: OrderedDict[tuple[str, str], tuple[float, VectorSample]] = OrderedDict()
         self._sampling: dict[tuple[str, str], threading.Event] = {}
         self._samples_lock = threading.Lock()
+        # (read at, memories in the database): see _index_size.
+        self._indexed: tuple[float, int] | None = None
         # Every session waits for the bookmarks of the store's own last writes:
         # on a cluster, a read then sees what this store wrote before it, even
         # from a replica (a single server shows that anyway).
@@ -848,7 +854,9 @@ class Neo4jStore:
         def work(tx: ManagedTransaction) -> list[tuple[str, float]]:
             # One transaction for both searches: one snapshot, one round of
             # begin and commit the fewer.
-            hits = _memory_vector_hits(tx, collection, query, filters, params, self._dimensions)
+            hits = _memory_vector_hits(
+                tx, collection, query, filters, params, self._dimensions, self._index_size
+            )
             if not passages:
                 return hits
             found = _passage_hits(tx, collection, query, params, self._dimensions)
@@ -892,7 +900,7 @@ class Neo4jStore:
             short = usable
             candidates = None
             if rows.shape[1] == self._dimensions:
-                candidates = _first_width(tx, collection, filters, model, k)
+                candidates = _first_width(tx, collection, filters, model, k, self._index_size)
             if candidates is not None:
                 answered = _run(
                     tx,
@@ -1043,6 +1051,20 @@ class Neo4jStore:
             return {}
         units = normalize_rows(np.asarray([vectors[mid] for mid in found], dtype=np.float32))
         return crowding_of(found, units, sample, CROWDING_NEIGHBOURS)
+
+    def _index_size(self, tx: ManagedTransaction) -> int:
+        """How many memories the database holds (``recall/index_size``), read in
+        ``tx`` when the last read is older than :data:`INDEX_SIZE_MAX_AGE_S`."""
+        kept = self._indexed
+        now = time.monotonic()
+        if kept is not None and now - kept[0] < INDEX_SIZE_MAX_AGE_S:
+            return kept[1]
+        sized = _run(tx, "recall/index_size")
+        if not sized:
+            return 0  # no answer (EXPLAIN, a stand-in driver): nothing to keep
+        memories = int(sized[0]["memories"])
+        self._indexed = (now, memories)
+        return memories
 
     def _sample(self, collection: str, model: str) -> VectorSample:
         """The sample of ``model``'s vectors in the collection that crowding measures
@@ -1923,6 +1945,7 @@ def _memory_vector_hits(
     filters: RecallFilters,
     params: dict[str, Any],
     dimensions: int,
+    index_size: Callable[[ManagedTransaction], int],
 ) -> list[tuple[str, float]]:
     """Top ``params["k"]`` memories by the cosine similarity of their own vector
     (made by ``params["model"]``) among those that pass ``filters``; best first:
@@ -1936,7 +1959,7 @@ def _memory_vector_hits(
     k = int(params["k"])
     row = {**params, "vector": convert.vector_value(query)}
     first = (
-        _first_width(tx, collection, filters, str(params["model"]), k)
+        _first_width(tx, collection, filters, str(params["model"]), k, index_size)
         if query.shape[0] == dimensions
         else None
     )
@@ -1969,7 +1992,12 @@ def _passage_hits(
 
 
 def _first_width(
-    tx: ManagedTransaction, collection: str, filters: RecallFilters, model: str, k: int
+    tx: ManagedTransaction,
+    collection: str,
+    filters: RecallFilters,
+    model: str,
+    k: int,
+    index_size: Callable[[ManagedTransaction], int],
 ) -> int | None:
     """How many candidates a first search of the memories' vector index asks for,
     or ``None`` when the index cannot find ``k`` memories that pass ``filters``.
@@ -1985,7 +2013,9 @@ def _first_width(
     candidates would hold fewer than ``k``, or when the collection holds no
     more vectors of ``model`` than that first search would ask for: the exact
     scan, which reads only the collection's, answers those at once and for
-    less, where the index would be searched wider and wider first."""
+    less, where the index would be searched wider and wider first.
+    ``index_size``: the database's memories (at most :data:`INDEX_SIZE_MAX_AGE_S`
+    old); a count behind the truth asks too few at first, and the search widens."""
     passing, vectors = counts.passing(
         counts.read(tx, collection),
         model=model,
@@ -1994,8 +2024,7 @@ def _first_width(
     )
     if passing < k:
         return None
-    sized = _run(tx, "recall/index_size")
-    indexed = max(int(sized[0]["memories"]) if sized else 0, vectors)
+    indexed = max(index_size(tx), vectors)
     if passing * _MAX_CANDIDATES < k * indexed:
         return None
     wanted = -(-_SHARE_OVERSAMPLE * k * indexed // passing)  # rounded up

@@ -502,6 +502,38 @@ def test_a_first_dense_search_asks_for_what_the_collections_share_of_the_index_n
         assert ("recall/search_vectors_exact" in driver.ran()) is (first is None)
 
 
+def test_the_databases_size_is_read_again_only_when_its_last_read_is_old(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.store.neo4j.store import INDEX_SIZE_MAX_AGE_S
+
+    query = [1.0] + [0.0] * 7
+    hits = [{"id": f"m{i}", "similarity": 0.9 - i / 100} for i in range(50)]
+    database = [4_000]
+    driver = FakeDriver(
+        answers={
+            "memory/read_counts": counted_vectors("m", 1_000),
+            "recall/index_size": lambda p: [{"memories": database[0]}],
+            "recall/search_vectors": [{"seen": 3, "hits": hits}],
+        }
+    )
+    clock = [1000.0]
+    monkeypatch.setattr("engine.store.neo4j.store.time.monotonic", lambda: clock[0])
+    store = make(driver)
+
+    def first_width() -> int:
+        driver.committed.clear()
+        store.search_vectors(C, query, model="m", k=50, filters=RecallFilters(), passages=False)  # type: ignore[arg-type]
+        return next(p["candidates"] for _, p in driver.committed[0] if "candidates" in p)
+
+    assert first_width() == 400  # a quarter of the database's memories
+    database[0] = 2_000
+    clock[0] += INDEX_SIZE_MAX_AGE_S - 1.0
+    assert first_width() == 400 and "recall/index_size" not in driver.ran()
+    clock[0] += 2.0
+    assert first_width() == 200 and "recall/index_size" in driver.ran()
+
+
 def test_dense_search_with_a_filter_the_index_cannot_serve_scans_at_once() -> None:
     # 50 of 1,000 memories are decisions: the 10,000 nearest of the collection
     # would hold about 500, so the index may answer k=10. 50 of 100,000: they
