@@ -283,11 +283,10 @@ def mmr(
     if not order or k <= 0:
         return []
     rel = max_normalized({c: relevance.get(c, 0.0) for c in order})
-    dims = [vectors[c].shape[-1] for c in order if c in vectors]
-    have = [
-        i for i, c in enumerate(order) if dims and c in vectors and vectors[c].shape[-1] == dims[0]
-    ]
-    units = np.asarray([np.asarray(vectors[order[i]], dtype=np.float32).reshape(-1) for i in have])
+    given = {c: np.asarray(vectors[c], dtype=np.float32).reshape(-1) for c in order if c in vectors}
+    size = next((v.shape[0] for v in given.values()), 0)
+    have = [i for i, c in enumerate(order) if c in given and given[c].shape[0] == size]
+    units = np.asarray([given[order[i]] for i in have])
     if have:
         norms = np.sqrt(np.vecdot(units, units))
         units = units / np.where(norms > 0.0, norms, 1.0)[:, None]
