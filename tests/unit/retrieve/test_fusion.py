@@ -57,26 +57,24 @@ def test_seed_composite_is_reproducible() -> None:
     assert SEED_COMPOSITE.fusion == "seed_composite"
 
 
-def test_mmr_skips_a_near_duplicate() -> None:
+@pytest.mark.parametrize(
+    ("a", "b", "lambda_"),
+    [
+        ([1.0, 0.0], [0.0, 1.0], 0.5),
+        # Stored vectors need not be unit length: beside a short vector, a
+        # near-duplicate is no less one.
+        ([0.2, 0.0], [0.0, 0.2], 0.7),
+    ],
+)
+def test_mmr_skips_a_near_duplicate(a: list[float], b: list[float], lambda_: float) -> None:
     v = {
-        "a": np.array([1.0, 0.0], dtype=np.float32),
+        "a": np.array(a, dtype=np.float32),
         "a2": np.array([0.999, 0.04], dtype=np.float32),
-        "b": np.array([0.0, 1.0], dtype=np.float32),
+        "b": np.array(b, dtype=np.float32),
     }
     relevance = {"a": 1.0, "a2": 0.99, "b": 0.6}
-    assert mmr(["a", "a2", "b"], relevance, v, lambda_=0.5, k=2) == ["a", "b"]
+    assert mmr(["a", "a2", "b"], relevance, v, lambda_=lambda_, k=2) == ["a", "b"]
     assert mmr(["a", "a2", "b"], relevance, v, lambda_=1.0, k=2) == ["a", "a2"]
-
-
-def test_mmr_compares_vectors_at_unit_length() -> None:
-    # Stored vectors need not be unit length: a long near-duplicate is no less one.
-    v = {
-        "a": np.array([0.2, 0.0], dtype=np.float32),
-        "a2": np.array([0.999, 0.04], dtype=np.float32),
-        "b": np.array([0.0, 0.2], dtype=np.float32),
-    }
-    relevance = {"a": 1.0, "a2": 0.95, "b": 0.8}
-    assert mmr(["a", "a2", "b"], relevance, v, lambda_=0.7, k=2) == ["a", "b"]
 
 
 def test_mmr_leaves_a_vector_of_another_dimension_unpenalized() -> None:
