@@ -53,12 +53,13 @@ logger = logging.getLogger("engine.service")
 
 
 _LATENCIES_KEPT = 1000
-_QUERY_READERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hippo-query")
+_QUERY_READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hippo-query")
 """Where recalls read what their queries name while the query is embedded and
-searched (:func:`~engine.retrieve.pipeline.read_query`), and search their text
-while the dense search runs (:func:`~engine.retrieve.pipeline.retrieve`);
-shared by every service of the process, whose recalls are on many threads
-anyway."""
+searched (:func:`~engine.retrieve.pipeline.read_query`), and do the reads that
+need not wait on each other beside one another (the text search and the
+query's hubs beside the dense search, and more:
+:func:`~engine.retrieve.pipeline.retrieve`); shared by every service of the
+process, whose recalls are on many threads anyway."""
 _ASSOCIATE_REACH = 1000
 """How many of a context hub's members associate follows (strongest edges
 first), and how many memories its walk returns: enough for every sort to choose

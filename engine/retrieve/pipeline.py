@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -37,6 +39,8 @@ from engine.retrieve.fusion import (
 )
 from engine.retrieve.when import place, read_times, time_lifts
 from engine.store import GraphStore, Vector
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -132,41 +136,62 @@ def retrieve(
     """Run one recall and return the ranked candidates (at most ``limit``); with
     ``explain``, each carries the graph paths that reached it. ``extraction``:
     what the query names, when the caller already knows it, or is reading it on
-    another thread (see :func:`read_query`). ``pool``: where the text search
-    runs while the dense search runs here (a store over the network answers
-    both at once); without one, or when no worker picks it up in time, both run
-    here, one after the other."""
-    texts: Future[list[tuple[str, float]]] | None = None
-    if config.lexical and pool is not None and config.dense and query_vector is not None:
-        texts = pool.submit(
-            store.search_text, collection, query, k=config.candidates, filters=filters
+    another thread (see :func:`read_query`). ``pool``: where reads that do not
+    wait on each other run beside the recall's own (a store over the network
+    answers several at once): the text search and the query's hubs beside the
+    dense search, crowding beside the similarities it is measured with, the
+    results' memories beside their vectors. Without one, or when no worker
+    picks a read up in time, the recall does each itself, one after the other;
+    the results are the same."""
+    searching = config.dense and query_vector is not None
+    texts: _Beside[list[tuple[str, float]]] | None = None
+    if config.lexical:
+        texts = _Beside(
+            pool if searching else None,
+            partial(store.search_text, collection, query, k=config.candidates, filters=filters),
+        )
+    named: _Beside[list[HubMatch]] | None = None
+    if config.graph:
+        named = _Beside(
+            pool,
+            partial(
+                _hubs_named,
+                store,
+                extractor,
+                collection,
+                query,
+                query_vector,
+                model=model,
+                config=config,
+                extraction=extraction,
+            ),
         )
     dense: dict[str, float] = {}
-    if config.dense and query_vector is not None:
+    if searching:
+        assert query_vector is not None
         dense = dict(
             store.search_vectors(
                 collection, query_vector, model=model, k=config.candidates, filters=filters
             )
         )
-    lexical: dict[str, float] = {}
-    if config.lexical:
-        if texts is not None and not texts.cancel():
-            lexical = dict(texts.result())
-        else:
-            lexical = dict(
-                store.search_text(collection, query, k=config.candidates, filters=filters)
-            )
+    lexical: dict[str, float] = dict(texts.result()) if texts is not None else {}
 
     direct: dict[str, float] = {}
     # Memories read on the way (their speakers), handed on so none is read twice.
     read: dict[str, Memory] = {}
+    crowded: _Crowding | None = None
     if config.fusion == "calibrated":
-        if dense and query_vector is not None:
-            # Text matches outside the dense candidates have a similarity too.
-            missing = [mid for mid in lexical if mid not in dense]
-            if missing:
-                dense.update(store.similarities(collection, missing, query_vector, model=model))
-        crowded = _Crowding.measure(store, collection, model, dense, config)
+        # Text matches outside the dense candidates have a similarity too.
+        missing = [mid for mid in lexical if mid not in dense] if dense else []
+        # Crowding needs only the ids: it is read while their similarities are.
+        measuring = None
+        if config.crowding > 0.0 and dense:
+            ids = [*dense, *missing]
+            measuring = _Beside(pool, partial(store.crowding, collection, ids, model=model))
+        if missing:
+            assert query_vector is not None
+            dense.update(store.similarities(collection, missing, query_vector, model=model))
+        crowded = _Crowding.measure(store, collection, model, dense, config, measuring)
         near = crowded.less if crowded is not None else _unchanged
         lexical_weight = _lexical_weight(query, dense, lexical, config)
         direct = calibrated(
@@ -183,17 +208,8 @@ def retrieve(
     graph: dict[str, float] = {}
     expansions: dict[str, Expansion] = {}
     seeds: list[tuple[str, float]] = []
-    if config.graph:
-        hubs = query_hubs(
-            store,
-            extractor,
-            collection,
-            query,
-            query_vector,
-            model=model,
-            config=config,
-            extraction=_settled(extraction),
-        )
+    if named is not None:
+        hubs = named.result()
         anchors = [Anchor(kind=h.kind, name=h.name, strength=_unit(h.similarity)) for h in hubs]
         seeds = _seeds(direct, config) if direct else _fused_seeds(dense, lexical, config)
         for mid, strength in seeds:
@@ -218,6 +234,8 @@ def retrieve(
         # similarity to the query: fusion should see it, not a zero.
         missing = [mid for mid in graph if mid not in dense]
         if missing:
+            if crowded is not None and pool is not None:
+                crowded.measure_ahead(pool, missing)
             dense.update(store.similarities(collection, missing, query_vector, model=model))
     signals: dict[str, dict[str, float]] = {"dense": dense, "lexical": lexical, "graph": graph}
     found_ids = set(dense) | set(lexical) | set(graph)
@@ -253,8 +271,15 @@ def retrieve(
 
     ordered = [mid for mid, _ in _top(fused, max(limit, 1) * (3 if config.mmr_lambda else 1))]
     if config.mmr_lambda is not None and ordered:
+        # Whichever of them variety picks, its memory is read meanwhile.
+        unread = [mid for mid in ordered if mid not in memories]
+        reading = None
+        if unread and pool is not None:
+            reading = _Beside(pool, partial(store.get_memories, collection, unread))
         vectors = store.get_vectors(collection, ordered)
         ordered = mmr(ordered, fused, vectors, lambda_=config.mmr_lambda, k=limit)
+        if reading is not None:
+            memories = {**memories, **reading.result()}
     ordered = ordered[:limit]
 
     candidates = [
@@ -291,6 +316,51 @@ def _settled(extraction: Extraction | Future[Extraction] | None) -> Extraction |
     if isinstance(extraction, Future):
         return None if extraction.cancel() else extraction.result()
     return extraction
+
+
+class _Beside(Generic[T]):
+    """A read started on a pool while the recall goes on with another, whose
+    answer the recall takes when it needs it. One that no worker has started by
+    then is withdrawn and done by the recall itself, rather than waited for in
+    the queue; without a pool, it is done then. Read once: the answer is kept."""
+
+    def __init__(self, pool: Executor | None, call: Callable[[], T]) -> None:
+        self._call: Callable[[], T] | None = call
+        self._future = pool.submit(call) if pool is not None else None
+        self._answer: T
+
+    def result(self) -> T:
+        if self._call is not None:
+            if self._future is not None and not self._future.cancel():
+                self._answer = self._future.result()
+            else:
+                self._answer = self._call()
+            self._call = None
+        return self._answer
+
+
+def _hubs_named(
+    store: GraphStore,
+    extractor: ConceptExtractor,
+    collection: str,
+    query: str,
+    query_vector: Vector | None,
+    *,
+    model: str,
+    config: SearchConfig,
+    extraction: Extraction | Future[Extraction] | None,
+) -> list[HubMatch]:
+    """:func:`query_hubs`, once a reading of the query under way has settled."""
+    return query_hubs(
+        store,
+        extractor,
+        collection,
+        query,
+        query_vector,
+        model=model,
+        config=config,
+        extraction=_settled(extraction),
+    )
 
 
 def hub_anchor_edges(hubs: list[HubMatch]) -> list[tuple[EdgeType, str]]:
@@ -452,6 +522,8 @@ class _Crowding:
     mean: float
     std: float
     values: dict[str, float]
+    # Memories whose crowding is being read ahead of need (measure_ahead).
+    ahead: tuple[frozenset[str], _Beside[dict[str, float]]] | None = None
 
     @classmethod
     def measure(
@@ -461,15 +533,20 @@ class _Crowding:
         model: str,
         dense: Mapping[str, float],
         config: SearchConfig,
+        measuring: _Beside[dict[str, float]] | None = None,
     ) -> _Crowding | None:
         """The measure for a recall whose dense candidates are ``dense``; ``None``
         when the recipe does not weigh crowding, or the candidates or the
-        collection are too few to tell crowded from not."""
+        collection are too few to tell crowded from not. ``measuring``: the
+        crowding of every candidate, read beside (of more ids, at most)."""
         d_spread = spread(dense, config.spread_top) if config.crowding > 0.0 else None
         if d_spread is None or d_spread.std <= 0.0:
             return None
         values: dict[str, float] = dict.fromkeys(dense, math.nan)
-        values.update(store.crowding(collection, list(dense), model=model))
+        if measuring is None:
+            values.update(store.crowding(collection, list(dense), model=model))
+        else:
+            values.update({m: v for m, v in measuring.result().items() if m in values})
         known = np.asarray([v for v in values.values() if not math.isnan(v)], dtype=np.float64)
         if known.size < 3 or known.std() <= 0.0:
             return None
@@ -484,6 +561,14 @@ class _Crowding:
             values=values,
         )
 
+    def measure_ahead(self, pool: Executor, ids: Sequence[str]) -> None:
+        """Start reading the crowding of ``ids`` on ``pool``, for :meth:`less` to
+        take those it comes to measure (the others are never used)."""
+        wanted = [mid for mid in ids if mid not in self.values]
+        if wanted:
+            call = partial(self.store.crowding, self.collection, wanted, model=self.model)
+            self.ahead = (frozenset(wanted), _Beside(pool, call))
+
     def less(self, similarities: Mapping[str, float]) -> dict[str, float]:
         """``similarities`` less each memory's crowding: ``cost`` for each standard
         deviation it stands above the candidates' mean (and gaining as much for
@@ -493,6 +578,12 @@ class _Crowding:
         unknown = [
             mid for mid, s in similarities.items() if s >= self.floor and mid not in self.values
         ]
+        if unknown and self.ahead is not None:
+            ids, reading = self.ahead
+            if ids.intersection(unknown):
+                ahead = reading.result()
+                self.values.update({m: ahead.get(m, math.nan) for m in unknown if m in ids})
+                unknown = [mid for mid in unknown if mid not in ids]
         if unknown:
             measured = self.store.crowding(self.collection, unknown, model=self.model)
             # NaN: looked for and not measurable (no vector of the model).

@@ -466,3 +466,113 @@ def test_a_recall_searches_text_beside_only_where_the_store_reads_in_parallel(
         service.close()
     (thread,) = store.text_threads
     assert thread.startswith("hippo-query") is parallel
+
+
+class Beside(EmbeddedStore):
+    """The embedded store, noting the thread of each read a recall may do beside
+    another. The read it would do meanwhile waits (a while at most) for the one
+    beside to have started, so that no worker's start is left to chance."""
+
+    threads: dict[str, list[str]]
+    started: dict[str, threading.Event]
+    waiting: bool
+
+    def _note(self, name: str) -> None:
+        self.threads.setdefault(name, []).append(threading.current_thread().name)
+        self.started.setdefault(name, threading.Event()).set()
+
+    def _after(self, name: str) -> None:
+        if self.waiting:
+            self.started.setdefault(name, threading.Event()).wait(10)
+
+    def match_hubs(self, collection: str, names: Sequence[str]) -> Any:
+        self._note("hubs")
+        return super().match_hubs(collection, names)
+
+    def search_vectors(self, collection: str, vector: Vector, **kwargs: Any) -> Any:
+        self._after("hubs")
+        return super().search_vectors(collection, vector, **kwargs)
+
+    def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> Any:
+        self._note("crowding")
+        return super().crowding(collection, ids, model=model)
+
+    def similarities(self, collection: str, ids: Sequence[str], vector: Vector, **kw: Any) -> Any:
+        self._after("crowding")
+        return super().similarities(collection, ids, vector, **kw)
+
+    def get_memories(self, collection: str, ids: Sequence[str]) -> Any:
+        self._note("memories")
+        return super().get_memories(collection, ids)
+
+    def get_vectors(self, collection: str, ids: Sequence[str]) -> Any:
+        self._after("memories")
+        return super().get_vectors(collection, ids)
+
+
+WORDS = ("waltz", "opera", "vienna", "season", "emperor", "river", "palace", "court")
+HUBS = ("austria", "music", "empire", "danube")
+
+
+def test_reads_done_beside_each_other_rank_as_reads_done_in_turn(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    s = Beside(tmp_path / "beside")
+    s.threads, s.started, s.waiting = {}, {}, False
+    records = []
+    for i in range(40):
+        text = " ".join(rng.choice(WORDS, size=3)) + f" note {i}"
+        concepts = tuple(str(c) for c in rng.choice(HUBS, size=2, replace=False))
+        mid = f"m{i:02d}"
+        records.append(
+            MemoryRecord(
+                memory=memory(mid, concepts).model_copy(
+                    update={"content": text, "content_hash": hash_of(text)}
+                ),
+                vector=(v := rng.normal(size=3).astype(np.float32)) / np.linalg.norm(v),
+                edges=tuple(
+                    Edge(source=mid, type=EdgeType.ABOUT, target=c, weight=0.5) for c in concepts
+                ),
+            )
+        )
+    s.add_memories(C, records)
+    # Few dense candidates: words and the walk find memories beyond them, whose
+    # similarity and crowding are read after.
+    config = ASSOCIATIVE.model_copy(update={"candidates": 6})
+    extractor = FixedExtractor({"the waltz at the palace": Extraction(concepts=("austria",))})
+
+    def recall(pool: ThreadPoolExecutor | None) -> Retrieval:
+        return retrieve(
+            s,
+            extractor,
+            C,
+            "the waltz at the palace",
+            QUERY_VECTOR,
+            model=MODEL,
+            config=config,
+            filters=RecallFilters(),
+            limit=len(records),  # every score compared, the least similar's too
+            now=T0,
+            pool=pool,
+        )
+
+    try:
+        alone = recall(None)
+        s.threads.clear()
+        s.waiting = True
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="beside") as pool:
+            beside = recall(pool)
+    finally:
+        s.close()
+    # Each read the recall could do beside another ran on the pool, at least once.
+    for name in ("hubs", "crowding", "memories"):
+        assert any(t.startswith("beside") for t in s.threads[name]), name
+    assert len(s.threads["crowding"]) == 2  # the candidates', then the walk's finds'
+
+    def seen(r: Retrieval) -> list[tuple[Any, ...]]:
+        return [(c.memory_id, c.score, c.similarity, c.lexical, c.graph) for c in r.candidates]
+
+    assert seen(beside) == seen(alone)
+    assert len(alone.candidates) > 20
+    assert {c.graph for c in alone.candidates} != {None}
+    # The results' memories were read meanwhile: the recall need not read them.
+    assert {c.memory_id for c in beside.candidates} <= set(beside.memories)
