@@ -210,6 +210,12 @@ _TOLD_BY_YOU = re.compile(
     r"gave|described|outlined|shared|pointed|wrote|noted|listed|warned)\b",
     re.IGNORECASE,
 )
+# "Summarize how my project went", "a recap of what I tried": a summary asks for
+# the whole story of a subject, told by both sides of the conversation; its
+# first person says whose subject it is, not whose turns to read.
+_SUMMARY = re.compile(
+    r"\b(?:summar(?:y|ies|i[sz]e[sd]?|i[sz]ing)|recap|overview|sum\s+up)\b", re.IGNORECASE
+)
 _CAPITALIZED = re.compile(r"\b[A-Z][^\W_]*")
 
 
@@ -234,12 +240,14 @@ def speakers_named(query: str, speakers: set[str]) -> set[str]:
     """The speakers among ``speakers`` that ``query`` names: by their label, whole
     words in any case ("what did Caroline say" names ``caroline``), by the
     first person when the label stands for the assistant's counterpart ("what did
-    I decide" names ``user``), or by the second person as the one who said
-    something before when it stands for the assistant ("what did you recommend"
-    names ``assistant``; "can you recommend" names nobody)."""
+    I decide" names ``user``) and the query does not ask for a summary ("summarize
+    how my project went" names nobody: both sides told it), or by the second
+    person as the one who said something before when it stands for the assistant
+    ("what did you recommend" names ``assistant``; "can you recommend" names
+    nobody)."""
     words = _words(query)
     named = {s for s in speakers if _words(s) and _words(s) <= words}
-    if words & FIRST_PERSON:
+    if words & FIRST_PERSON and not _SUMMARY.search(query):
         named |= {s for s in speakers if s.casefold() in FIRST_PERSON_SPEAKERS}
     if _TOLD_BY_YOU.search(query):
         named |= {s for s in speakers if s.casefold() in ASSISTANT_SPEAKERS}

@@ -72,6 +72,24 @@ def test_the_first_person_names_the_user_and_a_label_names_its_speaker() -> None
     assert speakers_named("what did I say", {"Caroline", "Melanie"}) == set()
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Can you give me a summary of how my resume developed?",
+        "Summarize what I learned about triangles",
+        "can you summarise how I handled the database issues",
+        "a quick recap of my budget tracker",
+        "give me an overview of my reading goals",
+        "sum up how I planned the trip",
+    ],
+)
+def test_a_summary_in_the_first_person_names_no_side(query: str) -> None:
+    both = {"user", "assistant"}
+    assert speakers_named(query, both) == set()
+    # A speaker named by label is still named.
+    assert speakers_named(query + " with Caroline", {"Caroline", "user"}) == {"Caroline"}
+
+
 def test_the_second_person_names_the_assistant_only_for_what_it_said_before() -> None:
     both = {"user", "assistant"}
     assert speakers_named("what did you recommend for caching", both) == {"assistant"}
