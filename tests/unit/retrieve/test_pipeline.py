@@ -558,6 +558,7 @@ def test_reads_done_beside_each_other_rank_as_reads_done_in_turn(tmp_path: Path)
     try:
         alone = recall(None)
         s.threads.clear()
+        s.started.clear()  # the reads done in turn started them all
         s.waiting = True
         with ThreadPoolExecutor(max_workers=4, thread_name_prefix="beside") as pool:
             beside = recall(pool)
