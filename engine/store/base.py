@@ -183,7 +183,8 @@ class GraphStore(Protocol):
     """Whether two reads started at once finish sooner than one after the other:
     true for a database server (the reads wait on the network and run on its
     cores), false for a store that reads on the caller's own CPU. A recall then
-    searches text while it searches vectors (:func:`engine.retrieve.pipeline.retrieve`)."""
+    does the reads that do not wait on each other side by side (the text search
+    beside the vector search, and more: :func:`engine.retrieve.pipeline.retrieve`)."""
 
     # -- memories ---------------------------------------------------------------
 
