@@ -107,9 +107,6 @@ class _Session:
     def __exit__(self, *exc: object) -> None:
         self._session.__exit__(*exc)
 
-    def run(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
-        return _Transaction(self._session, self._owner).run(query, parameters)
-
     def execute_read(self, work: Callable[..., Any]) -> Any:
         return self._session.execute_read(lambda tx: work(_Transaction(tx, self._owner)))
 

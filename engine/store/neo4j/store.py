@@ -26,11 +26,10 @@ Graph model (labels and relationship types as in DESIGN.md; every edge holds
 Every node carries its ``collection`` and every statement matches on it. Hub
 nodes also hold their name vector (``embedding``, ``embedding_model``).
 
-Each write is one managed transaction (``execute_write``), applied whole or not
-at all; a read runs its statements as auto-commit transactions, one by one.
-What may pass on a second try (a lost connection, a leader switch, a deadlock)
-is retried by the driver with backoff for up to ``max_retry_s`` (a read, in a
-managed read transaction). Failures reach the caller as engine errors
+Each call is one managed transaction (``execute_read`` / ``execute_write``): a
+write is applied whole or not at all, and what may pass on a second try (a lost
+connection, a leader switch, a deadlock) is retried by the driver with backoff
+for up to ``max_retry_s``. Failures reach the caller as engine errors
 (:mod:`engine.store.neo4j.translate`).
 
 Nothing talks to Neo4j before the first call: the constructor only configures the
@@ -49,11 +48,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 from neo4j import (
-    READ_ACCESS,
     Driver,
     GraphDatabase,
     ManagedTransaction,
@@ -61,7 +59,7 @@ from neo4j import (
     Record,
     Session,
 )
-from neo4j.exceptions import ConfigurationError, DriverError, Neo4jError
+from neo4j.exceptions import ConfigurationError, Neo4jError
 
 from engine.embed.base import normalize_rows
 from engine.errors import (
@@ -1835,39 +1833,15 @@ class Neo4jStore:
             )
         return convert.check_vector(record.vector, record.memory.id)
 
-    def _session(self, *, read: bool = False) -> Session:
-        """A session of the store's database, causally after the store's writes;
-        with ``read``, one that only reads (on a cluster, from any member)."""
-        if read:
-            return self._driver.session(
-                database=self._database,
-                bookmark_manager=self._bookmarks,
-                default_access_mode=READ_ACCESS,
-            )
+    def _session(self) -> Session:
+        """A session of the store's database, causally after the store's writes."""
         return self._driver.session(database=self._database, bookmark_manager=self._bookmarks)
 
     def _read(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
-        """Run ``work``'s statements as reads that commit one by one.
-
-        Each statement is its own (auto-commit) transaction: it needs no BEGIN
-        and no COMMIT, two messages that cost a read about 0.3 ms here, and a
-        recall makes about ten. What the statements see is no less consistent
-        for it: Neo4j reads committed data statement by statement, in one
-        transaction too. ``work`` only runs statements, which a session does as
-        a transaction does. A read that fails in a way the driver says may pass
-        if tried again (a cluster changing its leader, a transient error) is run
-        again whole in a managed read transaction, which the driver retries."""
+        """Run ``work`` in one managed read transaction."""
         self._check_open()
-        with translated(action):
-            try:
-                with self._session(read=True) as session:
-                    return work(cast(ManagedTransaction, session))
-            except (Neo4jError, DriverError) as e:
-                if not e.is_retryable():
-                    raise
-                logger.info("cannot %s (%s); reading again in a managed transaction", action, e)
-            with self._session() as session:
-                return session.execute_read(work)
+        with translated(action), self._session() as session:
+            return session.execute_read(work)
 
     def _write(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
         """Run ``work`` in one managed write transaction: applied whole or not at all.

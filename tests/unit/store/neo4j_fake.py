@@ -89,19 +89,12 @@ class FakeDriver:
     """Plans by statement name, answered to ``EXPLAIN``/``PROFILE`` runs (which
     are not recorded as runs)."""
     committed: list[list[tuple[str, dict[str, Any]]]] = field(default_factory=list)
-    """The statements of each transaction committed, and of each session's
-    auto-commit reads together, in order."""
     closed: int = 0
     sessions: list[dict[str, Any]] = field(default_factory=list)
     """The configuration of every session opened, in order."""
 
-    def session(
-        self, *, database: str, bookmark_manager: Any = None, default_access_mode: Any = None
-    ) -> FakeSession:
-        opened = {"database": database, "bookmark_manager": bookmark_manager}
-        if default_access_mode is not None:
-            opened["default_access_mode"] = default_access_mode
-        self.sessions.append(opened)
+    def session(self, *, database: str, bookmark_manager: Any = None) -> FakeSession:
+        self.sessions.append({"database": database, "bookmark_manager": bookmark_manager})
         if self.failure is not None and self.fail_on is None:
             raise self.failure
         return FakeSession(self)
@@ -128,19 +121,12 @@ class FakeDriver:
 class FakeSession:
     def __init__(self, driver: FakeDriver) -> None:
         self._driver = driver
-        self._reads = FakeTransaction(driver)
 
     def __enter__(self) -> FakeSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._reads.pending:
-            self._driver.committed.append(self._reads.pending)
-
-    def run(self, query: str, parameters: dict[str, Any] | None = None) -> FakeResult:
-        """One auto-commit statement (how the store reads). The session's are
-        listed together in ``committed`` when it closes: one read's statements."""
-        return self._reads.run(query, parameters)
+        return None
 
     def execute_read(self, work: Callable[..., Any]) -> Any:
         return self._transaction(work)

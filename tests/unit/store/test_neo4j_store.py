@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from neo4j import READ_ACCESS
 from neo4j.exceptions import (
     AuthError,
     ConnectionAcquisitionTimeoutError,
@@ -178,44 +177,6 @@ def test_the_store_recovers_when_neo4j_comes_back() -> None:
     driver.failure = None
     driver.answers["schema/read_schema_version"] = [{"version": SCHEMA_VERSION}]
     store.check()
-
-
-VECTOR_D = {"vectors": [{"id": "d", "embedding": [1.0]}]}
-
-
-def test_a_read_runs_its_statements_as_auto_commit_reads() -> None:
-    driver = FakeDriver(answers={"memory/get_vectors": [VECTOR_D]})
-    assert list(make(driver).get_vectors(C, ["d"])) == ["d"]
-    # One session, that only reads: no transaction opened around the statement.
-    (session,) = driver.sessions
-    assert session["default_access_mode"] == READ_ACCESS
-    assert driver.ran() == ["memory/get_vectors"]
-
-
-def test_a_read_that_may_pass_again_is_run_again_in_a_managed_transaction() -> None:
-    driver = FakeDriver(
-        answers={"memory/get_vectors": [VECTOR_D]},
-        failure=ServiceUnavailable("the leader moved"),
-        fail_on="memory/get_vectors",
-        fail_times=1,
-    )
-    assert list(make(driver).get_vectors(C, ["d"])) == ["d"]
-    first, second = driver.sessions
-    assert first["default_access_mode"] == READ_ACCESS
-    # The second is the driver's managed read, which it retries with backoff.
-    assert "default_access_mode" not in second
-
-
-def test_a_read_that_cannot_pass_again_fails_at_once() -> None:
-    driver = FakeDriver(
-        answers={"memory/get_vectors": [VECTOR_D]},
-        failure=_server_error("Neo.ClientError.Statement.SyntaxError", "bad statement"),
-        fail_on="memory/get_vectors",
-        fail_times=1,
-    )
-    with pytest.raises(StoreError):
-        make(driver).get_vectors(C, ["d"])
-    assert len(driver.sessions) == 1
 
 
 def test_check_wants_the_schema_set_up_at_this_version() -> None:
@@ -604,7 +565,7 @@ def test_dense_search_with_a_filter_the_index_cannot_serve_scans_at_once() -> No
         assert ("recall/search_vectors_exact" in driver.ran()) is not index, (n, decisions)
 
 
-def test_many_dense_searches_share_one_statement_and_one_read() -> None:
+def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
     from engine.store.neo4j.store import _MIN_CANDIDATES
 
     queries = [[1.0] + [0.0] * 7, [0.0] * 8, [0.0, 1.0] + [0.0] * 6]
