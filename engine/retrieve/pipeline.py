@@ -76,12 +76,14 @@ def query_hubs(
     *,
     model: str,
     config: SearchConfig,
-    extraction: Extraction | None = None,
+    extraction: Extraction | Future[Extraction] | None = None,
 ) -> list[HubMatch]:
     """Hub nodes the query is about: the concepts (and, if the config says so, the
     triggers) it names, then those whose name embedding is close to the query's.
-    ``extraction``: what the query names, when the caller already knows it (else
-    the extractor reads the query)."""
+    ``extraction``: what the query names, when the caller already knows it or is
+    reading it on another thread (:func:`read_query`); else the extractor reads
+    the query."""
+    extraction = _settled(extraction)
     if extraction is None:
         extraction = extractor.extract_many([query])[0]
     concepts = _subphrases(extraction.concepts) if config.query_subphrases else extraction.concepts
@@ -155,7 +157,7 @@ def retrieve(
         named = _Beside(
             pool,
             partial(
-                _hubs_named,
+                query_hubs,
                 store,
                 extractor,
                 collection,
@@ -191,7 +193,8 @@ def retrieve(
         if missing:
             assert query_vector is not None
             dense.update(store.similarities(collection, missing, query_vector, model=model))
-        crowded = _Crowding.measure(store, collection, model, dense, config, measuring)
+        if measuring is not None:
+            crowded = _Crowding.measure(store, collection, model, dense, config, measuring)
         near = crowded.less if crowded is not None else _unchanged
         lexical_weight = _lexical_weight(query, dense, lexical, config)
         direct = calibrated(
@@ -337,30 +340,6 @@ class _Beside(Generic[T]):
                 self._answer = self._call()
             self._call = None
         return self._answer
-
-
-def _hubs_named(
-    store: GraphStore,
-    extractor: ConceptExtractor,
-    collection: str,
-    query: str,
-    query_vector: Vector | None,
-    *,
-    model: str,
-    config: SearchConfig,
-    extraction: Extraction | Future[Extraction] | None,
-) -> list[HubMatch]:
-    """:func:`query_hubs`, once a reading of the query under way has settled."""
-    return query_hubs(
-        store,
-        extractor,
-        collection,
-        query,
-        query_vector,
-        model=model,
-        config=config,
-        extraction=_settled(extraction),
-    )
 
 
 def hub_anchor_edges(hubs: list[HubMatch]) -> list[tuple[EdgeType, str]]:
@@ -533,20 +512,17 @@ class _Crowding:
         model: str,
         dense: Mapping[str, float],
         config: SearchConfig,
-        measuring: _Beside[dict[str, float]] | None = None,
+        measuring: _Beside[dict[str, float]],
     ) -> _Crowding | None:
         """The measure for a recall whose dense candidates are ``dense``; ``None``
         when the recipe does not weigh crowding, or the candidates or the
         collection are too few to tell crowded from not. ``measuring``: the
-        crowding of every candidate, read beside (of more ids, at most)."""
+        crowding of every candidate (of more ids, at most), read beside."""
         d_spread = spread(dense, config.spread_top) if config.crowding > 0.0 else None
         if d_spread is None or d_spread.std <= 0.0:
             return None
         values: dict[str, float] = dict.fromkeys(dense, math.nan)
-        if measuring is None:
-            values.update(store.crowding(collection, list(dense), model=model))
-        else:
-            values.update({m: v for m, v in measuring.result().items() if m in values})
+        values.update({m: v for m, v in measuring.result().items() if m in values})
         known = np.asarray([v for v in values.values() if not math.isnan(v)], dtype=np.float64)
         if known.size < 3 or known.std() <= 0.0:
             return None
