@@ -12,6 +12,11 @@ conversation of a type.
 count is the value at ``dismissed_at``, and what the gate reads is that value
 halved for every half-life since. A memory dismissed twice today (4) is offered
 again after about a week (2, the gate's limit) if nothing else holds it back.
+A use or a helpful vote clears them: a memory someone used after it was waved
+away was waved away for where it was offered, not for what it is, and where
+that was stays marked irrelevant. Without this, a memory a team uses often
+(and so is offered often, and now and then turned down) is held back in the
+very conversation that needs it.
 
 Usefulness (seed 001: "computed from feedback") is the helpful share of a
 memory's votes with a prior of one helpful and one unhelpful pseudo-vote: used
@@ -232,6 +237,8 @@ def engaged(
             faded_dismissals(memory, now, half_life_days) + rule.dismissals
         )
         update["dismissed_at"] = now
+    elif rule.counts_as_use and meta.recent_dismissals > 0.0:
+        update["recent_dismissals"] = 0.0
     if rule.marks_irrelevant and context and context not in meta.irrelevant_contexts:
         update["irrelevant_contexts"] = [*meta.irrelevant_contexts, context][-50:]
     return memory.model_copy(

@@ -136,6 +136,19 @@ def test_recent_dismissals_halve_every_half_life() -> None:
     assert again.retrieval.recent_dismissals == pytest.approx(3.0)
 
 
+@pytest.mark.parametrize("kind", ["used", "helpful"])
+def test_a_use_clears_recent_dismissals_and_keeps_the_contexts_marked(kind: str) -> None:
+    m = engaged(memory(), "dismissed", "about:billing export", T0, 7.0)
+    m = engaged(m, "ignored", "", T0 + timedelta(hours=1), 7.0)
+    assert faded_dismissals(m, T0 + timedelta(hours=2), 7.0) > SurfaceConfig().max_recent_dismissals
+    after = engaged(m, kind, "about:redis", T0 + timedelta(hours=2), 7.0)
+    assert faded_dismissals(after, T0 + timedelta(hours=2), 7.0) == 0.0
+    assert after.retrieval.irrelevant_contexts == ["about:billing export"]
+    # Turned down again after that: counted from nothing.
+    again = engaged(after, "dismissed", "about:checkout", T0 + timedelta(hours=3), 7.0)
+    assert again.retrieval.recent_dismissals == 2.0
+
+
 def test_seed_decay_score_is_days_since_use_over_uses_plus_one() -> None:
     m = memory(usage_count=4, last_used=T0)
     assert seed_decay_score(m, T0 + timedelta(days=10)) == pytest.approx(2.0)
