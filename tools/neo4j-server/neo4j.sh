@@ -11,7 +11,8 @@
 # ready file and the server's home (data and logs). A second start while the
 # server runs prints the same four lines. Sizes: NEO4J_HEAP (default 1g) and
 # NEO4J_PAGECACHE (default 512m); ports: NEO4J_BOLT_PORT and NEO4J_HTTP_PORT
-# (default 0: free ones).
+# (default 0: free ones); any other server setting: NEO4J_SETTINGS
+# ("name=value;name=value").
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -84,7 +85,7 @@ start() {
     fi
     rm -f "$ready"
     nohup java -Xms"${NEO4J_HEAP:-1g}" -Xmx"${NEO4J_HEAP:-1g}" \
-        -Dneo4j.pagecache="${NEO4J_PAGECACHE:-512m}" \
+        -Dneo4j.pagecache="${NEO4J_PAGECACHE:-512m}" -Dneo4j.settings="${NEO4J_SETTINGS:-}" \
         -cp "$here/target/classes:$here/target/lib/*" hippocampus.neo4jserver.Launcher \
         "$state/home" "$password_file" "$ready" \
         "${NEO4J_BOLT_PORT:-0}" "${NEO4J_HTTP_PORT:-0}" >"$log" 2>&1 </dev/null &
