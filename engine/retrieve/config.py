@@ -15,6 +15,10 @@ from engine.model.association import ExpandParams
 Fusion = Literal["calibrated", "rrf", "weighted", "seed_composite"]
 
 
+MAX_UNCORROBORATED = 4.0
+"""The most :attr:`SearchConfig.uncorroborated` multiplies the lexical weight by."""
+
+
 class SearchConfig(BaseModel):
     """Which signals a recall uses and how it fuses them.
 
@@ -61,6 +65,14 @@ class SearchConfig(BaseModel):
             (:func:`engine.retrieve.fusion.top_overlap`). Where similarity is a
             weak guide (short chatty turns, names the model does not know) its
             best matches stray from those that share the query's words.
+        uncorroborated: for ``calibrated``, in standard deviations of the
+            query's best similarities: when the best lexical matches sit further
+            than this below those similarities' mean, similarity does not
+            corroborate what the words found (a model weak on the collection's
+            language, a query it reads wrongly), and the lexical weight is
+            multiplied by how many times further they sit, up to
+            :data:`MAX_UNCORROBORATED` (:func:`engine.retrieve.fusion.corroboration`).
+            0: off.
         spread_top: for ``calibrated``, how many of each signal's best scores
             measure its spread.
         clear_margin: for ``calibrated``, the most a single anchor's graph
@@ -136,6 +148,7 @@ class SearchConfig(BaseModel):
     min_anchor_paths: int = Field(default=2, ge=1)
     lexical_lean: float = Field(default=0.0, ge=0.0)
     lexical_disagreement: float = Field(default=0.0, ge=0.0)
+    uncorroborated: float = Field(default=0.0, ge=0.0)
     spread_top: int = Field(default=20, ge=3, le=1000)
     clear_margin: float = Field(default=1.0, ge=0.0)
     turn_context: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -205,6 +218,7 @@ ASSOCIATIVE = SearchConfig(
     weights={"dense": 1.0, "lexical": 0.5, "graph": 1.2},
     lexical_lean=0.25,
     lexical_disagreement=0.5,
+    uncorroborated=3.0,
     clear_margin=2.0,
     turn_context=0.3,
     speaker_lean=1.0,

@@ -163,6 +163,25 @@ def top_overlap(first: Mapping[str, float], second: Mapping[str, float], top: in
     return len(best_first & best_second) / size
 
 
+def corroboration(
+    dense: Mapping[str, float], lexical: Mapping[str, float], *, top: int = 20, best: int = 3
+) -> float | None:
+    """How well similarity corroborates what the words found: the mean of the
+    ``best`` lexical matches' similarities, in standard deviations of the
+    ``top`` best similarities above their mean (:class:`Spread`). Around 0 or
+    above when a model reads the query as the words do; several deviations
+    below when the model finds other memories than the words (those matches
+    then score as any memory does: a model gone weak, where the words are the
+    better guide). ``None`` without lexical matches that have a similarity, or
+    without a spread."""
+    d = spread(dense, top)
+    if d is None or d.std <= 0.0:
+        return None
+    ranked = sorted(lexical, key=lambda mid: (-lexical[mid], mid))[:best]
+    zs = [(dense[mid] - d.mean) / d.std for mid in ranked if mid in dense]
+    return sum(zs) / len(zs) if zs else None
+
+
 _TERM = re.compile(r"[^\W_]+(?:[.'’-][^\W_]+)*")
 _CALENDAR = frozenset(
     """january february march april may june july august september october november

@@ -22,9 +22,10 @@ import numpy as np
 from engine.extract import ConceptExtractor, Extraction
 from engine.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters, TimeWindow
 from engine.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, HubMatch
-from engine.retrieve.config import SearchConfig
+from engine.retrieve.config import MAX_UNCORROBORATED, SearchConfig
 from engine.retrieve.fusion import (
     calibrated,
+    corroboration,
     could_name_speaker,
     lifted,
     max_normalized,
@@ -580,12 +581,18 @@ def _lexical_weight(
     query: str, dense: Mapping[str, float], lexical: Mapping[str, float], config: SearchConfig
 ) -> float:
     """The lexical weight for this query: the recipe's, leaning further toward
-    words for each word that names something exactly (up to two), and further
-    the less dense and lexical search agree on their best matches."""
+    words for each word that names something exactly (up to two), further the
+    less dense and lexical search agree on their best matches, and further
+    still when similarity does not corroborate the best lexical matches at all
+    (``config.uncorroborated``)."""
     weight = config.weights.get("lexical", 0.0)
     weight += config.lexical_lean * min(specific_terms(query), 2)
     if config.lexical_disagreement > 0.0:
         weight *= 1.0 + config.lexical_disagreement * (1.0 - top_overlap(dense, lexical))
+    if config.uncorroborated > 0.0:
+        found = corroboration(dense, lexical, top=config.spread_top)
+        if found is not None and -found > config.uncorroborated:
+            weight *= min(MAX_UNCORROBORATED, -found / config.uncorroborated)
     return weight
 
 

@@ -192,6 +192,22 @@ def test_top_overlap_is_the_share_of_best_matches_both_signals_hold() -> None:
     assert top_overlap(dense, {"m10": 9.0, "x": 1.0}, top=10) == 0.0
 
 
+def test_corroboration_places_the_best_lexical_matches_among_the_best_similarities() -> None:
+    from engine.retrieve.fusion import corroboration
+
+    dense = {f"m{i}": 0.9 - i / 100 for i in range(20)}  # mean 0.805, std 0.0577
+    # The words' best three are the model's best three.
+    found = corroboration(dense, {"m0": 3.0, "m1": 2.0, "m2": 1.0})
+    assert found == pytest.approx((0.89 - 0.805) / 0.0577, abs=0.01)
+    # The words' best three lie far below what the model finds best.
+    low = {**dense, "a": 0.3, "b": 0.32, "c": 0.34}
+    found = corroboration(low, {"a": 3.0, "b": 2.0, "c": 1.0, "m0": 0.5})
+    assert found == pytest.approx((0.32 - 0.805) / 0.0577, abs=0.01)
+    # Only matches with a similarity count; none, or no spread: no answer.
+    assert corroboration(dense, {"x": 3.0, "y": 2.0}) is None
+    assert corroboration({"a": 0.5, "b": 0.5, "c": 0.5}, {"a": 1.0}) is None
+
+
 def test_top_overlap_compares_as_many_as_the_shorter_list_holds() -> None:
     dense = {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6}
     assert top_overlap(dense, {"a": 3.0, "z": 2.0}) == 0.5

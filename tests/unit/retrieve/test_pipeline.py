@@ -296,6 +296,39 @@ def test_the_lexical_weight_leans_further_when_dense_and_lexical_disagree() -> N
     assert _lexical_weight(named, dense, apart, ASSOCIATIVE) == pytest.approx(with_names * leaning)
 
 
+def test_the_lexical_weight_leans_further_when_similarity_does_not_corroborate_the_words() -> None:
+    from engine.retrieve.config import MAX_UNCORROBORATED
+    from engine.retrieve.fusion import corroboration
+    from engine.retrieve.pipeline import _lexical_weight
+
+    best = {f"m{i}": 0.9 - i / 100 for i in range(20)}
+    lexical = {"t0": 9.0, "t1": 8.0, "t2": 7.0, "m0": 1.0}
+    query = "how do we roll out schema changes"
+    off = ASSOCIATIVE.model_copy(update={"uncorroborated": 0.0})
+
+    def lean(similarity: float) -> tuple[float, float]:
+        dense = {**best, "t0": similarity, "t1": similarity, "t2": similarity}
+        found = corroboration(dense, lexical, top=ASSOCIATIVE.spread_top)
+        assert found is not None
+        ratio = _lexical_weight(query, dense, lexical, ASSOCIATIVE) / _lexical_weight(
+            query, dense, lexical, off
+        )
+        return found, ratio
+
+    # Within three deviations below the best similarities' mean: as before.
+    found, ratio = lean(0.75)
+    assert -3.0 < found < 0.0
+    assert ratio == pytest.approx(1.0)
+    # Five deviations below: the weight times 5/3.
+    found, ratio = lean(0.805 - 5 * 0.0577)
+    assert found == pytest.approx(-5.0, abs=0.01)
+    assert ratio == pytest.approx(-found / ASSOCIATIVE.uncorroborated)
+    # Far below: no more than the cap.
+    found, ratio = lean(-0.5)
+    assert found < -4 * ASSOCIATIVE.uncorroborated
+    assert ratio == pytest.approx(MAX_UNCORROBORATED)
+
+
 QUERY = "who ruled the austrian composer's country"
 
 
