@@ -212,9 +212,9 @@ def warm_up(
 
     Warm-up questions are variations of the timed ones that the timed run never
     asks. A store read from one process warms its caches and pools in a batch
-    or two. A Neo4j server takes longer: its JIT compiles the read paths only
-    after hundreds of recalls, and right after a build it is also still
-    writing out what the build left; a served Neo4j has long done both.
+    or two. A fresh Neo4j server takes longer, as its JIT compiles the read
+    paths only after hundreds of recalls (batch medians 125 → 57 ms over 250
+    recalls at 100,000 memories); a served Neo4j has long done that.
     """
     fixed = len(QUERIES)
     texts = queries(fixed + WARM_BATCH * WARM_MAX_BATCHES, seed=seed + 1)[fixed:]
