@@ -130,6 +130,7 @@ class Hippocampus(
             max_workers=1, thread_name_prefix="hippo-learning"
         )
         self._latencies = {}
+        self._corroborations = {}
         self._feedback_lock = threading.Lock()
         self._feedback_grown = {}
         # Held by an edit from reading a memory to writing it back, so that two

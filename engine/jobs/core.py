@@ -116,6 +116,7 @@ class ServiceCore:
     _flush_due: bool
     _learning_writer: ThreadPoolExecutor
     _latencies: dict[str, deque[float]]
+    _corroborations: dict[str, deque[float]]
     _feedback_lock: threading.Lock
     _feedback_grown: dict[str, int]
     _memory_lock: StripedLock

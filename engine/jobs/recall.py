@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import statistics
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -53,6 +54,11 @@ logger = logging.getLogger("engine.service")
 
 
 _LATENCIES_KEPT = 1000
+_CORROBORATIONS_KEPT = 64
+"""How many of a collection's recent recalls its typical corroboration is the
+median of (:attr:`SearchConfig.collection_uncorroborated`)..."""
+_CORROBORATIONS_NEEDED = 8
+"""...and how many it needs before it is trusted."""
 _QUERY_READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hippo-query")
 """Where recalls read what their queries name while the query is embedded and
 searched (:func:`~engine.retrieve.pipeline.read_query`), and do the reads that
@@ -239,7 +245,11 @@ class RecallJobs(ServiceCore):
             explain=explain,
             extraction=reading,
             pool=_QUERY_READERS if self.store.parallel_reads else None,
+            typical_corroboration=self._typical_corroboration(collection),
         )
+        if found.corroboration is not None:
+            kept = self._corroborations.setdefault(collection, deque(maxlen=_CORROBORATIONS_KEPT))
+            kept.append(found.corroboration)
         candidates = found.candidates
         missing = [c.memory_id for c in candidates if c.memory_id not in found.memories]
         memories = {**found.memories, **self.store.get_memories(collection, missing)}
@@ -579,6 +589,16 @@ class RecallJobs(ServiceCore):
         if not self.store.get_memories(collection, [center]):
             raise NotFoundError(f"no memory {center!r} in this collection")
         return (MEMORY_NODE, center)
+
+    def _typical_corroboration(self, collection: str) -> float | None:
+        """The median corroboration of this process's recent recalls of the
+        collection (see :func:`~engine.retrieve.fusion.corroboration`); ``None``
+        until enough have been measured. Kept in memory: after a restart the
+        collection's recalls measure it afresh."""
+        kept = list(self._corroborations.get(collection, ()))
+        if len(kept) < _CORROBORATIONS_NEEDED:
+            return None
+        return statistics.median(kept)
 
     def latency(self, collection: str) -> Latency:
         """p50 / p95 of this process's recent recalls of the collection."""

@@ -73,6 +73,15 @@ class SearchConfig(BaseModel):
             multiplied by how many times further they sit, up to
             :data:`MAX_UNCORROBORATED` (:func:`engine.retrieve.fusion.corroboration`).
             0: off.
+        collection_uncorroborated: for ``calibrated``, the same test applied to
+            the collection rather than the query: when the typical corroboration
+            of the collection's recent recalls (their median, which the caller
+            keeps and passes in) lies further than this below 0, the model reads
+            this collection's language poorly, and the lexical weight is
+            multiplied again by how many times further, up to
+            :data:`MAX_UNCORROBORATED`. A median over many queries wavers far
+            less than one query's measure, so it is trusted at a smaller
+            distance. 0: off.
         spread_top: for ``calibrated``, how many of each signal's best scores
             measure its spread.
         clear_margin: for ``calibrated``, the most a single anchor's graph
@@ -149,6 +158,7 @@ class SearchConfig(BaseModel):
     lexical_lean: float = Field(default=0.0, ge=0.0)
     lexical_disagreement: float = Field(default=0.0, ge=0.0)
     uncorroborated: float = Field(default=0.0, ge=0.0)
+    collection_uncorroborated: float = Field(default=0.0, ge=0.0)
     spread_top: int = Field(default=20, ge=3, le=1000)
     clear_margin: float = Field(default=1.0, ge=0.0)
     turn_context: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -219,6 +229,7 @@ ASSOCIATIVE = SearchConfig(
     lexical_lean=0.25,
     lexical_disagreement=0.5,
     uncorroborated=3.0,
+    collection_uncorroborated=1.5,
     clear_margin=2.0,
     turn_context=0.3,
     speaker_lean=1.0,

@@ -66,6 +66,9 @@ class Retrieval:
     hubs: list[HubMatch]
     memories: dict[str, Memory]
     times: list[TimeWindow] = field(default_factory=list)
+    # How well similarity corroborated the query's best lexical matches
+    # (engine.retrieve.fusion.corroboration); None when not measured.
+    corroboration: float | None = None
 
 
 def query_hubs(
@@ -135,6 +138,7 @@ def retrieve(
     explain: bool = False,
     extraction: Extraction | Future[Extraction] | None = None,
     pool: Executor | None = None,
+    typical_corroboration: float | None = None,
 ) -> Retrieval:
     """Run one recall and return the ranked candidates (at most ``limit``); with
     ``explain``, each carries the graph paths that reached it. ``extraction``:
@@ -145,7 +149,10 @@ def retrieve(
     dense search, crowding beside the similarities it is measured with, the
     results' memories beside their vectors. Without one, or when no worker
     picks a read up in time, the recall does each itself, one after the other;
-    the results are the same."""
+    the results are the same. ``typical_corroboration``: the median
+    corroboration of the collection's recent recalls, which the caller keeps
+    from what each :class:`Retrieval` reports (see
+    :attr:`SearchConfig.collection_uncorroborated`); ``None``: not known yet."""
     searching = config.dense and query_vector is not None
     texts: _Beside[list[tuple[str, float]]] | None = None
     if config.lexical:
@@ -183,6 +190,7 @@ def retrieve(
     # Memories read on the way (their speakers), handed on so none is read twice.
     read: dict[str, Memory] = {}
     crowded: _Crowding | None = None
+    corroborated: float | None = None
     if config.fusion == "calibrated":
         # Text matches outside the dense candidates have a similarity too.
         missing = [mid for mid in lexical if mid not in dense] if dense else []
@@ -197,7 +205,11 @@ def retrieve(
         if measuring is not None:
             crowded = _Crowding.measure(store, collection, model, dense, config, measuring)
         near = crowded.less if crowded is not None else _unchanged
-        lexical_weight = _lexical_weight(query, dense, lexical, config)
+        if config.uncorroborated > 0.0 or config.collection_uncorroborated > 0.0:
+            corroborated = corroboration(dense, lexical, top=config.spread_top)
+        lexical_weight = _lexical_weight(
+            query, dense, lexical, config, corroborated, typical_corroboration
+        )
         direct = calibrated(
             near(dense), lexical, lexical_weight=lexical_weight, top=config.spread_top
         )
@@ -298,7 +310,13 @@ def retrieve(
         )
         for mid in ordered
     ]
-    return Retrieval(candidates=candidates, hubs=hubs, memories=memories, times=times)
+    return Retrieval(
+        candidates=candidates,
+        hubs=hubs,
+        memories=memories,
+        times=times,
+        corroboration=corroborated,
+    )
 
 
 def read_query(pool: Executor, extractor: ConceptExtractor, query: str) -> Future[Extraction]:
@@ -578,22 +596,36 @@ def _unchanged(similarities: Mapping[str, float]) -> dict[str, float]:
 
 
 def _lexical_weight(
-    query: str, dense: Mapping[str, float], lexical: Mapping[str, float], config: SearchConfig
+    query: str,
+    dense: Mapping[str, float],
+    lexical: Mapping[str, float],
+    config: SearchConfig,
+    corroborated: float | None,
+    typical: float | None,
 ) -> float:
     """The lexical weight for this query: the recipe's, leaning further toward
     words for each word that names something exactly (up to two), further the
-    less dense and lexical search agree on their best matches, and further
-    still when similarity does not corroborate the best lexical matches at all
-    (``config.uncorroborated``)."""
+    less dense and lexical search agree on their best matches, further still
+    when similarity does not corroborate the query's best lexical matches
+    (``corroborated``, against ``config.uncorroborated``), and again when it
+    typically does not in this collection (``typical``, against
+    ``config.collection_uncorroborated``)."""
     weight = config.weights.get("lexical", 0.0)
     weight += config.lexical_lean * min(specific_terms(query), 2)
     if config.lexical_disagreement > 0.0:
         weight *= 1.0 + config.lexical_disagreement * (1.0 - top_overlap(dense, lexical))
-    if config.uncorroborated > 0.0:
-        found = corroboration(dense, lexical, top=config.spread_top)
-        if found is not None and -found > config.uncorroborated:
-            weight *= min(MAX_UNCORROBORATED, -found / config.uncorroborated)
+    weight *= _lean(corroborated, config.uncorroborated)
+    weight *= _lean(typical, config.collection_uncorroborated)
     return weight
+
+
+def _lean(corroborated: float | None, threshold: float) -> float:
+    """How many times further than ``threshold`` below 0 ``corroborated`` lies,
+    between 1 and :data:`MAX_UNCORROBORATED`; 1 when it lies no further, is not
+    known, or the threshold is 0 (off)."""
+    if corroborated is None or threshold <= 0.0 or -corroborated <= threshold:
+        return 1.0
+    return min(MAX_UNCORROBORATED, -corroborated / threshold)
 
 
 def _with_graph(

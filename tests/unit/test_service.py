@@ -21,6 +21,7 @@ from engine.errors import (
 from engine.extract import SpacyConceptExtractor
 from engine.extract.quality import QualityConfig
 from engine.model import EdgeType, MemoryPatch, NewMemory, RecallFilters, Tier
+from engine.retrieve.config import ASSOCIATIVE
 from engine.service import CONCEPT_WEIGHT, MEMBERSHIP_WEIGHT, NAME_WEIGHT, Hippocampus
 from engine.store.embedded import EmbeddedStore
 
@@ -347,3 +348,64 @@ def test_edges_to_proper_names_start_stronger(svc: Hippocampus) -> None:
         e.target: e.weight for e in svc.store.edges_of(C, out.memory.id) if e.type == EdgeType.ABOUT
     }
     assert about == {"henrik ibsen": NAME_WEIGHT, "theatre": CONCEPT_WEIGHT}
+
+
+def test_a_collection_where_similarity_misreads_the_queries_learns_to_lean_on_words(
+    svc: Hippocampus,
+) -> None:
+    # A model that misreads every question here: each query vector places the
+    # one note holding the question's rare word six deviations below the mean
+    # of its best similarities. Each recall leans on that word match for
+    # itself; a run of such recalls teaches the collection that words guide
+    # better in it, and its recalls lean further from then on.
+    facts = [
+        "parked behind the bakery on Elm street",
+        "signed by both auditors last spring",
+        "stored in the blue cabinet upstairs",
+        "replaced after the router failed twice",
+        "owned by the payments squad in Lisbon",
+        "rotated every ninety days by cron",
+        "printed on recycled paper for the board",
+        "hosted on a spare laptop under a desk",
+        "translated into Polish by a contractor",
+        "priced at four dollars per seat monthly",
+        "archived to tape at the end of each quarter",
+        "watered on Mondays by the office manager",
+    ]
+    rare = [f"zq{chr(97 + i)}x" for i in range(len(facts))]
+    wanted = [f"The {word} is {fact}" for word, fact in zip(rare, facts, strict=True)]
+    topics = ["invoices", "deploys", "backups", "tickets", "alerts", "reviews"]
+    notes = [f"Weekly note {i} about {topics[i % 6]} and chores" for i in range(300)]
+    for collection in (C, "org:beta"):
+        svc.remember_many(collection, [NewMemory(content=t) for t in [*notes, *wanted]])
+    stored = svc.embedder.encode([*notes, *wanted])
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    rng = np.random.default_rng(3)
+    queries = []
+    for target in stored[len(notes) :]:
+        query = rng.standard_normal(svc.embedder.dim).astype(np.float32)
+        query /= np.linalg.norm(query)
+        best = np.sort(stored @ query)[-20:]
+        query += (best.mean() - 6.0 * best.std() - query @ target) * target
+        queries.append(query)
+
+    # Without the graph, whose lift through the word's own hub would blur the
+    # measure.
+    direct = ASSOCIATIVE.model_copy(update={"graph": False})
+
+    def lead(collection: str, i: int) -> float:
+        """What the rare word adds to its note's score, over its similarity."""
+        question = f"where is the {rare[i]}"
+        hits = svc.recall(
+            collection, question, limit=20, query_vector=queries[i], learn=False, recipe=direct
+        ).hits
+        hit = next(h for h in hits if h.memory.content == wanted[i])
+        assert hit.similarity is not None
+        return hit.score - hit.similarity
+
+    first = lead(C, 0)
+    for i in range(1, len(rare)):
+        lead(C, i)
+    assert lead(C, 0) > 2.0 * first
+    # Another collection has learned nothing yet.
+    assert lead("org:beta", 0) == pytest.approx(first)
