@@ -52,6 +52,7 @@ from engine.service import (
     NOT_EMBEDDED_REASON,
     Association,
     CollectionStats,
+    Corroboration,
     EditOutcome,
     Latency,
     RememberOutcome,
@@ -1163,6 +1164,22 @@ class LatencyOut(BaseModel):
     p95_ms: float | None
 
 
+class CorroborationOut(BaseModel):
+    """How well similarity has corroborated the words in this process's recent
+    recalls, and what that does to the default recipe."""
+
+    recalls: int = Field(description="Recent recalls measured (at most 64).")
+    median: float | None = Field(
+        description=(
+            "Median of where each recall's best word matches sat among its best "
+            "similarities, in standard deviations (null until 8 recalls)."
+        )
+    )
+    lexical_lean: float = Field(
+        description="What that multiplies the lexical weight by (1.0: no lean on words)."
+    )
+
+
 class StatsOut(BaseModel):
     collection: str
     memories: int
@@ -1186,6 +1203,7 @@ class StatsOut(BaseModel):
     graph: GraphHealthOut | None = None
     surfacing: SurfacingMetricsOut | None = None
     latency: LatencyOut | None = None
+    corroboration: CorroborationOut | None = None
     warnings: list[str] = Field(
         default_factory=list, description="e.g. the collection holds no memories at all."
     )
@@ -1197,6 +1215,7 @@ class StatsOut(BaseModel):
         health: CachedGraphHealth | None,
         surfacing: SurfaceMetrics | None = None,
         latency: Latency | None = None,
+        corroboration: Corroboration | None = None,
     ) -> StatsOut:
         out = cls.model_validate(stats.model_dump())
         if health is not None:
@@ -1205,6 +1224,8 @@ class StatsOut(BaseModel):
             out.surfacing = SurfacingMetricsOut.model_validate(surfacing.model_dump())
         if latency is not None:
             out.latency = LatencyOut.model_validate(latency.model_dump())
+        if corroboration is not None:
+            out.corroboration = CorroborationOut.model_validate(corroboration.model_dump())
         return out
 
 

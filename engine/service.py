@@ -34,6 +34,7 @@ from engine.jobs.feedback import FeedbackJobs
 from engine.jobs.maintenance import CollectionStats, MaintenanceJobs, QualityStats, TierReport
 from engine.jobs.recall import ASSOCIATE_SORTS as ASSOCIATE_SORTS
 from engine.jobs.recall import Association, Associations, GraphNode, RecallJobs, Subgraph
+from engine.jobs.recall import Corroboration as Corroboration
 from engine.jobs.recall import Latency as Latency
 from engine.jobs.records import MAX_TURN_WINDOW as MAX_TURN_WINDOW
 from engine.jobs.records import RecordsJobs, ResourceOutcome

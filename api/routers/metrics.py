@@ -35,6 +35,10 @@ _HELP = {
     "hippo_average_quality": ("gauge", "Mean quality score of the memories that have one."),
     "hippo_retrievals_total": ("counter", "Recalls made of the collection."),
     "hippo_recall_latency_ms": ("gauge", "Recall latency in this process, by quantile."),
+    "hippo_recall_lexical_lean": (
+        "gauge",
+        "What the collection's recent recalls multiply the lexical weight by (1: none).",
+    ),
 }
 
 
@@ -78,6 +82,7 @@ def metrics(access: AccessDep, service: ServiceDep) -> PlainTextResponse:
         latency = service.latency(c)
         add("hippo_recall_latency_ms", latency.p50_ms, collection=c, quantile="0.5")
         add("hippo_recall_latency_ms", latency.p95_ms, collection=c, quantile="0.95")
+        add("hippo_recall_lexical_lean", service.corroboration(c).lexical_lean, collection=c)
     lines: list[str] = []
     for name, (kind, text) in _HELP.items():
         lines.append(f"# HELP {name} {text}")

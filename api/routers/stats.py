@@ -33,8 +33,10 @@ def stats(
     are now; clustering coefficient, components and weight histogram as last
     computed (`computed_at`, `age_s`: maintenance computes them again every
     HIPPO_GRAPH_HEALTH_MAX_AGE_S); proactive surfacing (precision, dismissal
-    rates, recall-before-search, lead time) and recall latency. A collection
-    that holds no memories says so in `warnings`."""
+    rates, recall-before-search, lead time), recall latency, and how well
+    similarity has corroborated the words of recent recalls (a collection
+    where it seldom does leans on words: `corroboration.lexical_lean`). A
+    collection that holds no memories says so in `warnings`."""
     counts = service.stats(collection)
     health = (
         service.stats_graph_health(collection, counts=counts, max_age_s=graph_max_age_s)
@@ -42,7 +44,11 @@ def stats(
         else None
     )
     out = StatsOut.from_engine(
-        counts, health, service.surfacing_metrics(collection), service.latency(collection)
+        counts,
+        health,
+        service.surfacing_metrics(collection),
+        service.latency(collection),
+        service.corroboration(collection),
     )
     out.warnings += unwritten_collection_warnings(service, access, collection, counts.memories)
     return out

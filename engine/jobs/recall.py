@@ -42,7 +42,13 @@ from engine.retrieve.config import (
     without_dense,
 )
 from engine.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
-from engine.retrieve.pipeline import Candidate, hub_anchor_edges, read_query, retrieve
+from engine.retrieve.pipeline import (
+    Candidate,
+    hub_anchor_edges,
+    read_query,
+    retrieve,
+    uncorroborated_lean,
+)
 from engine.retrieve.present import asks_about_present, present_first
 from engine.retrieve.summary import context_summary
 from engine.store import Vector
@@ -113,6 +119,23 @@ class Latency(BaseModel):
     recalls: int
     p50_ms: float | None
     p95_ms: float | None
+
+
+class Corroboration(BaseModel):
+    """How well similarity has corroborated the words in this process's recent
+    recalls of a collection (see :attr:`SearchConfig.collection_uncorroborated`).
+
+    Attributes:
+        recalls: how many recent recalls were measured (at most 64).
+        median: their median, in standard deviations of each query's best
+            similarities; ``None`` until 8 have been measured.
+        lexical_lean: what the median multiplies the default recipe's lexical
+            weight by (1.0: no lean).
+    """
+
+    recalls: int
+    median: float | None
+    lexical_lean: float
 
 
 class RecallJobs(ServiceCore):
@@ -599,6 +622,18 @@ class RecallJobs(ServiceCore):
         if len(kept) < _CORROBORATIONS_NEEDED:
             return None
         return statistics.median(kept)
+
+    def corroboration(self, collection: str) -> Corroboration:
+        """How well similarity has corroborated the words in this process's recent
+        recalls of the collection, and the lean on words that follows."""
+        self.check_collection(collection)
+        typical = self._typical_corroboration(collection)
+        threshold = self.recipe(DEFAULT_RECIPE).collection_uncorroborated
+        return Corroboration(
+            recalls=len(self._corroborations.get(collection, ())),
+            median=None if typical is None else round(typical, 3),
+            lexical_lean=round(uncorroborated_lean(typical, threshold), 3),
+        )
 
     def latency(self, collection: str) -> Latency:
         """p50 / p95 of this process's recent recalls of the collection."""

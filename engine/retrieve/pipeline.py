@@ -614,12 +614,12 @@ def _lexical_weight(
     weight += config.lexical_lean * min(specific_terms(query), 2)
     if config.lexical_disagreement > 0.0:
         weight *= 1.0 + config.lexical_disagreement * (1.0 - top_overlap(dense, lexical))
-    weight *= _lean(corroborated, config.uncorroborated)
-    weight *= _lean(typical, config.collection_uncorroborated)
+    weight *= uncorroborated_lean(corroborated, config.uncorroborated)
+    weight *= uncorroborated_lean(typical, config.collection_uncorroborated)
     return weight
 
 
-def _lean(corroborated: float | None, threshold: float) -> float:
+def uncorroborated_lean(corroborated: float | None, threshold: float) -> float:
     """How many times further than ``threshold`` below 0 ``corroborated`` lies,
     between 1 and :data:`MAX_UNCORROBORATED`; 1 when it lies no further, is not
     known, or the threshold is 0 (off)."""

@@ -82,11 +82,15 @@ def test_a_conversation_gets_an_insight_before_it_asks(client: TestClient) -> No
     assert surfacing["explicit_recalls"] == 1 and surfacing["recall_before_search"] == 1.0
     assert surfacing["median_lead_time"] == lead
     assert stats["latency"]["recalls"] == 1 and stats["latency"]["p50_ms"] > 0
+    # One recall is too few to judge how well similarity corroborates words here.
+    assert stats["corroboration"]["median"] is None
+    assert stats["corroboration"]["lexical_lean"] == 1.0
 
     metrics = client.get("/metrics", headers=ALPHA)
     assert metrics.status_code == 200
     assert 'hippo_recall_before_search{collection="team:alpha"} 1' in metrics.text
     assert 'hippo_engagements_total{collection="team:alpha",engagement="used"} 1' in metrics.text
+    assert 'hippo_recall_lexical_lean{collection="team:alpha"} 1\n' in metrics.text
     # Another tenant's key sees nothing of this collection.
     assert "team:alpha" not in client.get("/metrics", headers=BETA).text
 

@@ -404,8 +404,14 @@ def test_a_collection_where_similarity_misreads_the_queries_learns_to_lean_on_wo
         return hit.score - hit.similarity
 
     first = lead(C, 0)
+    assert svc.corroboration(C).median is None
     for i in range(1, len(rare)):
         lead(C, i)
+    measured = svc.corroboration(C)
+    assert measured.recalls == len(rare) and measured.median is not None
+    assert measured.median < -2.0 * ASSOCIATIVE.collection_uncorroborated
+    assert measured.lexical_lean > 2.0
     assert lead(C, 0) > 2.0 * first
     # Another collection has learned nothing yet.
     assert lead("org:beta", 0) == pytest.approx(first)
+    assert svc.corroboration("org:beta").lexical_lean == 1.0
