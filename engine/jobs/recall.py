@@ -62,9 +62,9 @@ logger = logging.getLogger("engine.service")
 _LATENCIES_KEPT = 1000
 _CORROBORATIONS_KEPT = 64
 """How many of a collection's recent recalls its typical corroboration is the
-median of (:attr:`SearchConfig.collection_uncorroborated`)..."""
+median of (:attr:`SearchConfig.collection_uncorroborated`)."""
 _CORROBORATIONS_NEEDED = 8
-"""...and how many it needs before it is trusted."""
+"""How many recalls that median needs before it is trusted."""
 _QUERY_READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hippo-query")
 """Where recalls read what their queries name while the query is embedded and
 searched (:func:`~engine.retrieve.pipeline.read_query`), and do the reads that
