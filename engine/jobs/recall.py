@@ -42,13 +42,8 @@ from engine.retrieve.config import (
     without_dense,
 )
 from engine.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
-from engine.retrieve.pipeline import (
-    Candidate,
-    hub_anchor_edges,
-    read_query,
-    retrieve,
-    uncorroborated_lean,
-)
+from engine.retrieve.fusion import uncorroborated_lean
+from engine.retrieve.pipeline import Candidate, hub_anchor_edges, read_query, retrieve
 from engine.retrieve.present import asks_about_present, present_first
 from engine.retrieve.summary import context_summary
 from engine.store import Vector

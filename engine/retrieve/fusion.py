@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from engine.retrieve.config import MAX_UNCORROBORATED
 from engine.retrieve.lexical import STOP_WORDS
 
 
@@ -180,6 +181,15 @@ def corroboration(
     ranked = sorted(lexical, key=lambda mid: (-lexical[mid], mid))[:best]
     zs = [(dense[mid] - d.mean) / d.std for mid in ranked if mid in dense]
     return sum(zs) / len(zs) if zs else None
+
+
+def uncorroborated_lean(corroborated: float | None, threshold: float) -> float:
+    """How many times further than ``threshold`` below 0 ``corroborated`` lies,
+    between 1 and :data:`MAX_UNCORROBORATED`; 1 when it lies no further, is not
+    known, or the threshold is 0 (off)."""
+    if corroborated is None or threshold <= 0.0 or -corroborated <= threshold:
+        return 1.0
+    return min(MAX_UNCORROBORATED, -corroborated / threshold)
 
 
 _TERM = re.compile(r"[^\W_]+(?:[.'’-][^\W_]+)*")

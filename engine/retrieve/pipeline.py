@@ -22,7 +22,7 @@ import numpy as np
 from engine.extract import ConceptExtractor, Extraction
 from engine.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters, TimeWindow
 from engine.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, HubMatch
-from engine.retrieve.config import MAX_UNCORROBORATED, SearchConfig
+from engine.retrieve.config import SearchConfig
 from engine.retrieve.fusion import (
     calibrated,
     corroboration,
@@ -36,6 +36,7 @@ from engine.retrieve.fusion import (
     specific_terms,
     spread,
     top_overlap,
+    uncorroborated_lean,
     weighted,
 )
 from engine.retrieve.when import place, read_times, time_lifts
@@ -617,15 +618,6 @@ def _lexical_weight(
     weight *= uncorroborated_lean(corroborated, config.uncorroborated)
     weight *= uncorroborated_lean(typical, config.collection_uncorroborated)
     return weight
-
-
-def uncorroborated_lean(corroborated: float | None, threshold: float) -> float:
-    """How many times further than ``threshold`` below 0 ``corroborated`` lies,
-    between 1 and :data:`MAX_UNCORROBORATED`; 1 when it lies no further, is not
-    known, or the threshold is 0 (off)."""
-    if corroborated is None or threshold <= 0.0 or -corroborated <= threshold:
-        return 1.0
-    return min(MAX_UNCORROBORATED, -corroborated / threshold)
 
 
 def _with_graph(
