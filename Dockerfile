@@ -30,7 +30,7 @@ RUN python -m venv /opt/hippo \
     && /opt/hippo/bin/pip install --upgrade "pip>=24" \
     && /opt/hippo/bin/pip install --extra-index-url "$TORCH_INDEX" . \
     # Load the model and the pipeline once: the build fails here, not at start-up.
-    && /opt/hippo/bin/python -c "from engine.embed import SentenceTransformerEmbedder as E; from engine.extract import SpacyConceptExtractor as S; E(); S()"
+    && /opt/hippo/bin/python -c "from hippocampus.embed import SentenceTransformerEmbedder as E; from hippocampus.extract import SpacyConceptExtractor as S; E(); S()"
 
 
 FROM python:3.11-slim

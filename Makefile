@@ -54,7 +54,10 @@ run: install explorer
 lint: install
 	$(BIN)/ruff check engine api bench tests tools
 
+# mypy reads folders, not the package-dir mapping: it checks a tree of links laid
+# out as the installed `hippocampus` (tools/package_tree.py, in ignored build/).
 typecheck: install
+	$(BIN)/python tools/package_tree.py build/package
 	$(BIN)/mypy
 
 # Every test, on the embedded store and on a live Neo4j: with-neo4j.sh starts

@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from enum import Enum
 
-from api.errors import OverloadedError
+from hippocampus.api.errors import OverloadedError
 
 
 class Lane(Enum):

@@ -15,12 +15,12 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.routing import Route
 
-from api.admission import Admission
-from api.auth import KeyRing
-from api.errors import BodySizeLimitMiddleware, install_error_handlers
-from api.maintenance import MaintenanceLoop
-from api.mcp import StreamableHttpEndpoint, create_mcp_server, keyring_access
-from api.routers import (
+from hippocampus.api.admission import Admission
+from hippocampus.api.auth import KeyRing
+from hippocampus.api.errors import BodySizeLimitMiddleware, install_error_handlers
+from hippocampus.api.maintenance import MaintenanceLoop
+from hippocampus.api.mcp import StreamableHttpEndpoint, create_mcp_server, keyring_access
+from hippocampus.api.routers import (
     browser,
     explore,
     graph,
@@ -34,10 +34,10 @@ from api.routers import (
     stats,
     surfacing,
 )
-from engine.config import HippoSettings
-from engine.errors import HippoError
-from engine.service import Hippocampus
-from engine.store import GraphStore
+from hippocampus.config import HippoSettings
+from hippocampus.errors import HippoError
+from hippocampus.service import Hippocampus
+from hippocampus.store import GraphStore
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.errors import LoopbackOnlyError, UnauthorizedError
+from hippocampus.api.errors import LoopbackOnlyError, UnauthorizedError
 
 _LOOPBACK_NAMES = frozenset({"localhost", "testclient"})
 """Client hosts that are loopback without being IP addresses; ``testclient`` is

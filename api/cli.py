@@ -34,16 +34,16 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from api.auth import is_loopback
-from engine.config import HippoSettings
-from engine.errors import DataDirLockedError, HippoError, InvalidInputError
-from engine.model import NewMemory, RecallFilters, RecallResult
-from engine.retrieve import DEFAULT_RECIPE, RECIPES
-from engine.service import Hippocampus
-from engine.store.factory import open_store
+from hippocampus.api.auth import is_loopback
+from hippocampus.config import HippoSettings
+from hippocampus.errors import DataDirLockedError, HippoError, InvalidInputError
+from hippocampus.model import NewMemory, RecallFilters, RecallResult
+from hippocampus.retrieve import DEFAULT_RECIPE, RECIPES
+from hippocampus.service import Hippocampus
+from hippocampus.store.factory import open_store
 
 if TYPE_CHECKING:
-    from engine.store.neo4j import Neo4jStore
+    from hippocampus.store.neo4j import Neo4jStore
 
 _SNIPPET = 80
 
@@ -127,7 +127,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return _serve_workers(args, settings, level)
     import uvicorn
 
-    from api.app import create_app
+    from hippocampus.api.app import create_app
 
     service = Hippocampus.from_settings(settings)
     with contextlib.closing(service):
@@ -205,7 +205,7 @@ def _serve_workers(args: argparse.Namespace, settings: HippoSettings, level: int
         print("hippo: no API keys configured: serving loopback only", flush=True)
     print(f"hippo: serving http://{host}:{settings.port} (docs at /docs)", flush=True)
     uvicorn.run(
-        "api.app:create_app",
+        "hippocampus.api.app:create_app",
         factory=True,
         host=settings.host,
         port=settings.port,
@@ -216,7 +216,7 @@ def _serve_workers(args: argparse.Namespace, settings: HippoSettings, level: int
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from api.mcp import create_mcp_server, full_access
+    from hippocampus.api.mcp import create_mcp_server, full_access
 
     settings = _settings(args)
     # stdout carries the protocol: anything else goes to stderr.
@@ -369,12 +369,15 @@ def _cmd_remember(args: argparse.Namespace) -> int:
                     "tags": list(item.tags),
                     "importance": item.importance,
                     "source": item.source,
+                    "conversation_id": item.conversation_id,
+                    "occurred_at": _iso(item.occurred_at),
+                    "speaker": item.speaker,
                 }.items()
                 if v is not None
             },
         )
     else:
-        from api.schemas import RememberOut
+        from hippocampus.api.schemas import RememberOut
 
         with _engine(settings) as service:
             outcome = service.remember(args.collection, item)
@@ -426,7 +429,7 @@ def _cmd_recall(args: argparse.Namespace) -> int:
             },
         )
     else:
-        from api.schemas import RecallOut
+        from hippocampus.api.schemas import RecallOut
 
         with _engine(settings) as service:
             result = service.recall(
@@ -453,7 +456,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def _print_hits(result: RecallResult, out: TextIO | None = None) -> None:
-    from api.schemas import RecallOut
+    from hippocampus.api.schemas import RecallOut
 
     body = RecallOut.from_engine(result, detail="full").model_dump(mode="json")
     _print_results(body["results"], out)
@@ -691,7 +694,7 @@ def _cmd_setup(args: argparse.Namespace) -> int:
 
 
 def _embedder_dimensions(settings: HippoSettings) -> int:
-    from engine.embed import make_embedder
+    from hippocampus.embed import make_embedder
 
     embedder = make_embedder(
         settings.embedder,
@@ -703,7 +706,7 @@ def _embedder_dimensions(settings: HippoSettings) -> int:
 
 
 def _neo4j_store(settings: HippoSettings, dimensions: int | None = None) -> Neo4jStore:
-    from engine.store.neo4j import Neo4jStore
+    from hippocampus.store.neo4j import Neo4jStore
 
     store = open_store(settings, kind="neo4j", dimensions=dimensions)
     assert isinstance(store, Neo4jStore)
@@ -711,8 +714,8 @@ def _neo4j_store(settings: HippoSettings, dimensions: int | None = None) -> Neo4
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from engine.service import PORTABLE_STATE, PORTABLE_STATE_PREFIXES
-    from engine.store.copy import copy_collection
+    from hippocampus.service import PORTABLE_STATE, PORTABLE_STATE_PREFIXES
+    from hippocampus.store.copy import copy_collection
 
     into = args.into or args.collection
     if args.source == args.target and into == args.collection:
@@ -798,7 +801,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from engine.demo import DEMO_QUERIES, load_demo
+    from hippocampus.demo import DEMO_QUERIES, load_demo
 
     with _engine(_settings(args)) as service:
         outcomes = load_demo(service, args.collection)

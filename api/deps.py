@@ -12,12 +12,12 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
 
-from api.admission import Admission, Lane
-from api.auth import Access, AccessDep
-from api.errors import NOT_FOUND_MESSAGE
-from engine.config import HippoSettings
-from engine.errors import NotFoundError
-from engine.service import Hippocampus
+from hippocampus.api.admission import Admission, Lane
+from hippocampus.api.auth import Access, AccessDep
+from hippocampus.api.errors import NOT_FOUND_MESSAGE
+from hippocampus.config import HippoSettings
+from hippocampus.errors import NotFoundError
+from hippocampus.service import Hippocampus
 
 
 async def get_service(request: Request) -> Hippocampus:

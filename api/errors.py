@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.errors import (
+from hippocampus.errors import (
     ConfigError,
     ConflictError,
     DataDirLockedError,

@@ -9,8 +9,8 @@ import socket
 import threading
 import uuid
 
-from engine.errors import HippoError
-from engine.service import Hippocampus
+from hippocampus.errors import HippoError
+from hippocampus.service import Hippocampus
 
 logger = logging.getLogger(__name__)
 

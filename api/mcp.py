@@ -27,10 +27,10 @@ from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from api.auth import Access, KeyRing, authorize, bearer_scheme
-from api.deps import unwritten_collection_warnings
-from api.errors import NOT_FOUND_MESSAGE, ApiError, error_response
-from api.schemas import (
+from hippocampus.api.auth import Access, KeyRing, authorize, bearer_scheme
+from hippocampus.api.deps import unwritten_collection_warnings
+from hippocampus.api.errors import NOT_FOUND_MESSAGE, ApiError, error_response
+from hippocampus.api.schemas import (
     AssociateOut,
     AssociationOut,
     ConversationType,
@@ -46,10 +46,10 @@ from api.schemas import (
     RememberBatchOut,
     ResurfaceOut,
 )
-from engine.errors import ConflictError, HippoError, InvalidInputError, NotFoundError
-from engine.model import Tier
-from engine.retrieve import DEFAULT_RECIPE
-from engine.service import Hippocampus
+from hippocampus.errors import ConflictError, HippoError, InvalidInputError, NotFoundError
+from hippocampus.model import Tier
+from hippocampus.retrieve import DEFAULT_RECIPE
+from hippocampus.service import Hippocampus
 
 INSTRUCTIONS = (
     "Hippocampus is a long-term memory shared with people and other agents. Before "

@@ -28,10 +28,10 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from engine.config import Limits
-from engine.extract.quality import TrainingRun
-from engine.metrics import CachedGraphHealth
-from engine.model import (
+from hippocampus.config import Limits
+from hippocampus.extract.quality import TrainingRun
+from hippocampus.metrics import CachedGraphHealth
+from hippocampus.model import (
     HUB_OF_EDGE,
     MEMORY_NODE,
     Edge,
@@ -46,9 +46,9 @@ from engine.model import (
     Tier,
     target_kind,
 )
-from engine.model.memory import MAX_SPEAKER_CHARS
-from engine.model.resource import Resource
-from engine.service import (
+from hippocampus.model.memory import MAX_SPEAKER_CHARS
+from hippocampus.model.resource import Resource
+from hippocampus.service import (
     NOT_EMBEDDED_REASON,
     Association,
     CollectionStats,
@@ -61,8 +61,8 @@ from engine.service import (
     TierReport,
     TurnWindow,
 )
-from engine.surface import SurfaceMetrics
-from engine.surfacing import EngagementOutcome, Insight, MessageOutcome
+from hippocampus.surface import SurfaceMetrics
+from hippocampus.surfacing import EngagementOutcome, Insight, MessageOutcome
 
 _LIMITS = Limits()
 

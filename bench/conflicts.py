@@ -37,11 +37,11 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.quality import LOADERS, CachedEmbedder, Corpus, bench_embedder, dataset_names
-from engine.config import Limits
-from engine.embed import Embedder
-from engine.embed.passages import passages
-from engine.extract.dedup import NEGATIONS, DedupConfig, Verdict, compare, jaccard, tokens
-from engine.extract.turns import said
+from hippocampus.config import Limits
+from hippocampus.embed import Embedder
+from hippocampus.embed.passages import passages
+from hippocampus.extract.dedup import NEGATIONS, DedupConfig, Verdict, compare, jaccard, tokens
+from hippocampus.extract.turns import said
 
 CLOSE = 0.85
 """The least cosine of a "close" pair."""

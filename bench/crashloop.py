@@ -52,7 +52,7 @@ from bench.workload import (
     start_crew,
     verify,
 )
-from engine.store.embedded import EmbeddedStore
+from hippocampus.store.embedded import EmbeddedStore
 
 COLLECTION = "crashloop"
 SEEDED = 60

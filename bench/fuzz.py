@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from engine.extract import SpacyConceptExtractor
+from hippocampus.extract import SpacyConceptExtractor
 from tests.fuzz.harness import VARIANTS, FuzzTarget, Request, load_operations, requests
 
 _CLASSES = ("2xx", "3xx", "4xx", "5xx", "unsent")

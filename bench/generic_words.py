@@ -43,9 +43,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.quality import LOADERS, Dataset
-from engine.extract import SpacyConceptExtractor
-from engine.extract.domains import DOMAIN_CUES
-from engine.extract.turns import said
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.domains import DOMAIN_CUES
+from hippocampus.extract.turns import said
 
 MAX_CHARS = 8000
 """Content past the engine's cap is cut there, as the quality bench cuts it."""

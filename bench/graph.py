@@ -33,11 +33,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.model import Edge, EdgeType, Memory, RecallFilters, content_hash
-from engine.model.association import MEMORY_NODE, Anchor, ExpandParams
-from engine.store import MemoryRecord
-from engine.store.embedded import EmbeddedStore
-from engine.store.embedded.graph import CollectionGraph
+from hippocampus.model import Edge, EdgeType, Memory, RecallFilters, content_hash
+from hippocampus.model.association import MEMORY_NODE, Anchor, ExpandParams
+from hippocampus.store import MemoryRecord
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded.graph import CollectionGraph
 
 CACHE = Path(__file__).resolve().parent.parent / ".bench-cache"
 COLLECTION = "bench-graph"

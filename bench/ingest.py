@@ -49,12 +49,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.recall import connect_neo4j
 from bench.synth import memories
-from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-from engine.extract import Extraction, SpacyConceptExtractor
-from engine.jobs.remembering import EMBED_RUN
-from engine.model import NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from hippocampus.extract import Extraction, SpacyConceptExtractor
+from hippocampus.jobs.remembering import EMBED_RUN
+from hippocampus.model import NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 COLLECTION = "bench"
 

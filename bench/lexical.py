@@ -26,10 +26,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synth import SynthMemory, memories, queries
-from engine.model import Memory, RecallFilters, content_hash, utcnow
-from engine.retrieve.lexical import BM25Index, tokenize
-from engine.store import MemoryRecord
-from engine.store.embedded import EmbeddedStore
+from hippocampus.model import Memory, RecallFilters, content_hash, utcnow
+from hippocampus.retrieve.lexical import BM25Index, tokenize
+from hippocampus.store import MemoryRecord
+from hippocampus.store.embedded import EmbeddedStore
 
 COLLECTION = "bench"
 K = 10

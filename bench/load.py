@@ -55,8 +55,8 @@ from bench.workload import (
     seed_memories,
     start_crew,
 )
-from engine.config import HippoSettings
-from engine.store.neo4j import Neo4jStore
+from hippocampus.config import HippoSettings
+from hippocampus.store.neo4j import Neo4jStore
 
 COLLECTION = "load"
 SLOW_ROUTES = ("message", "engage")  # p95 under load held to 10x their 1-client p50

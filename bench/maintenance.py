@@ -45,13 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fastapi.testclient import TestClient
 
-from api.app import create_app
 from bench.recall import cached_vectors, keyword_record
 from bench.synth import memories
-from engine.config import HippoSettings
-from engine.embed import HashingEmbedder
-from engine.extract import KeywordConceptExtractor
-from engine.model import (
+from hippocampus.api.app import create_app
+from hippocampus.config import HippoSettings
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract import KeywordConceptExtractor
+from hippocampus.model import (
     Edge,
     EdgeType,
     Memory,
@@ -59,9 +59,9 @@ from engine.model import (
     Tier,
     utcnow,
 )
-from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.schedule import FsrsScheduler, Scheduler, SeedScheduler
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 COLLECTION = "bench"
 KEY = "bench-key-0001"

@@ -52,12 +52,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory
-from engine.retrieve.config import DEFAULT_RECIPE, RECIPES
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import NewMemory
+from hippocampus.retrieve.config import DEFAULT_RECIPE, RECIPES
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 
 @dataclass

@@ -62,11 +62,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synth import QUERIES, SynthMemory, chat_messages, chat_queries, memories, queries
-from engine.config import HippoSettings
-from engine.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-from engine.extract import Extraction, KeywordConceptExtractor, SpacyConceptExtractor
-from engine.jobs.core import hub_edges
-from engine.model import (
+from hippocampus.config import HippoSettings
+from hippocampus.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from hippocampus.extract import Extraction, KeywordConceptExtractor, SpacyConceptExtractor
+from hippocampus.jobs.core import hub_edges
+from hippocampus.model import (
     Memory,
     NewMemory,
     RecallFilters,
@@ -74,11 +74,11 @@ from engine.model import (
     content_hash,
     utcnow,
 )
-from engine.retrieve import DEFAULT_RECIPE
-from engine.service import Hippocampus
-from engine.store import GraphStore, MemoryRecord
-from engine.store.embedded import EmbeddedStore
-from engine.store.neo4j import Neo4jStore
+from hippocampus.retrieve import DEFAULT_RECIPE
+from hippocampus.service import Hippocampus
+from hippocampus.store import GraphStore, MemoryRecord
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.neo4j import Neo4jStore
 
 CACHE = Path(__file__).resolve().parent.parent / ".bench-cache"
 CHUNK = 5_000  # rows per cache file: a long MiniLM run can stop and resume

@@ -36,9 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.model import Memory, RetrievalMeta, content_hash
-from engine.schedule import Engagement, FsrsScheduler, Scheduler, SeedScheduler
-from engine.surface.rules import SurfaceConfig, engaged
+from hippocampus.model import Memory, RetrievalMeta, content_hash
+from hippocampus.schedule import Engagement, FsrsScheduler, Scheduler, SeedScheduler
+from hippocampus.surface.rules import SurfaceConfig, engaged
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 CONTEXT = "schedule:-"

@@ -80,7 +80,7 @@ class Server:
                 [
                     sys.executable,
                     "-m",
-                    "api.cli",
+                    "hippocampus.api.cli",
                     "serve",
                     "--port",
                     str(self.port),

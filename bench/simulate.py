@@ -45,12 +45,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.embed import HashingEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.model import EdgeType, NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
-from engine.surface import SurfaceConfig
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import EdgeType, NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.surface import SurfaceConfig
 
 COLLECTION = "sim:team"
 AREAS: dict[str, tuple[str, ...]] = {

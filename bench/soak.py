@@ -60,7 +60,7 @@ from bench.workload import (
     start_crew,
     verify,
 )
-from engine.store.embedded.store import DB_FILE
+from hippocampus.store.embedded.store import DB_FILE
 
 COLLECTION = "soak"
 MAX_GROWTH = 0.05

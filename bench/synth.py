@@ -13,7 +13,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from engine.model.memory import content_hash
+from hippocampus.model.memory import content_hash
 
 SERVICES = (
     "checkout", "billing", "auth", "search", "notifications", "payments gateway",

@@ -15,11 +15,11 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from engine.errors import ConfigError
-from engine.extract.dedup import DedupConfig
-from engine.extract.quality import QualityConfig
-from engine.learn.tiers import TierPolicy
-from engine.model.event import EventRetention
+from hippocampus.errors import ConfigError
+from hippocampus.extract.dedup import DedupConfig
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.learn.tiers import TierPolicy
+from hippocampus.model.event import EventRetention
 
 # \Z, not $: $ also matches before a final newline, which "team:a\n" would slip through.
 COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}\Z")

@@ -8,8 +8,8 @@ recognized as a duplicate).
 
 from __future__ import annotations
 
-from engine.model import NewMemory
-from engine.service import Hippocampus, RememberOutcome
+from hippocampus.model import NewMemory
+from hippocampus.service import Hippocampus, RememberOutcome
 
 
 def _m(memory_id: str, category: str, tags: tuple[str, ...], content: str) -> NewMemory:

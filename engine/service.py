@@ -15,45 +15,45 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from engine.config import HippoSettings, Limits
-from engine.embed import Embedder, make_embedder, model_name
-from engine.embed.lazy import LazyEmbedder
-from engine.extract import ConceptExtractor, make_extractor
-from engine.extract.dedup import DedupConfig
-from engine.extract.quality import QualityConfig
-from engine.jobs.conversations import ConversationJobs
-from engine.jobs.core import CONCEPT_WEIGHT as CONCEPT_WEIGHT
-from engine.jobs.core import FEEDBACK_COUNT_KEY as FEEDBACK_COUNT_KEY
-from engine.jobs.core import MEMBERSHIP_WEIGHT as MEMBERSHIP_WEIGHT
-from engine.jobs.core import NAME_WEIGHT as NAME_WEIGHT
-from engine.jobs.core import NOT_EMBEDDED_REASON as NOT_EMBEDDED_REASON
-from engine.jobs.core import QUALITY_MODEL_KEY as QUALITY_MODEL_KEY
-from engine.jobs.core import TIER_PASS_KEY as TIER_PASS_KEY
-from engine.jobs.core import Embedded as Embedded
-from engine.jobs.feedback import FeedbackJobs
-from engine.jobs.maintenance import CollectionStats, MaintenanceJobs, QualityStats, TierReport
-from engine.jobs.recall import ASSOCIATE_SORTS as ASSOCIATE_SORTS
-from engine.jobs.recall import Association, Associations, GraphNode, RecallJobs, Subgraph
-from engine.jobs.recall import Corroboration as Corroboration
-from engine.jobs.recall import Latency as Latency
-from engine.jobs.records import MAX_TURN_WINDOW as MAX_TURN_WINDOW
-from engine.jobs.records import RecordsJobs, ResourceOutcome
-from engine.jobs.records import TurnWindow as TurnWindow
-from engine.jobs.remembering import EditOutcome, RememberingJobs, RememberOutcome
-from engine.jobs.transfer import EXPORT_FORMAT, ImportReport, TransferJobs
-from engine.jobs.transfer import LEARNED_SECTION as LEARNED_SECTION
-from engine.jobs.transfer import LEARNED_VERSION as LEARNED_VERSION
-from engine.jobs.transfer import PORTABLE_STATE as PORTABLE_STATE
-from engine.jobs.transfer import PORTABLE_STATE_PREFIXES as PORTABLE_STATE_PREFIXES
-from engine.learn import LearningConfig
-from engine.learn.tiers import TierPolicy
-from engine.locks import StripedLock
-from engine.model import EventRetention
-from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler
-from engine.store import GraphStore
-from engine.store.factory import open_store
-from engine.surface import SurfaceConfig
-from engine.surfacing import Surfacer
+from hippocampus.config import HippoSettings, Limits
+from hippocampus.embed import Embedder, make_embedder, model_name
+from hippocampus.embed.lazy import LazyEmbedder
+from hippocampus.extract import ConceptExtractor, make_extractor
+from hippocampus.extract.dedup import DedupConfig
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.jobs.conversations import ConversationJobs
+from hippocampus.jobs.core import CONCEPT_WEIGHT as CONCEPT_WEIGHT
+from hippocampus.jobs.core import FEEDBACK_COUNT_KEY as FEEDBACK_COUNT_KEY
+from hippocampus.jobs.core import MEMBERSHIP_WEIGHT as MEMBERSHIP_WEIGHT
+from hippocampus.jobs.core import NAME_WEIGHT as NAME_WEIGHT
+from hippocampus.jobs.core import NOT_EMBEDDED_REASON as NOT_EMBEDDED_REASON
+from hippocampus.jobs.core import QUALITY_MODEL_KEY as QUALITY_MODEL_KEY
+from hippocampus.jobs.core import TIER_PASS_KEY as TIER_PASS_KEY
+from hippocampus.jobs.core import Embedded as Embedded
+from hippocampus.jobs.feedback import FeedbackJobs
+from hippocampus.jobs.maintenance import CollectionStats, MaintenanceJobs, QualityStats, TierReport
+from hippocampus.jobs.recall import ASSOCIATE_SORTS as ASSOCIATE_SORTS
+from hippocampus.jobs.recall import Association, Associations, GraphNode, RecallJobs, Subgraph
+from hippocampus.jobs.recall import Corroboration as Corroboration
+from hippocampus.jobs.recall import Latency as Latency
+from hippocampus.jobs.records import MAX_TURN_WINDOW as MAX_TURN_WINDOW
+from hippocampus.jobs.records import RecordsJobs, ResourceOutcome
+from hippocampus.jobs.records import TurnWindow as TurnWindow
+from hippocampus.jobs.remembering import EditOutcome, RememberingJobs, RememberOutcome
+from hippocampus.jobs.transfer import EXPORT_FORMAT, ImportReport, TransferJobs
+from hippocampus.jobs.transfer import LEARNED_SECTION as LEARNED_SECTION
+from hippocampus.jobs.transfer import LEARNED_VERSION as LEARNED_VERSION
+from hippocampus.jobs.transfer import PORTABLE_STATE as PORTABLE_STATE
+from hippocampus.jobs.transfer import PORTABLE_STATE_PREFIXES as PORTABLE_STATE_PREFIXES
+from hippocampus.learn import LearningConfig
+from hippocampus.learn.tiers import TierPolicy
+from hippocampus.locks import StripedLock
+from hippocampus.model import EventRetention
+from hippocampus.schedule import FsrsScheduler, Scheduler, SeedScheduler
+from hippocampus.store import GraphStore
+from hippocampus.store.factory import open_store
+from hippocampus.surface import SurfaceConfig
+from hippocampus.surfacing import Surfacer
 
 
 class Hippocampus(

@@ -51,22 +51,27 @@ from typing import Any, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.errors import ConflictError, InvalidInputError, LimitExceededError, NotFoundError
-from engine.extract import ConceptExtractor, Extraction
-from engine.extract.recent import RecentExtractions, pieces
-from engine.extract.sanitize import has_control_characters
-from engine.learn.rules import REAL_USE, co_use_updates
-from engine.locks import StripedLock
-from engine.model import HUB_EDGE, Event, HubKind, Memory, RecallFilters, faded_dismissals
-from engine.model.association import EdgeUpdate
-from engine.retrieve.config import DEFAULT_RECIPE, EMBEDDER_DOWN_WARNING, RECIPES, without_dense
-from engine.retrieve.pipeline import Candidate, retrieve
-from engine.schedule import Engagement, Scheduler
-from engine.store import GraphStore, Learned, Vector
-from engine.surface.conversation import ConversationState, HeldBack, SurfacedItem
-from engine.surface.metrics import SurfaceCounters, SurfaceMetrics
-from engine.surface.predict import SurfaceModel, odds
-from engine.surface.rules import (
+from hippocampus.errors import ConflictError, InvalidInputError, LimitExceededError, NotFoundError
+from hippocampus.extract import ConceptExtractor, Extraction
+from hippocampus.extract.recent import RecentExtractions, pieces
+from hippocampus.extract.sanitize import has_control_characters
+from hippocampus.learn.rules import REAL_USE, co_use_updates
+from hippocampus.locks import StripedLock
+from hippocampus.model import HUB_EDGE, Event, HubKind, Memory, RecallFilters, faded_dismissals
+from hippocampus.model.association import EdgeUpdate
+from hippocampus.retrieve.config import (
+    DEFAULT_RECIPE,
+    EMBEDDER_DOWN_WARNING,
+    RECIPES,
+    without_dense,
+)
+from hippocampus.retrieve.pipeline import Candidate, retrieve
+from hippocampus.schedule import Engagement, Scheduler
+from hippocampus.store import GraphStore, Learned, Vector
+from hippocampus.surface.conversation import ConversationState, HeldBack, SurfacedItem
+from hippocampus.surface.metrics import SurfaceCounters, SurfaceMetrics
+from hippocampus.surface.predict import SurfaceModel, odds
+from hippocampus.surface.rules import (
     CONVERSATION_TYPES,
     ENGAGEMENT_RULES,
     SurfaceConfig,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.embed import HashingEmbedder, SentenceTransformerEmbedder
-from engine.extract import SpacyConceptExtractor
+from hippocampus.embed import HashingEmbedder, SentenceTransformerEmbedder
+from hippocampus.extract import SpacyConceptExtractor
 from tests.contract.backends import neo4j_plan
 
 

@@ -36,7 +36,8 @@ _HEADERS = "cache-control, pragma, sentry-trace, baggage"
 
 @functools.cache
 def _file(name: str) -> str:
-    return importlib.resources.files("cypher").joinpath("browser", name).read_text("utf-8")
+    guide = importlib.resources.files("hippocampus.cypher").joinpath("browser", name)
+    return guide.read_text("utf-8")
 
 
 _STYLE_URL = "http://localhost:8000/browser/hippocampus.grass"

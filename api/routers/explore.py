@@ -13,7 +13,7 @@ from pathlib import Path
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse
 
-from engine.errors import NotFoundError
+from hippocampus.errors import NotFoundError
 
 router = APIRouter(prefix="/explore", tags=["explore"], include_in_schema=False)
 

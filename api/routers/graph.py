@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import HEAVY, CollectionDep, ServiceDep
-from api.schemas import ERROR_RESPONSES, GraphOut
+from hippocampus.api.deps import HEAVY, CollectionDep, ServiceDep
+from hippocampus.api.schemas import ERROR_RESPONSES, GraphOut
 
 router = APIRouter(prefix="/v1/collections/{collection}", tags=["graph"], responses=ERROR_RESPONSES)
 

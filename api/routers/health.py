@@ -7,9 +7,9 @@ import os
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api.deps import ServiceDep
-from api.errors import not_ready_response
-from api.schemas import ErrorOut, HealthOut, ReadyOut
+from hippocampus.api.deps import ServiceDep
+from hippocampus.api.errors import not_ready_response
+from hippocampus.api.schemas import ErrorOut, HealthOut, ReadyOut
 
 router = APIRouter(tags=["health"])
 

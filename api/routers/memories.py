@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from api.deps import HEAVY, CollectionDep, ServiceDep
-from api.schemas import (
+from hippocampus.api.deps import HEAVY, CollectionDep, ServiceDep
+from hippocampus.api.schemas import (
     ERROR_RESPONSES,
     ErrorOut,
     MemoryBatchIn,

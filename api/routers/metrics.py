@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
-from api.auth import AccessDep
-from api.deps import HEAVY, ServiceDep
+from hippocampus.api.auth import AccessDep
+from hippocampus.api.deps import HEAVY, ServiceDep
 
 router = APIRouter(tags=["metrics"])
 

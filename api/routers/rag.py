@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api.auth import AccessDep
-from api.deps import HEAVY, ServiceDep
-from api.errors import NOT_FOUND_MESSAGE, AmbiguousCollectionError
-from api.schemas import ERROR_RESPONSES, ErrorOut, RagSearchIn, RagSearchOut
-from engine.errors import NotFoundError
+from hippocampus.api.auth import AccessDep
+from hippocampus.api.deps import HEAVY, ServiceDep
+from hippocampus.api.errors import NOT_FOUND_MESSAGE, AmbiguousCollectionError
+from hippocampus.api.schemas import ERROR_RESPONSES, ErrorOut, RagSearchIn, RagSearchOut
+from hippocampus.errors import NotFoundError
 
 router = APIRouter(
     prefix="/ai",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.auth import AccessDep
-from api.deps import HEAVY, CollectionDep, ServiceDep, unwritten_collection_warnings
-from api.schemas import (
+from hippocampus.api.auth import AccessDep
+from hippocampus.api.deps import HEAVY, CollectionDep, ServiceDep, unwritten_collection_warnings
+from hippocampus.api.schemas import (
     ERROR_RESPONSES,
     AssociateIn,
     AssociateOut,
@@ -14,7 +14,7 @@ from api.schemas import (
     RecallIn,
     RecallOut,
 )
-from engine.retrieve import DEFAULT_RECIPE
+from hippocampus.retrieve import DEFAULT_RECIPE
 
 router = APIRouter(
     prefix="/v1/collections/{collection}", tags=["recall"], responses=ERROR_RESPONSES

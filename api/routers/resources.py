@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response, status
 
-from api.deps import HEAVY, CollectionDep, ServiceDep
-from api.schemas import ERROR_RESPONSES, ResourceIn, ResourceOut
+from hippocampus.api.deps import HEAVY, CollectionDep, ServiceDep
+from hippocampus.api.schemas import ERROR_RESPONSES, ResourceIn, ResourceOut
 
 router = APIRouter(
     prefix="/v1/collections/{collection}/resources",

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.auth import AccessDep
-from api.deps import HEAVY, CollectionDep, ServiceDep, unwritten_collection_warnings
-from api.schemas import ERROR_RESPONSES, StatsOut
+from hippocampus.api.auth import AccessDep
+from hippocampus.api.deps import HEAVY, CollectionDep, ServiceDep, unwritten_collection_warnings
+from hippocampus.api.schemas import ERROR_RESPONSES, StatsOut
 
 router = APIRouter(prefix="/v1/collections/{collection}", tags=["stats"], responses=ERROR_RESPONSES)
 

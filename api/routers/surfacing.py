@@ -7,15 +7,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from api.auth import AccessDep
-from api.deps import (
+from hippocampus.api.auth import AccessDep
+from hippocampus.api.deps import (
     CONVERSATION_TURN,
     HEAVY,
     CollectionDep,
     ServiceDep,
     unwritten_collection_warnings,
 )
-from api.schemas import (
+from hippocampus.api.schemas import (
     ERROR_RESPONSES,
     ConversationOut,
     DueOut,

@@ -7,15 +7,15 @@ import logging
 from pathlib import Path
 from typing import Literal
 
-from engine.embed.base import Embedder, normalize_rows
-from engine.embed.guard import EmbedderHealth, GuardedEmbedder, UnavailableEmbedder
-from engine.embed.hashing import HashingEmbedder
-from engine.embed.sentence_transformer import (
+from hippocampus.embed.base import Embedder, normalize_rows
+from hippocampus.embed.guard import EmbedderHealth, GuardedEmbedder, UnavailableEmbedder
+from hippocampus.embed.hashing import HashingEmbedder
+from hippocampus.embed.sentence_transformer import (
     DEFAULT_MODEL_NAME,
     Precision,
     SentenceTransformerEmbedder,
 )
-from engine.errors import ConfigError
+from hippocampus.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 
-from engine.embed.base import Embedder
-from engine.errors import EmbeddingError
+from hippocampus.embed.base import Embedder
+from hippocampus.errors import EmbeddingError
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from engine.embed.base import normalize_rows
+from hippocampus.embed.base import normalize_rows
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from engine.embed.base import Embedder
+from hippocampus.embed.base import Embedder
 
 
 class LazyEmbedder:

@@ -12,8 +12,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from engine.embed.base import normalize_rows
-from engine.errors import ConfigError, EmbeddingError
+from hippocampus.embed.base import normalize_rows
+from hippocampus.errors import ConfigError, EmbeddingError
 
 logger = logging.getLogger(__name__)
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import logging
 
-from engine.errors import ConfigError
-from engine.extract.base import (
+from hippocampus.errors import ConfigError
+from hippocampus.extract.base import (
     ConceptExtractor,
     Extraction,
     merge_given,
     normalize_name,
     unique_names,
 )
-from engine.extract.simple import KeywordConceptExtractor
-from engine.extract.spacy_extractor import SpacyConceptExtractor
+from hippocampus.extract.simple import KeywordConceptExtractor
+from hippocampus.extract.spacy_extractor import SpacyConceptExtractor
 
 logger = logging.getLogger(__name__)
 

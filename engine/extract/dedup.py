@@ -27,8 +27,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.extract.reversal import reversal
-from engine.model import Memory, NewMemory, Tier
+from hippocampus.extract.reversal import reversal
+from hippocampus.model import Memory, NewMemory, Tier
 
 _WORD = re.compile(r"[^\W_][\w'’.+#-]*[^\W_]|[^\W_]", re.UNICODE)
 _CONTRACTION = re.compile(r"(\w+)n[’']t\b", re.IGNORECASE)

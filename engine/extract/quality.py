@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.model import Memory
+from hippocampus.model import Memory
 
 FEATURES: tuple[str, ...] = (
     "length",

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
-from engine.extract.base import ConceptExtractor, Extraction, names_among
+from hippocampus.extract.base import ConceptExtractor, Extraction, names_among
 
 
 class RecentExtractions:

@@ -39,9 +39,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from engine.errors import InvalidInputError, LimitExceededError
-from engine.extract.sanitize import has_control_characters, sanitize_text, single_line
-from engine.model.resource import CustomValue, Resource
+from hippocampus.errors import InvalidInputError, LimitExceededError
+from hippocampus.extract.sanitize import has_control_characters, sanitize_text, single_line
+from hippocampus.model.resource import CustomValue, Resource
 
 TITLE_PREFIX = "Work Item: "
 _STATUS_BLOCK = "\n\nStatus:\n"

@@ -46,8 +46,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from engine.extract.turns import said
-from engine.retrieve.lexical import STOP_WORDS, stem
+from hippocampus.extract.turns import said
+from hippocampus.retrieve.lexical import STOP_WORDS, stem
 
 __all__ = ["Reading", "Span", "read", "reversal"]
 

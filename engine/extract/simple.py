@@ -11,10 +11,10 @@ import itertools
 import re
 from collections.abc import Sequence
 
-from engine.extract.base import Extraction, unique_names
-from engine.extract.domains import domains_for
-from engine.extract.forms import singular
-from engine.extract.generic import GENERIC_WORDS
+from hippocampus.extract.base import Extraction, unique_names
+from hippocampus.extract.domains import domains_for
+from hippocampus.extract.forms import singular
+from hippocampus.extract.generic import GENERIC_WORDS
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.\-]*[A-Za-z0-9+#]|[A-Za-z]")
 STOP_WORDS = frozenset(

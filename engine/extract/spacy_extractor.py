@@ -31,11 +31,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import ConfigError
-from engine.extract.base import Extraction, names_among, normalize_name, unique_names
-from engine.extract.domains import domains_for
-from engine.extract.forms import singular
-from engine.extract.generic import GENERIC_WORDS
+from hippocampus.errors import ConfigError
+from hippocampus.extract.base import Extraction, names_among, normalize_name, unique_names
+from hippocampus.extract.domains import domains_for
+from hippocampus.extract.forms import singular
+from hippocampus.extract.generic import GENERIC_WORDS
 
 logger = logging.getLogger(__name__)
 

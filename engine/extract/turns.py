@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from engine.extract.sanitize import ROLE_PLACEHOLDER
+from hippocampus.extract.sanitize import ROLE_PLACEHOLDER
 
 __all__ = ["said"]
 

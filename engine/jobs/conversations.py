@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from engine.errors import InvalidInputError
-from engine.jobs.core import ServiceCore
-from engine.model import Memory, Tier, utcnow
-from engine.schedule import indexed_as
-from engine.surface import SurfaceMetrics
-from engine.surfacing import ConversationView, MessageOutcome
+from hippocampus.errors import InvalidInputError
+from hippocampus.jobs.core import ServiceCore
+from hippocampus.model import Memory, Tier, utcnow
+from hippocampus.schedule import indexed_as
+from hippocampus.surface import SurfaceMetrics
+from hippocampus.surfacing import ConversationView, MessageOutcome
 
 _EDGE = timedelta(milliseconds=1)
 """How far past ``now`` the store's due dates are read: they are rounded to the

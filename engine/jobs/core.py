@@ -15,28 +15,28 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import ValidationError
 
-from engine.config import COLLECTION_PATTERN, Limits
-from engine.embed import Embedder, EmbedderHealth, GuardedEmbedder
-from engine.embed.passages import passages
-from engine.embed.scope import scope, toward_scope
-from engine.errors import EmbeddingError, InvalidInputError, LimitExceededError
-from engine.extract import ConceptExtractor, Extraction
-from engine.extract.dedup import DedupConfig
-from engine.extract.quality import QualityConfig, QualityModel
-from engine.extract.sanitize import has_control_characters
-from engine.extract.turns import said
-from engine.learn import LearningConfig
-from engine.learn.tiers import TierPolicy
-from engine.locks import StripedLock
-from engine.model import HUB_EDGE, Edge, EdgeUpdate, Event, EventRetention, HubKind, NewMemory
-from engine.model.memory import MAX_SPEAKER_CHARS, RetrievalMeta
-from engine.schedule import Scheduler
-from engine.store import GraphStore, Vector
-from engine.surfacing import Surfacer
+from hippocampus.config import COLLECTION_PATTERN, Limits
+from hippocampus.embed import Embedder, EmbedderHealth, GuardedEmbedder
+from hippocampus.embed.passages import passages
+from hippocampus.embed.scope import scope, toward_scope
+from hippocampus.errors import EmbeddingError, InvalidInputError, LimitExceededError
+from hippocampus.extract import ConceptExtractor, Extraction
+from hippocampus.extract.dedup import DedupConfig
+from hippocampus.extract.quality import QualityConfig, QualityModel
+from hippocampus.extract.sanitize import has_control_characters
+from hippocampus.extract.turns import said
+from hippocampus.learn import LearningConfig
+from hippocampus.learn.tiers import TierPolicy
+from hippocampus.locks import StripedLock
+from hippocampus.model import HUB_EDGE, Edge, EdgeUpdate, Event, EventRetention, HubKind, NewMemory
+from hippocampus.model.memory import MAX_SPEAKER_CHARS, RetrievalMeta
+from hippocampus.schedule import Scheduler
+from hippocampus.store import GraphStore, Vector
+from hippocampus.surfacing import Surfacer
 
 # The service's one logger name, as before the split: log configuration keyed on
-# "engine.service" keeps covering every job.
-logger = logging.getLogger("engine.service")
+# "hippocampus.service" keeps covering every job.
+logger = logging.getLogger("hippocampus.service")
 
 
 MEMBERSHIP_WEIGHT = 0.5

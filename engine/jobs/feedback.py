@@ -8,20 +8,20 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from engine.errors import HippoError, InvalidInputError, NotFoundError
-from engine.extract import unique_names
-from engine.extract.quality import feedback_label
-from engine.jobs.core import FEEDBACK_COUNT_KEY
-from engine.jobs.maintenance import MaintenanceJobs
-from engine.jobs.records import RecordsJobs
-from engine.learn import REAL_USE, co_use_updates
-from engine.model import HUB_EDGE, Edge, EdgeType, Event, HubKind, Memory, utcnow
-from engine.store import Learned
-from engine.surfacing import EngagementOutcome
+from hippocampus.errors import HippoError, InvalidInputError, NotFoundError
+from hippocampus.extract import unique_names
+from hippocampus.extract.quality import feedback_label
+from hippocampus.jobs.core import FEEDBACK_COUNT_KEY
+from hippocampus.jobs.maintenance import MaintenanceJobs
+from hippocampus.jobs.records import RecordsJobs
+from hippocampus.learn import REAL_USE, co_use_updates
+from hippocampus.model import HUB_EDGE, Edge, EdgeType, Event, HubKind, Memory, utcnow
+from hippocampus.store import Learned
+from hippocampus.surfacing import EngagementOutcome
 
 # The service's one logger name, as before the split: log configuration keyed on
-# "engine.service" keeps covering every job.
-logger = logging.getLogger("engine.service")
+# "hippocampus.service" keeps covering every job.
+logger = logging.getLogger("hippocampus.service")
 
 
 class FeedbackJobs(RecordsJobs, MaintenanceJobs):

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from engine.errors import StoreUnavailableError
-from engine.extract.quality import (
+from hippocampus.errors import StoreUnavailableError
+from hippocampus.extract.quality import (
     QualityAssessment,
     TrainingRun,
     assess,
@@ -20,16 +20,16 @@ from engine.extract.quality import (
     quality_features,
     retrain,
 )
-from engine.jobs.core import FEEDBACK_COUNT_KEY, QUALITY_MODEL_KEY, TIER_PASS_KEY, ServiceCore
-from engine.learn import decay_period
-from engine.learn.tiers import TierChange, tier_change
-from engine.metrics import CachedGraphHealth, GraphHealth, graph_health
-from engine.model import Event, HubKind, Memory, Tier, utcnow
-from engine.store import LearnChange, Learned
+from hippocampus.jobs.core import FEEDBACK_COUNT_KEY, QUALITY_MODEL_KEY, TIER_PASS_KEY, ServiceCore
+from hippocampus.learn import decay_period
+from hippocampus.learn.tiers import TierChange, tier_change
+from hippocampus.metrics import CachedGraphHealth, GraphHealth, graph_health
+from hippocampus.model import Event, HubKind, Memory, Tier, utcnow
+from hippocampus.store import LearnChange, Learned
 
 # The service's one logger name, as before the split: log configuration keyed on
-# "engine.service" keeps covering every job.
-logger = logging.getLogger("engine.service")
+# "hippocampus.service" keeps covering every job.
+logger = logging.getLogger("hippocampus.service")
 
 MAINTENANCE_LEASE = "maintenance"
 """The lease of the maintenance round (:meth:`MaintenanceJobs.take_maintenance_turn`)."""

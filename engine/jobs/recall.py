@@ -12,11 +12,11 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from engine.errors import EmbeddingError, InvalidInputError, LimitExceededError, NotFoundError
-from engine.extract import unique_names
-from engine.jobs.core import ServiceCore
-from engine.learn import BARE_RETRIEVAL, co_use_updates
-from engine.model import (
+from hippocampus.errors import EmbeddingError, InvalidInputError, LimitExceededError, NotFoundError
+from hippocampus.extract import unique_names
+from hippocampus.jobs.core import ServiceCore
+from hippocampus.learn import BARE_RETRIEVAL, co_use_updates
+from hippocampus.model import (
     MEMORY_NODE,
     Anchor,
     Edge,
@@ -33,25 +33,25 @@ from engine.model import (
     target_kind,
     utcnow,
 )
-from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE
-from engine.retrieve.config import (
+from hippocampus.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE
+from hippocampus.retrieve.config import (
     DEFAULT_RECIPE,
     EMBEDDER_DOWN_WARNING,
     RECIPES,
     SearchConfig,
     without_dense,
 )
-from engine.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
-from engine.retrieve.fusion import uncorroborated_lean
-from engine.retrieve.pipeline import Candidate, hub_anchor_edges, read_query, retrieve
-from engine.retrieve.present import asks_about_present, present_first
-from engine.retrieve.summary import context_summary
-from engine.store import Vector
-from engine.store.base import passage_score
+from hippocampus.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
+from hippocampus.retrieve.fusion import uncorroborated_lean
+from hippocampus.retrieve.pipeline import Candidate, hub_anchor_edges, read_query, retrieve
+from hippocampus.retrieve.present import asks_about_present, present_first
+from hippocampus.retrieve.summary import context_summary
+from hippocampus.store import Vector
+from hippocampus.store.base import passage_score
 
 # The service's one logger name, as before the split: log configuration keyed on
-# "engine.service" keeps covering every job.
-logger = logging.getLogger("engine.service")
+# "hippocampus.service" keeps covering every job.
+logger = logging.getLogger("hippocampus.service")
 
 
 _LATENCIES_KEPT = 1000

@@ -9,13 +9,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.errors import ConflictError, InvalidInputError, NotFoundError
-from engine.extract import merge_given
-from engine.extract.quality import assess
-from engine.extract.records import RecordLimits, build_document, indexed_text
-from engine.jobs.core import NOT_EMBEDDED_REASON, hub_edges, retrieval_extraction
-from engine.jobs.remembering import EditOutcome, RememberingJobs
-from engine.model import (
+from hippocampus.errors import ConflictError, InvalidInputError, NotFoundError
+from hippocampus.extract import merge_given
+from hippocampus.extract.quality import assess
+from hippocampus.extract.records import RecordLimits, build_document, indexed_text
+from hippocampus.jobs.core import NOT_EMBEDDED_REASON, hub_edges, retrieval_extraction
+from hippocampus.jobs.remembering import EditOutcome, RememberingJobs
+from hippocampus.model import (
     HUB_EDGE,
     Edge,
     EdgeType,
@@ -25,12 +25,12 @@ from engine.model import (
     content_hash,
     utcnow,
 )
-from engine.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
-from engine.store import Learned, MemoryRecord, Vector
+from hippocampus.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
+from hippocampus.store import Learned, MemoryRecord, Vector
 
 # The service's one logger name, as before the split: log configuration keyed on
-# "engine.service" keeps covering every job.
-logger = logging.getLogger("engine.service")
+# "hippocampus.service" keeps covering every job.
+logger = logging.getLogger("hippocampus.service")
 
 
 @dataclass(frozen=True)

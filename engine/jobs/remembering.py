@@ -13,15 +13,15 @@ from typing import Protocol
 
 import numpy as np
 
-from engine.embed.scope import scope
-from engine.errors import ConflictError, EmbeddingError, InvalidInputError, LimitExceededError
-from engine.extract import Extraction, merge_given
-from engine.extract.dedup import Verdict, compare, merge_duplicate
-from engine.extract.quality import QualityAssessment, QualityModel, assess
-from engine.extract.sanitize import sanitize_text
-from engine.jobs.core import NOT_EMBEDDED_REASON, Embedded, ServiceCore, hub_edges
-from engine.jobs.stages import staged
-from engine.model import (
+from hippocampus.embed.scope import scope
+from hippocampus.errors import ConflictError, EmbeddingError, InvalidInputError, LimitExceededError
+from hippocampus.extract import Extraction, merge_given
+from hippocampus.extract.dedup import Verdict, compare, merge_duplicate
+from hippocampus.extract.quality import QualityAssessment, QualityModel, assess
+from hippocampus.extract.sanitize import sanitize_text
+from hippocampus.jobs.core import NOT_EMBEDDED_REASON, Embedded, ServiceCore, hub_edges
+from hippocampus.jobs.stages import staged
+from hippocampus.model import (
     Edge,
     EdgeType,
     Event,
@@ -33,11 +33,11 @@ from engine.model import (
     content_hash,
     utcnow,
 )
-from engine.store import Learned, MemoryRecord, Vector
+from hippocampus.store import Learned, MemoryRecord, Vector
 
 # The service's one logger name, as before the split: log configuration keyed on
-# "engine.service" keeps covering every job.
-logger = logging.getLogger("engine.service")
+# "hippocampus.service" keeps covering every job.
+logger = logging.getLogger("hippocampus.service")
 
 
 @dataclass(frozen=True)

@@ -9,21 +9,21 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from engine.errors import InvalidInputError
-from engine.extract.quality import QualityModel
-from engine.jobs.core import (
+from hippocampus.errors import InvalidInputError
+from hippocampus.extract.quality import QualityModel
+from hippocampus.jobs.core import (
     FEEDBACK_COUNT_KEY,
     QUALITY_MODEL_KEY,
     ServiceCore,
     hub_edges,
     retrieval_extraction,
 )
-from engine.model import Edge, Memory
-from engine.store import MemoryRecord, Vector
-from engine.surface.conversation import ConversationState
-from engine.surface.metrics import SurfaceCounters
-from engine.surface.predict import SurfaceModel
-from engine.surfacing import (
+from hippocampus.model import Edge, Memory
+from hippocampus.store import MemoryRecord, Vector
+from hippocampus.surface.conversation import ConversationState
+from hippocampus.surface.metrics import SurfaceCounters
+from hippocampus.surface.predict import SurfaceModel
+from hippocampus.surfacing import (
     CONVERSATION_PREFIX,
     SURFACE_COUNTERS_KEY,
     SURFACE_MODEL_KEY,

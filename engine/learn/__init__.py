@@ -1,6 +1,6 @@
 """Learning rules: pure functions over edges and memories; the clock is an argument."""
 
-from engine.learn.rules import (
+from hippocampus.learn.rules import (
     BARE_RETRIEVAL,
     REAL_USE,
     DecayPolicy,

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.model import EdgeType
-from engine.model.association import EdgeUpdate
+from hippocampus.model import EdgeType
+from hippocampus.model.association import EdgeUpdate
 
 
 @dataclass(frozen=True)

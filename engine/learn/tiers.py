@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.model import Memory, Tier, faded_dismissals
+from hippocampus.model import Memory, Tier, faded_dismissals
 
 
 class TierPolicy(BaseModel):

@@ -1,5 +1,5 @@
 """Measures of the engine: graph health now; surfacing metrics later."""
 
-from engine.metrics.graph import CachedGraphHealth, GraphHealth, graph_health
+from hippocampus.metrics.graph import CachedGraphHealth, GraphHealth, graph_health
 
 __all__ = ["CachedGraphHealth", "GraphHealth", "graph_health"]

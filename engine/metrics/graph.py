@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from engine.model import EdgeType, HubKind, target_kind
+from hippocampus.model import EdgeType, HubKind, target_kind
 
 EXACT_CLUSTERING_MAX_NODES = 20_000
 """Above this many nodes the clustering coefficient is estimated by sampling."""

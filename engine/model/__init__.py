@@ -1,6 +1,6 @@
 """Pydantic data: memories, edges, recall shapes. No I/O here."""
 
-from engine.model.association import (
+from hippocampus.model.association import (
     MEMORY_NODE,
     Anchor,
     EdgeUpdate,
@@ -10,8 +10,8 @@ from engine.model.association import (
     HubMatch,
     PathStep,
 )
-from engine.model.event import Event, EventRetention
-from engine.model.graph import (
+from hippocampus.model.event import Event, EventRetention
+from hippocampus.model.graph import (
     HUB_EDGE,
     HUB_OF_EDGE,
     MEMORY_EDGES,
@@ -23,7 +23,7 @@ from engine.model.graph import (
     HubKind,
     target_kind,
 )
-from engine.model.memory import (
+from hippocampus.model.memory import (
     KNOWN_CATEGORIES,
     LEARNED_FIELDS,
     Memory,
@@ -38,7 +38,7 @@ from engine.model.memory import (
     utcnow,
     with_learning_of,
 )
-from engine.model.recall import (
+from hippocampus.model.recall import (
     RecallFilters,
     RecallHit,
     RecallResult,
@@ -46,7 +46,7 @@ from engine.model.recall import (
     TimeWindow,
     speaker_key,
 )
-from engine.model.resource import Resource
+from hippocampus.model.resource import Resource
 
 __all__ = [
     "HUB_EDGE",

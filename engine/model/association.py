@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.model.graph import EdgeType
+from hippocampus.model.graph import EdgeType
 
 MEMORY_NODE = "Memory"
 """Node kind of a memory in anchors and paths (hub kinds are HubKind values)."""

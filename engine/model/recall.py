@@ -6,8 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.model.association import GraphPath
-from engine.model.memory import Memory, Tier, UtcDatetime
+from hippocampus.model.association import GraphPath
+from hippocampus.model.memory import Memory, Tier, UtcDatetime
 
 
 def speaker_key(speaker: str) -> str:

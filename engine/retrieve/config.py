@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.model.association import ExpandParams
+from hippocampus.model.association import ExpandParams
 
 Fusion = Literal["calibrated", "rrf", "weighted", "seed_composite"]
 

@@ -25,8 +25,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from engine.extract.base import Extraction
-from engine.model.association import MEMORY_NODE, Expansion, GraphPath
+from hippocampus.extract.base import Extraction
+from hippocampus.model.association import MEMORY_NODE, Expansion, GraphPath
 
 TAG_STRENGTH = 0.5
 """The weight of a memory's tag equal to a context word, as of an edge to a hub

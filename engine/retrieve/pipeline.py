@@ -19,11 +19,11 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from engine.extract import ConceptExtractor, Extraction
-from engine.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters, TimeWindow
-from engine.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, HubMatch
-from engine.retrieve.config import SearchConfig
-from engine.retrieve.fusion import (
+from hippocampus.extract import ConceptExtractor, Extraction
+from hippocampus.model import HUB_EDGE, EdgeType, HubKind, Memory, RecallFilters, TimeWindow
+from hippocampus.model.association import MEMORY_NODE, Anchor, Expansion, GraphPath, HubMatch
+from hippocampus.retrieve.config import SearchConfig
+from hippocampus.retrieve.fusion import (
     calibrated,
     corroboration,
     could_name_speaker,
@@ -39,8 +39,8 @@ from engine.retrieve.fusion import (
     uncorroborated_lean,
     weighted,
 )
-from engine.retrieve.when import place, read_times, time_lifts
-from engine.store import GraphStore, Vector
+from hippocampus.retrieve.when import place, read_times, time_lifts
+from hippocampus.store import GraphStore, Vector
 
 T = TypeVar("T")
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engine.extract.records import document_title
-from engine.model import RecallHit
+from hippocampus.extract.records import document_title
+from hippocampus.model import RecallHit
 
 HEADER = "Related knowledge already captured:"
 _TITLE_CHARS = 80

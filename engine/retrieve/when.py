@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
-from engine.model import TimeWindow
+from hippocampus.model import TimeWindow
 
 __all__ = ["Relation", "TimeMention", "place", "read_times", "time_lifts"]
 

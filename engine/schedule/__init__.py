@@ -1,7 +1,7 @@
 """Spaced repetition: when a memory should come back before it is forgotten."""
 
-from engine.model import Review
-from engine.schedule.spaced import (
+from hippocampus.model import Review
+from hippocampus.schedule.spaced import (
     ENGAGEMENTS,
     DueKeys,
     Engagement,

@@ -21,7 +21,7 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Literal, NamedTuple, Protocol
 
-from engine.model import Memory, Review
+from hippocampus.model import Memory, Review
 
 Engagement = Literal["used", "helpful", "ignored", "dismissed"]
 ENGAGEMENTS: tuple[Engagement, ...] = ("used", "helpful", "ignored", "dismissed")

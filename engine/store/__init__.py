@@ -1,6 +1,6 @@
 """Storage backends behind the :class:`GraphStore` contract."""
 
-from engine.store.base import (
+from hippocampus.store.base import (
     EdgeEnds,
     GraphStore,
     LearnChange,

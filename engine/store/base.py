@@ -16,10 +16,10 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from engine.errors import InvalidInputError
-from engine.model import Edge, EdgeType, Event, Memory, RecallFilters
-from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
-from engine.schedule import IndexedSchedule
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import Edge, EdgeType, Event, Memory, RecallFilters
+from hippocampus.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
+from hippocampus.schedule import IndexedSchedule
 
 Vector = npt.NDArray[np.float32]
 

@@ -21,9 +21,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from engine.errors import ConflictError
-from engine.model import Memory
-from engine.store.base import GraphStore, MemoryRecord
+from hippocampus.errors import ConflictError
+from hippocampus.model import Memory
+from hippocampus.store.base import GraphStore, MemoryRecord
 
 _T = TypeVar("_T")
 

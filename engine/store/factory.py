@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from engine.config import HippoSettings
-from engine.store.base import GraphStore
+from hippocampus.config import HippoSettings
+from hippocampus.store.base import GraphStore
 
 StoreKind = Literal["embedded", "neo4j"]
 
@@ -29,11 +29,11 @@ def open_store(
         StoreUnavailableError: the embedded data directory cannot be opened.
     """
     if (kind or settings.store) == "embedded":
-        from engine.store.embedded import EmbeddedStore
+        from hippocampus.store.embedded import EmbeddedStore
 
         return EmbeddedStore(settings.data_dir, synchronous=settings.sqlite_synchronous)
-    from engine.store.neo4j import Neo4jStore
-    from engine.store.neo4j.store import DEFAULT_DIMENSIONS
+    from hippocampus.store.neo4j import Neo4jStore
+    from hippocampus.store.neo4j.store import DEFAULT_DIMENSIONS
 
     neo4j = settings.neo4j
     return Neo4jStore.connect(

@@ -2,8 +2,8 @@
 the seed's rules and the metrics. The orchestration over a store is
 :mod:`engine.surfacing`."""
 
-from engine.surface.metrics import SurfaceMetrics
-from engine.surface.rules import CONVERSATION_TYPES, ENGAGEMENT_RULES, SurfaceConfig
+from hippocampus.surface.metrics import SurfaceMetrics
+from hippocampus.surface.rules import CONVERSATION_TYPES, ENGAGEMENT_RULES, SurfaceConfig
 
 __all__ = [
     "CONVERSATION_TYPES",

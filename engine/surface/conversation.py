@@ -10,7 +10,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.surface.rules import CONVERSATION_TYPES
+from hippocampus.surface.rules import CONVERSATION_TYPES
 
 _CUES: dict[str, tuple[str, ...]] = {
     "debugging": (

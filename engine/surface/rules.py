@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from engine.model import Memory, faded_dismissals
+from hippocampus.model import Memory, faded_dismissals
 
 CONVERSATION_TYPES = ("debugging", "help-seeking", "exploration", "casual", "general")
 """The kinds of conversation; ``general`` when nothing marks it as another."""

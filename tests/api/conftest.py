@@ -11,11 +11,11 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from engine.config import HippoSettings
-from engine.extract import SpacyConceptExtractor
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.api.app import create_app
+from hippocampus.config import HippoSettings
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 from tests.api.helpers import TRUSTED_OPERATOR, AuditingClient, CountingEmbedder, make_settings
 
 

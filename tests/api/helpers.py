@@ -15,9 +15,9 @@ import numpy as np
 import numpy.typing as npt
 from fastapi.testclient import TestClient
 
-from engine.config import HippoSettings
-from engine.embed import HashingEmbedder
-from engine.extract.quality import QualityConfig
+from hippocampus.config import HippoSettings
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract.quality import QualityConfig
 
 ALPHA_KEY = "alpha-key-0001"
 BETA_KEY = "beta-key-00002"

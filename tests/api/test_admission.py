@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.admission import LEAD_S, Admission, Lane
-from api.app import create_app
-from api.errors import OverloadedError
-from engine.config import AdmissionSettings, HippoSettings
-from engine.errors import StoreUnavailableError
-from engine.service import Hippocampus
+from hippocampus.api.admission import LEAD_S, Admission, Lane
+from hippocampus.api.app import create_app
+from hippocampus.api.errors import OverloadedError
+from hippocampus.config import AdmissionSettings, HippoSettings
+from hippocampus.errors import StoreUnavailableError
+from hippocampus.service import Hippocampus
 from tests.api.helpers import ALPHA, OPERATOR, AuditingClient, make_settings
 
 WAIT = 60.0

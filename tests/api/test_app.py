@@ -14,17 +14,17 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from engine.errors import StoreUnavailableError
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.api.app import create_app
+from hippocampus.errors import StoreUnavailableError
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 from tests.api.helpers import ALPHA, AuditingClient, find_leaks, make_settings, remember
 
 
 def test_lifespan_builds_the_service_from_settings_and_closes_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="api.app")
+    caplog.set_level(logging.INFO, logger="hippocampus.api.app")
     app = create_app(make_settings(tmp_path / "own"))
     with TestClient(app) as client:
         service = app.state.service
@@ -45,7 +45,7 @@ def test_lifespan_builds_the_service_from_settings_and_closes_it(
 def test_start_without_keys_warns_that_only_loopback_is_served(
     tmp_path: Path, service: Hippocampus, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="api.app")
+    caplog.set_level(logging.INFO, logger="hippocampus.api.app")
     app = create_app(make_settings(tmp_path / "data", api_keys=""), service=service)
     with TestClient(app):
         pass

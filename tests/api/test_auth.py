@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.auth import KeyRing, is_loopback
-from engine.service import Hippocampus
+from hippocampus.api.app import create_app
+from hippocampus.api.auth import KeyRing, is_loopback
+from hippocampus.service import Hippocampus
 from tests.api.helpers import ADMIN, ALPHA, BETA, OPERATOR, make_settings, remember
 
 ALPHA_URL = "/v1/collections/team:alpha"

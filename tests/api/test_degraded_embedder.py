@@ -13,14 +13,14 @@ import numpy.typing as npt
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.maintenance import MaintenanceLoop
-from engine.embed import Embedder, HashingEmbedder, UnavailableEmbedder
-from engine.errors import ConfigError
-from engine.extract import SpacyConceptExtractor
-from engine.retrieve.config import EMBEDDER_DOWN_WARNING
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.api.app import create_app
+from hippocampus.api.maintenance import MaintenanceLoop
+from hippocampus.embed import Embedder, HashingEmbedder, UnavailableEmbedder
+from hippocampus.errors import ConfigError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.retrieve.config import EMBEDDER_DOWN_WARNING
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 from tests.api.helpers import ALPHA, TRUSTED_OPERATOR, AuditingClient, make_settings
 
 BASE = "/v1/collections/team:alpha"

@@ -12,12 +12,12 @@ import numpy.typing as npt
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from engine.embed import HashingEmbedder
-from engine.errors import EmbeddingError
-from engine.extract import SpacyConceptExtractor
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.api.app import create_app
+from hippocampus.embed import HashingEmbedder
+from hippocampus.errors import EmbeddingError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 from tests.api.helpers import ALPHA, AuditingClient, make_settings
 
 URL = "/v1/collections/team:alpha/memories"

@@ -20,7 +20,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.routers.explore import LIBRARY
+from hippocampus.api.routers.explore import LIBRARY
 from tests.api.helpers import ALPHA, ALPHA_KEY
 from tests.api.live import live_server
 from tests.devtools import DevTools, devtools, find_chromium

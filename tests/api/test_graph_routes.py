@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from engine.demo import load_demo
-from engine.service import Hippocampus
+from hippocampus.demo import load_demo
+from hippocampus.service import Hippocampus
 from tests.api.helpers import ALPHA, BETA, OPERATOR, remember
 
 BASE = "/v1/collections/team:alpha"

@@ -6,7 +6,7 @@ import os
 
 from fastapi.testclient import TestClient
 
-from engine.service import Hippocampus
+from hippocampus.service import Hippocampus
 
 
 def test_healthz_is_ok_without_a_key(client: TestClient) -> None:

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 from fastapi.testclient import TestClient
 
-from api.maintenance import MaintenanceLoop
-from engine.embed import HashingEmbedder
-from engine.model import NewMemory, utcnow
-from engine.service import Hippocampus
-from engine.store import MemoryRecord
+from hippocampus.api.maintenance import MaintenanceLoop
+from hippocampus.embed import HashingEmbedder
+from hippocampus.model import NewMemory, utcnow
+from hippocampus.service import Hippocampus
+from hippocampus.store import MemoryRecord
 from tests.api.helpers import ALPHA, BETA, CountingEmbedder, remember
 
 BASE = "/v1/collections/team:alpha"

@@ -20,8 +20,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from engine.service import Hippocampus
-from engine.store.embedded.store import DB_FILE
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded.store import DB_FILE
 from tests.api.helpers import (
     ADMIN,
     ADMIN_KEY,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from engine.config import Limits
+from hippocampus.config import Limits
 from tests.api.helpers import ALPHA
 
 URL = "/v1/collections/team:alpha/memories"

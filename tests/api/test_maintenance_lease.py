@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from api.maintenance import MaintenanceLoop, process_holder
-from engine.embed import HashingEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.api.maintenance import MaintenanceLoop, process_holder
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "team:payments"
 

@@ -135,7 +135,7 @@ def test_round_trip_over_stdio(tmp_path: Path) -> None:
         command=sys.executable,
         args=[
             "-m",
-            "api.cli",
+            "hippocampus.api.cli",
             "mcp",
             "--data-dir",
             str(tmp_path / "data"),

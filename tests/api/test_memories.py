@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from engine.service import Hippocampus
+from hippocampus.service import Hippocampus
 from tests.api.helpers import ALPHA, CountingEmbedder, remember
 
 URL = "/v1/collections/team:alpha/memories"

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from engine.demo import DEMO_MEMORIES
-from engine.embed import SentenceTransformerEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.api.app import create_app
+from hippocampus.demo import DEMO_MEMORIES
+from hippocampus.embed import SentenceTransformerEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 from tests.api.helpers import ALPHA, AuditingClient, make_settings
 
 pytestmark = pytest.mark.model

@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from engine.service import Hippocampus
+from hippocampus.api.app import create_app
+from hippocampus.service import Hippocampus
 from tests.api.helpers import (
     ALPHA,
     BETA,

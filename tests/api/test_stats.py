@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from engine.service import Hippocampus
+from hippocampus.service import Hippocampus
 from tests.api.helpers import ADMIN, ALPHA, OPERATOR, remember
 
 

@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from engine.errors import StoreFullError, StoreReadOnlyError
-from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory, RecallFilters
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
-from engine.store.embedded.store import DB_FILE
+from hippocampus.api.app import create_app
+from hippocampus.errors import StoreFullError, StoreReadOnlyError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import NewMemory, RecallFilters
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded.store import DB_FILE
 from tests.api.helpers import (
     ALPHA,
     TRUSTED_OPERATOR,

@@ -11,11 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
-from api.app import create_app
-from engine.extract import SpacyConceptExtractor
-from engine.service import Hippocampus
-from engine.store.neo4j import Neo4jStore
-from engine.store.neo4j.store import SCHEMA_VERSION
+from hippocampus.api.app import create_app
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.service import Hippocampus
+from hippocampus.store.neo4j import Neo4jStore
+from hippocampus.store.neo4j.store import SCHEMA_VERSION
 from tests.api.helpers import ALPHA, AuditingClient, CountingEmbedder, make_settings
 from tests.unit.store.neo4j_fake import FakeDriver
 

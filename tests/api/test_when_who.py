@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from engine.service import Hippocampus
+from hippocampus.service import Hippocampus
 from tests.api.helpers import ALPHA
 
 C = "team:alpha"

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from engine.store import GraphStore
-from engine.store.embedded import EmbeddedStore
-from engine.store.neo4j import Neo4jStore
+from hippocampus.store import GraphStore
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.neo4j import Neo4jStore
 from tests.contract.backends import NEO4J_IMAGE, STORES, neo4j_plan
 from tests.contract.helpers import DIM
 

@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from engine.model import Edge, EdgeType, Memory, RecallFilters, RetrievalMeta, Tier
-from engine.model import content_hash as hash_of
-from engine.model.association import MEMORY_NODE, Anchor, ExpandParams, Expansion, GraphPath
-from engine.store import GraphStore, MemoryRecord, Vector
+from hippocampus.model import Edge, EdgeType, Memory, RecallFilters, RetrievalMeta, Tier
+from hippocampus.model import content_hash as hash_of
+from hippocampus.model.association import MEMORY_NODE, Anchor, ExpandParams, Expansion, GraphPath
+from hippocampus.store import GraphStore, MemoryRecord, Vector
 
 DIM = 384
 """The vector dimension of the contract suite (the default model's): the one the

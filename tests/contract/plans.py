@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.store.neo4j import Neo4jStore
-from engine.store.neo4j.statements import statement
+from hippocampus.store.neo4j import Neo4jStore
+from hippocampus.store.neo4j.statements import statement
 
 
 def _statement_names() -> dict[str, str]:
-    root = Path(str(importlib.resources.files("cypher")))
+    root = Path(str(importlib.resources.files("hippocampus.cypher")))
     return {
         statement(f"{path.parent.name}/{path.stem}"): f"{path.parent.name}/{path.stem}"
         for path in root.rglob("*.cypher")

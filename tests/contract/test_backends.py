@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from engine.store import GraphStore
+from hippocampus.store import GraphStore
 from tests.contract.backends import STORES, neo4j_plan
 
 

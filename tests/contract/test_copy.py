@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import ConflictError
-from engine.model import (
+from hippocampus.errors import ConflictError
+from hippocampus.model import (
     Edge,
     EdgeType,
     EdgeUpdate,
@@ -21,10 +21,10 @@ from engine.model import (
     Review,
     Tier,
 )
-from engine.model.association import ExpandParams
-from engine.store import GraphStore, MemoryRecord
-from engine.store.copy import copy_collection
-from engine.store.embedded import EmbeddedStore
+from hippocampus.model.association import ExpandParams
+from hippocampus.store import GraphStore, MemoryRecord
+from hippocampus.store.copy import copy_collection
+from hippocampus.store.embedded import EmbeddedStore
 from tests.contract.helpers import (
     ABOUT,
     ASSOCIATED,

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.model import Event, utcnow
-from engine.store import GraphStore
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import Event, utcnow
+from hippocampus.store import GraphStore
 from tests.contract.helpers import T0
 
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from engine.model import Edge, EdgeType, RecallFilters, Tier
-from engine.model.association import Anchor, ExpandParams
-from engine.store import GraphStore
-from engine.store.embedded import EmbeddedStore
+from hippocampus.model import Edge, EdgeType, RecallFilters, Tier
+from hippocampus.model.association import Anchor, ExpandParams
+from hippocampus.store import GraphStore
+from hippocampus.store.embedded import EmbeddedStore
 from tests.contract.helpers import (
     ABOUT,
     ALL_TIERS,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from engine.model import Edge, EdgeType, Event
-from engine.store import GraphStore
+from hippocampus.model import Edge, EdgeType, Event
+from hippocampus.store import GraphStore
 from tests.contract.helpers import ABOUT, ASSOCIATED, HAS_TRIGGER, IN_DOMAIN, T0, add, edge, memory
 
 

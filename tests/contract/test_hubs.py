@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.store import GraphStore
+from hippocampus.errors import InvalidInputError
+from hippocampus.store import GraphStore
 from tests.contract.helpers import ABOUT, HAS_TRIGGER, IN_DOMAIN, MODEL, add, edge, vec
 
 

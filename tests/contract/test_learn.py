@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from engine.errors import InvalidInputError, NotFoundError
-from engine.model import Event, Memory, Tier
-from engine.store import GraphStore, Learned, MemoryRecord
+from hippocampus.errors import InvalidInputError, NotFoundError
+from hippocampus.model import Event, Memory, Tier
+from hippocampus.store import GraphStore, Learned, MemoryRecord
 from tests.contract.helpers import ASSOCIATED, T0, add, memory
 from tests.contract.test_learning import update
 

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.model import Edge, EdgeType, EdgeUpdate
-from engine.store import GraphStore
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import Edge, EdgeType, EdgeUpdate
+from hippocampus.store import GraphStore
 from tests.contract.helpers import (
     ABOUT,
     ASSOCIATED,

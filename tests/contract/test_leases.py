@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.store import GraphStore
-from engine.store.neo4j import Neo4jStore
+from hippocampus.errors import InvalidInputError
+from hippocampus.store import GraphStore
+from hippocampus.store.neo4j import Neo4jStore
 
 CONTENDERS = 6
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.errors import ConflictError, InvalidInputError, NotFoundError
-from engine.model import Edge, EdgeType, RecallFilters, Tier
-from engine.store import GraphStore, MemoryRecord
+from hippocampus.errors import ConflictError, InvalidInputError, NotFoundError
+from hippocampus.model import Edge, EdgeType, RecallFilters, Tier
+from hippocampus.store import GraphStore, MemoryRecord
 from tests.contract.helpers import (
     ABOUT,
     ALL_TIERS,

@@ -15,10 +15,10 @@ from datetime import timedelta
 
 import pytest
 
-from engine.model import EdgeType, RecallFilters, Tier
-from engine.model.association import Anchor, EdgeUpdate, ExpandParams
-from engine.store.embedded import EmbeddedStore
-from engine.store.neo4j import Neo4jStore
+from hippocampus.model import EdgeType, RecallFilters, Tier
+from hippocampus.model.association import Anchor, EdgeUpdate, ExpandParams
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
 from tests.contract.helpers import T0, edge, memory, named, record
 from tests.contract.plans import db_hits, forget_plans, planning

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from engine.model import EdgeType, Memory
-from engine.store import Learned, MemoryRecord
-from engine.store.neo4j import Neo4jStore
+from hippocampus.model import EdgeType, Memory
+from hippocampus.store import Learned, MemoryRecord
+from hippocampus.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
 from tests.contract.helpers import T0, add, memory
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from engine.model import EdgeType, Event
-from engine.store import MemoryRecord
-from engine.store.neo4j import Neo4jStore
-from engine.store.neo4j.statements import statement
+from hippocampus.model import EdgeType, Event
+from hippocampus.store import MemoryRecord
+from hippocampus.store.neo4j import Neo4jStore
+from hippocampus.store.neo4j.statements import statement
 from tests.contract.backends import neo4j_plan
 from tests.contract.helpers import MODEL, T0, edge, memory, named, record
 from tests.contract.plans import SCANS, db_hits, operator_name, operators, planning
@@ -110,7 +110,7 @@ def test_a_version_1_collection_is_migrated_a_bounded_page_per_transaction(
         _cypher(neo4j_store, strip, c=c)
     assert _cypher(neo4j_store, _NEXT_EDGES, c=c) == []
 
-    from engine.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import store as store_module
 
     monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
     migrations = frozenset({"schema/migrate_turns", "schema/number_events"})
@@ -130,7 +130,7 @@ def test_a_version_1_collection_is_migrated_a_bounded_page_per_transaction(
 
 # -- the Browser guide ----------------------------------------------------------------------
 
-BROWSER = Path(str(importlib.resources.files("cypher"))) / "browser"
+BROWSER = Path(str(importlib.resources.files("hippocampus.cypher"))) / "browser"
 RELATIONSHIP_SCANS = ("DirectedRelationshipTypeScan", "UndirectedRelationshipTypeScan")
 """Operators that read every relationship of a type, whatever its collection."""
 LISTINGS = {"collections"}

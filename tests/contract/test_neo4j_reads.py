@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.model import EdgeType, Event, RecallFilters, Tier
-from engine.store import MemoryRecord, StoreStats
-from engine.store.embedded import EmbeddedStore
-from engine.store.neo4j import Neo4jStore
+from hippocampus.model import EdgeType, Event, RecallFilters, Tier
+from hippocampus.store import MemoryRecord, StoreStats
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
 from tests.contract.helpers import ALL_TIERS, DIM, MODEL, T0, edge, memory, named, record, unit, vec
 from tests.contract.plans import db_hits, planning

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from engine.model import EdgeType, Memory
-from engine.store import MemoryRecord
-from engine.store.neo4j import Neo4jStore
+from hippocampus.model import EdgeType, Memory
+from hippocampus.store import MemoryRecord
+from hippocampus.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
 from tests.contract.helpers import T0, memory
 from tests.contract.plans import SCANS, PlanningDriver, db_hits, operator_name, operators

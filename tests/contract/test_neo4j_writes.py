@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.model import Edge, EdgeType, EdgeUpdate, Memory
-from engine.store import Learned
-from engine.store.neo4j import Neo4jStore, convert
-from engine.store.neo4j.statements import statement
+from hippocampus.model import Edge, EdgeType, EdgeUpdate, Memory
+from hippocampus.store import Learned
+from hippocampus.store.neo4j import Neo4jStore, convert
+from hippocampus.store.neo4j.statements import statement
 from tests.contract.backends import neo4j_plan
 from tests.contract.helpers import ABOUT, DIM, MODEL, T0, add, edge, memory, record, vec
 from tests.contract.test_neo4j_locking import deadlocks, together

@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.embed.passages import passages
-from engine.model import RecallFilters, Tier
-from engine.store import GraphStore, MemoryRecord, Vector
-from engine.store.base import PASSAGE_MARGIN, passage_score
-from engine.store.copy import copy_collection
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import HashingEmbedder
+from hippocampus.embed.passages import passages
+from hippocampus.model import RecallFilters, Tier
+from hippocampus.store import GraphStore, MemoryRecord, Vector
+from hippocampus.store.base import PASSAGE_MARGIN, passage_score
+from hippocampus.store.copy import copy_collection
+from hippocampus.store.embedded import EmbeddedStore
 from tests.contract.helpers import ALL_TIERS, memory
 
 EMBEDDER = HashingEmbedder()
@@ -231,7 +231,7 @@ def test_a_copy_carries_the_passages(
 
 
 def test_passages_without_a_vector_are_refused(store: GraphStore, collection: str) -> None:
-    from engine.errors import InvalidInputError
+    from hippocampus.errors import InvalidInputError
 
     _, rest = _embed(LONG_TEXT)
     plain = memory("long", collection, content=LONG_TEXT, model=None)

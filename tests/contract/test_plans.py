@@ -30,13 +30,13 @@ import pytest
 
 from bench.recall import build
 from bench.synth import memories, queries
-from engine.embed import HashingEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.model import EdgeType, Event, RecallFilters
-from engine.model.association import Anchor, EdgeUpdate, ExpandParams
-from engine.service import Hippocampus
-from engine.store import MemoryRecord
-from engine.store.neo4j import Neo4jStore
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import EdgeType, Event, RecallFilters
+from hippocampus.model.association import Anchor, EdgeUpdate, ExpandParams
+from hippocampus.service import Hippocampus
+from hippocampus.store import MemoryRecord
+from hippocampus.store.neo4j import Neo4jStore
 from tests.contract.backends import neo4j_plan
 from tests.contract.helpers import ALL_TIERS, MODEL, T0, edge, memory, named, record, vec
 from tests.contract.plans import (
@@ -227,7 +227,7 @@ def test_every_statement_plans_without_a_scan_or_an_unintended_product(
 def _statements() -> dict[str, str]:
     """Every statement of ``cypher/`` but the schema's definitions (CREATE / SHOW
     commands have no query plan), by name."""
-    root = Path(str(importlib.resources.files("cypher")))
+    root = Path(str(importlib.resources.files("hippocampus.cypher")))
     out = {}
     for path in root.rglob("*.cypher"):
         text = path.read_text(encoding="utf-8")

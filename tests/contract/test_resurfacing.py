@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.model import Memory, Review, Tier
-from engine.schedule import FsrsScheduler, IndexedSchedule, Scheduler, SeedScheduler
-from engine.store import GraphStore, Learned, MemoryRecord
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import Memory, Review, Tier
+from hippocampus.schedule import FsrsScheduler, IndexedSchedule, Scheduler, SeedScheduler
+from hippocampus.store import GraphStore, Learned, MemoryRecord
 from tests.contract.helpers import T0, memory, record, vec
 
 SCHEDULERS: dict[IndexedSchedule, Scheduler] = {"seed": SeedScheduler(), "fsrs": FsrsScheduler()}

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.model import RecallFilters, Tier
-from engine.store import GraphStore, MemoryRecord
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import RecallFilters, Tier
+from hippocampus.store import GraphStore, MemoryRecord
 from tests.contract.helpers import ALL_TIERS, MODEL, ids, memory, record, unit, vec
 
 

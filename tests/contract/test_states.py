@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.store import GraphStore
+from hippocampus.errors import InvalidInputError
+from hippocampus.store import GraphStore
 from tests.contract.helpers import add
 
 CONVERSATION: dict[str, Any] = {

@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.model import EdgeType, MemoryPatch, NewMemory
-from engine.retrieve.config import DEFAULT_RECIPE, RECIPES
-from engine.service import Hippocampus
-from engine.store import GraphStore
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import EdgeType, MemoryPatch, NewMemory
+from hippocampus.retrieve.config import DEFAULT_RECIPE, RECIPES
+from hippocampus.service import Hippocampus
+from hippocampus.store import GraphStore
 from tests.contract.helpers import DIM
 
 JUNE = datetime(2025, 6, 12, 9, 0, tzinfo=UTC)

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from engine.model import (
+from hippocampus.model import (
     SEQUENCE_WEIGHT,
     EdgeType,
     EdgeUpdate,
     Memory,
     RecallFilters,
 )
-from engine.model.association import ExpandParams
-from engine.store import GraphStore, MemoryRecord
+from hippocampus.model.association import ExpandParams
+from hippocampus.store import GraphStore, MemoryRecord
 from tests.contract.helpers import (
     ABOUT,
     MODEL,

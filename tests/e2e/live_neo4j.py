@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from engine.store.neo4j import Neo4jStore
+from hippocampus.store.neo4j import Neo4jStore
 
 DIMENSIONS = 384
 """The hashing embedder's (bench/server.py's default), which is the model's too."""

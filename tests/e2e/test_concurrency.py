@@ -67,7 +67,7 @@ def _set_up(settings: dict[str, str]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPPO_")}
     env.update(settings, HIPPO_EMBEDDER="hashing")
     done = subprocess.run(
-        [sys.executable, "-m", "api.cli", "setup"],
+        [sys.executable, "-m", "hippocampus.api.cli", "setup"],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.errors import ConflictError
-from engine.extract import KeywordConceptExtractor
-from engine.model import NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
-from engine.surface import SurfaceConfig
+from hippocampus.embed import HashingEmbedder
+from hippocampus.errors import ConflictError
+from hippocampus.extract import KeywordConceptExtractor
+from hippocampus.model import NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.surface import SurfaceConfig
 
 C = "team:payments"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -118,7 +118,7 @@ def test_a_retry_after_kill_9_applies_the_engagement_once(tmp_path: Path, point:
 
 def _engage_and_die(data: Path, surfacing_id: str, point: str) -> None:
     """The child: engage, and SIGKILL itself at ``point``."""
-    from engine.store.embedded import store as embedded
+    from hippocampus.store.embedded import store as embedded
 
     def die(*_: Any) -> None:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -37,11 +37,11 @@ from schemathesis.core import NotSet
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.schemas import APIOperation
 
-from api.app import create_app
-from engine.extract import ConceptExtractor
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
-from engine.store.embedded.store import DB_FILE
+from hippocampus.api.app import create_app
+from hippocampus.extract import ConceptExtractor
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded.store import DB_FILE
 from tests.api.helpers import (
     ALPHA,
     ALPHA_KEY,

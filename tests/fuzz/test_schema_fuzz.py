@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from schemathesis.schemas import APIOperation
 
-from api.app import create_app
-from engine.extract import SpacyConceptExtractor
+from hippocampus.api.app import create_app
+from hippocampus.extract import SpacyConceptExtractor
 from tests.api.helpers import ALPHA, make_settings
 from tests.fuzz.harness import (
     RAW_BODIES,

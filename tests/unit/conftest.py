@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.extract import SpacyConceptExtractor
-from engine.service import Hippocampus
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.service import Hippocampus
 from tests.unit.flaky import FlakyEmbedder, operator_service
 
 

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.embed import Embedder, HashingEmbedder
-from engine.errors import EmbeddingError
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import Embedder, HashingEmbedder
+from hippocampus.errors import EmbeddingError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 OPERATOR = "operator"
 """The source :func:`operator_service` trusts to store texts however short."""

@@ -6,8 +6,8 @@ import numpy as np
 
 from bench.conflicts import measure
 from bench.quality import Corpus
-from engine.extract.dedup import DedupConfig
-from engine.model import NewMemory
+from hippocampus.extract.dedup import DedupConfig
+from hippocampus.model import NewMemory
 
 
 def test_pairs_fall_in_their_bands_and_reversals_are_counted() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.quality import Dataset, _against_single_signals, noisy
-from engine.retrieve.config import DEFAULT_RECIPE
+from hippocampus.retrieve.config import DEFAULT_RECIPE
 
 
 def vectors() -> np.ndarray:

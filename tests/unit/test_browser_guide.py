@@ -8,9 +8,9 @@ import importlib.resources
 import re
 from pathlib import Path
 
-from engine.store.neo4j.graph_model import LABELS, RELATIONSHIP_TYPES, property_keys
+from hippocampus.store.neo4j.graph_model import LABELS, RELATIONSHIP_TYPES, property_keys
 
-BROWSER = Path(str(importlib.resources.files("cypher"))) / "browser"
+BROWSER = Path(str(importlib.resources.files("hippocampus.cypher"))) / "browser"
 QUERIES = sorted(BROWSER.glob("*.cypher"))
 _BLOCK = re.compile(r'<pre class="[^"]*\brunnable\b[^"]*">(.*?)</pre>', re.DOTALL)
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from api.cli import main
-from engine.config import HippoSettings
-from engine.demo import DEMO_MEMORIES, DEMO_QUERIES
-from engine.model import Edge, EdgeType
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.api.cli import main
+from hippocampus.config import HippoSettings
+from hippocampus.demo import DEMO_MEMORIES, DEMO_QUERIES
+from hippocampus.model import Edge, EdgeType
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 Run = tuple[int, str, str]
 Runner = Callable[..., Run]
@@ -647,8 +647,8 @@ def test_recall_and_remember_talk_to_the_server_that_owns_the_data_dir(
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPPO_")}
     server = subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--data-dir", str(data),
-         "--embedder", "hashing"],
+        [sys.executable, "-m", "hippocampus.api.cli", "serve", "--port", str(port),
+         "--data-dir", str(data), "--embedder", "hashing"],
         cwd=Path(__file__).resolve().parents[2], env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -731,7 +731,7 @@ def test_serve_workers_on_neo4j_run_the_app_factory_in_each_worker(
 ) -> None:
     import uvicorn
 
-    import api.cli as cli
+    import hippocampus.api.cli as cli
 
     calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
     opened: list[str] = []
@@ -750,7 +750,7 @@ def test_serve_workers_on_neo4j_run_the_app_factory_in_each_worker(
     assert opened == ["neo4j"]  # the store is reached once, before any worker starts
     assert calls == [
         (
-            ("api.app:create_app",),
+            ("hippocampus.api.app:create_app",),
             {
                 "factory": True,
                 "host": "127.0.0.1",

@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from engine.config import HippoSettings, parse_api_keys
-from engine.errors import ConfigError
+from hippocampus.config import HippoSettings, parse_api_keys
+from hippocampus.errors import ConfigError
 
 
 def test_api_keys_bind_each_key_to_its_collections_and_star_to_all() -> None:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.errors import StoreUnavailableError
-from engine.extract import SpacyConceptExtractor
-from engine.jobs.core import QUEUE_KEPT
-from engine.learn import LearningConfig
-from engine.model import EdgeType, EdgeUpdate, NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import HashingEmbedder
+from hippocampus.errors import StoreUnavailableError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.jobs.core import QUEUE_KEPT
+from hippocampus.learn import LearningConfig
+from hippocampus.model import EdgeType, EdgeUpdate, NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "team:queue"
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)

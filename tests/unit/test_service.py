@@ -10,20 +10,20 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.errors import (
+from hippocampus.embed import HashingEmbedder
+from hippocampus.errors import (
     ConflictError,
     EmbeddingError,
     InvalidInputError,
     LimitExceededError,
     NotFoundError,
 )
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
-from engine.model import EdgeType, MemoryPatch, NewMemory, RecallFilters, Tier
-from engine.retrieve.config import ASSOCIATIVE
-from engine.service import CONCEPT_WEIGHT, MEMBERSHIP_WEIGHT, NAME_WEIGHT, Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.model import EdgeType, MemoryPatch, NewMemory, RecallFilters, Tier
+from hippocampus.retrieve.config import ASSOCIATIVE
+from hippocampus.service import CONCEPT_WEIGHT, MEMBERSHIP_WEIGHT, NAME_WEIGHT, Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "org:acme"
 T0 = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)

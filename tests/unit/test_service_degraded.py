@@ -11,15 +11,15 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from api.maintenance import MaintenanceLoop
-from engine.embed import Embedder, HashingEmbedder, UnavailableEmbedder
-from engine.errors import ConfigError, EmbeddingError
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
-from engine.model import EdgeType, MemoryPatch, NewMemory, RecallFilters
-from engine.retrieve.config import EMBEDDER_DOWN_WARNING
-from engine.service import NOT_EMBEDDED_REASON, Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.api.maintenance import MaintenanceLoop
+from hippocampus.embed import Embedder, HashingEmbedder, UnavailableEmbedder
+from hippocampus.errors import ConfigError, EmbeddingError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.model import EdgeType, MemoryPatch, NewMemory, RecallFilters
+from hippocampus.retrieve.config import EMBEDDER_DOWN_WARNING
+from hippocampus.service import NOT_EMBEDDED_REASON, Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "team:degraded"
 MODEL = "hashing-v1-384"

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from api.maintenance import MaintenanceLoop
-from engine.embed import HashingEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
-from engine.model import Event, EventRetention, MemoryPatch, NewMemory, Tier
-from engine.schedule import FsrsScheduler, Scheduler, SeedScheduler, indexed_as
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.api.maintenance import MaintenanceLoop
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.model import Event, EventRetention, MemoryPatch, NewMemory, Tier
+from hippocampus.schedule import FsrsScheduler, Scheduler, SeedScheduler, indexed_as
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "team:payments"
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)

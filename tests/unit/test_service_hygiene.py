@@ -13,21 +13,21 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.embed.passages import passages
-from engine.errors import (
+from hippocampus.embed import HashingEmbedder
+from hippocampus.embed.passages import passages
+from hippocampus.errors import (
     EmbeddingError,
     InvalidInputError,
     LimitExceededError,
     StoreUnavailableError,
 )
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig, is_holdout
-from engine.model import EdgeType, MemoryPatch, NewMemory, RecallFilters, Tier
-from engine.service import Hippocampus
-from engine.store import MemoryRecord
-from engine.store.embedded import EmbeddedStore
-from engine.surface import SurfaceConfig
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig, is_holdout
+from hippocampus.model import EdgeType, MemoryPatch, NewMemory, RecallFilters, Tier
+from hippocampus.service import Hippocampus
+from hippocampus.store import MemoryRecord
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.surface import SurfaceConfig
 
 C = "org:acme"
 T0 = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
@@ -94,7 +94,7 @@ def test_a_vague_one_liner_is_rejected_with_reasons_and_nothing_is_stored(
 
 
 def test_the_gate_decision_is_logged(svc: Hippocampus, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level("INFO", logger="engine.service"):
+    with caplog.at_level("INFO", logger="hippocampus.service"):
         svc.remember(C, NewMemory(content=VAGUE))
     assert any("quality gate: rejected a memory for org:acme" in m for m in caplog.messages)
 

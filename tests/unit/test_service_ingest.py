@@ -17,15 +17,15 @@ import numpy.typing as npt
 import pytest
 
 from bench.synth import memories
-from engine.embed import HashingEmbedder
-from engine.errors import ConflictError, EmbeddingError, InvalidInputError
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
-from engine.jobs import remembering
-from engine.model import EdgeType, NewMemory
-from engine.service import Hippocampus, RememberOutcome
-from engine.store import MemoryRecord
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import HashingEmbedder
+from hippocampus.errors import ConflictError, EmbeddingError, InvalidInputError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.jobs import remembering
+from hippocampus.model import EdgeType, NewMemory
+from hippocampus.service import Hippocampus, RememberOutcome
+from hippocampus.store import MemoryRecord
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "org:acme"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

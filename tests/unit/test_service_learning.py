@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
-from engine.model import EdgeType, NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.model import EdgeType, NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "team:payments"
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)

@@ -12,12 +12,12 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.synth import memories
-from engine.embed import HashingEmbedder
-from engine.embed.passages import passages
-from engine.extract import SpacyConceptExtractor
-from engine.model import MemoryPatch, NewMemory
-from engine.service import Hippocampus
-from engine.store.base import PASSAGE_MARGIN
+from hippocampus.embed import HashingEmbedder
+from hippocampus.embed.passages import passages
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import MemoryPatch, NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.base import PASSAGE_MARGIN
 from tests.unit.flaky import OPERATOR, FlakyEmbedder, operator_service
 
 C = "persona:ada"

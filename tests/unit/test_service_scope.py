@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.embed.scope import scope, toward_scope
-from engine.extract import SpacyConceptExtractor
-from engine.extract.dedup import DedupConfig
-from engine.model import MemoryPatch, NewMemory
-from engine.service import Hippocampus
+from hippocampus.embed import HashingEmbedder
+from hippocampus.embed.scope import scope, toward_scope
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.dedup import DedupConfig
+from hippocampus.model import MemoryPatch, NewMemory
+from hippocampus.service import Hippocampus
 from tests.unit.flaky import OPERATOR, FlakyEmbedder, operator_service
 
 C = "persona:ada"

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.errors import InvalidInputError
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
-from engine.learn.tiers import lifecycle
-from engine.model import EdgeType, MemoryPatch, NewMemory
-from engine.service import Hippocampus
-from engine.store import MemoryRecord
-from engine.store.embedded import EmbeddedStore
-from engine.store.embedded.store import DB_FILE
-from engine.surface.conversation import ConversationState, SurfacedItem
-from engine.surfacing import Surfacing
+from hippocampus.embed import HashingEmbedder
+from hippocampus.errors import InvalidInputError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.learn.tiers import lifecycle
+from hippocampus.model import EdgeType, MemoryPatch, NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store import MemoryRecord
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded.store import DB_FILE
+from hippocampus.surface.conversation import ConversationState, SurfacedItem
+from hippocampus.surfacing import Surfacing
 
 C = "team:seed"
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.errors import InvalidInputError, NotFoundError
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
-from engine.model import EdgeType, MemoryPatch, NewMemory, RecallFilters
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import HashingEmbedder
+from hippocampus.errors import InvalidInputError, NotFoundError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.model import EdgeType, MemoryPatch, NewMemory, RecallFilters
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "persona:ada"
 T0 = datetime(2025, 6, 2, 14, 0, tzinfo=UTC)

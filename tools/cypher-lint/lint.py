@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.store.neo4j.graph_model import lint_schema
+from hippocampus.store.neo4j.graph_model import lint_schema
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

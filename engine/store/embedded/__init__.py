@@ -1,5 +1,5 @@
 """The embedded store: SQLite (WAL) plus an in-memory vector index, zero setup."""
 
-from engine.store.embedded.store import EmbeddedStore
+from hippocampus.store.embedded.store import EmbeddedStore
 
 __all__ = ["EmbeddedStore"]

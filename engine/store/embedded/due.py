@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engine.model import Memory, Tier
-from engine.schedule import DueKeys, IndexedSchedule, due_keys
-from engine.store.embedded.rwlock import RWLock
+from hippocampus.model import Memory, Tier
+from hippocampus.schedule import DueKeys, IndexedSchedule, due_keys
+from hippocampus.store.embedded.rwlock import RWLock
 
 _MIN_CAPACITY = 64
 _ACTIVE = Tier.ACTIVE.value

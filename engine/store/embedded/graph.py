@@ -46,8 +46,8 @@ from typing import NamedTuple, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from engine.model import EdgeType, RecallFilters
-from engine.model.association import (
+from hippocampus.model import EdgeType, RecallFilters
+from hippocampus.model.association import (
     MEMORY_NODE,
     Anchor,
     ExpandParams,
@@ -55,8 +55,8 @@ from engine.model.association import (
     GraphPath,
     PathStep,
 )
-from engine.store.embedded.hub_vectors import HubVectors
-from engine.store.embedded.rwlock import RWLock
+from hippocampus.store.embedded.hub_vectors import HubVectors
+from hippocampus.store.embedded.rwlock import RWLock
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engine.model import (
+from hippocampus.model import (
     HUB_EDGE,
     SEQUENCE_KIND,
     SEQUENCE_WEIGHT,
@@ -22,9 +22,9 @@ from engine.model import (
     Edge,
     EdgeType,
 )
-from engine.model.association import EdgeUpdate
-from engine.store.embedded import due
-from engine.store.embedded.graph import (
+from hippocampus.model.association import EdgeUpdate
+from hippocampus.store.embedded import due
+from hippocampus.store.embedded.graph import (
     EDGE_TYPE_CODES,
     WALKED_EDGES,
     CollectionGraph,

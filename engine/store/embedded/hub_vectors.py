@@ -12,8 +12,8 @@ import logging
 import numpy as np
 import numpy.typing as npt
 
-from engine.store.base import Vector
-from engine.store.embedded.index import similarities, top_k
+from hippocampus.store.base import Vector
+from hippocampus.store.embedded.index import similarities, top_k
 
 logger = logging.getLogger(__name__)
 

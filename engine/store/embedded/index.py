@@ -31,8 +31,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engine.model import Memory, RecallFilters, Tier, speaker_key
-from engine.store.base import (
+from hippocampus.model import Memory, RecallFilters, Tier, speaker_key
+from hippocampus.store.base import (
     CROWDING_NEIGHBOURS,
     CROWDING_SAMPLE,
     PASSAGE_MARGIN,
@@ -40,7 +40,7 @@ from engine.store.base import (
     VectorSample,
     crowding_of,
 )
-from engine.store.embedded.rwlock import RWLock
+from hippocampus.store.embedded.rwlock import RWLock
 
 logger = logging.getLogger(__name__)
 

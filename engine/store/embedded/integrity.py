@@ -11,10 +11,10 @@ import sqlite3
 
 from pydantic import ValidationError
 
-from engine.model import HUB_EDGE, MEMORY_EDGES, EdgeType, Memory
-from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph
-from engine.store.embedded.index import CollectionIndex
-from engine.store.embedded.text_index import TextIndex
+from hippocampus.model import HUB_EDGE, MEMORY_EDGES, EdgeType, Memory
+from hippocampus.store.embedded.graph import WALKED_EDGES, CollectionGraph
+from hippocampus.store.embedded.index import CollectionIndex
+from hippocampus.store.embedded.text_index import TextIndex
 
 _SHOWN = 5  # ids named per problem
 _HUB_KIND = {edge_type.value: kind.value for kind, edge_type in HUB_EDGE.items()}

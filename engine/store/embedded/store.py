@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from engine.errors import (
+from hippocampus.errors import (
     ConfigError,
     ConflictError,
     DataDirLockedError,
@@ -44,7 +44,7 @@ from engine.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from engine.model import (
+from hippocampus.model import (
     HUB_EDGE,
     MEMORY_EDGES,
     Edge,
@@ -56,9 +56,9 @@ from engine.model import (
     Tier,
     with_learning_of,
 )
-from engine.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
-from engine.schedule import IndexedSchedule
-from engine.store.base import (
+from hippocampus.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
+from hippocampus.schedule import IndexedSchedule
+from hippocampus.store.base import (
     EdgeEnds,
     LearnChange,
     Learned,
@@ -69,12 +69,12 @@ from engine.store.base import (
     check_learned,
     check_lease,
 )
-from engine.store.embedded import due, graph_sql, integrity, turns
-from engine.store.embedded import events as event_log
-from engine.store.embedded.due import DueEntry, DueIndex
-from engine.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
-from engine.store.embedded.index import CollectionIndex, IndexEntry
-from engine.store.embedded.text_index import TextIndex
+from hippocampus.store.embedded import due, graph_sql, integrity, turns
+from hippocampus.store.embedded import events as event_log
+from hippocampus.store.embedded.due import DueEntry, DueIndex
+from hippocampus.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
+from hippocampus.store.embedded.index import CollectionIndex, IndexEntry
+from hippocampus.store.embedded.text_index import TextIndex
 
 logger = logging.getLogger(__name__)
 
@@ -1456,7 +1456,7 @@ class EmbeddedStore:
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         script = (
-            importlib.resources.files("engine.store.embedded")
+            importlib.resources.files("hippocampus.store.embedded")
             .joinpath("schema.sql")
             .read_text(encoding="utf-8")
         )

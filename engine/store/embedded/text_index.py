@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from engine.retrieve.lexical import BM25Index, tokenize
-from engine.store.embedded.rwlock import RWLock
+from hippocampus.retrieve.lexical import BM25Index, tokenize
+from hippocampus.store.embedded.rwlock import RWLock
 
 
 class TextIndex:

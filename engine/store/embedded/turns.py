@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from engine.model import SEQUENCE_KIND, SEQUENCE_WEIGHT, EdgeType
+from hippocampus.model import SEQUENCE_KIND, SEQUENCE_WEIGHT, EdgeType
 
 _NEXT = EdgeType.NEXT.value
 

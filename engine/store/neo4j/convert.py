@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import InvalidInputError
-from engine.model import (
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import (
     HUB_EDGE,
     MEMORY_EDGES,
     Edge,
@@ -29,9 +29,9 @@ from engine.model import (
     Tier,
     speaker_key,
 )
-from engine.retrieve.lexical import tokenize
-from engine.schedule import due_keys
-from engine.store.base import Vector
+from hippocampus.retrieve.lexical import tokenize
+from hippocampus.schedule import due_keys
+from hippocampus.store.base import Vector
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_QUERY_TERMS = 256  # well under Lucene's 1024 clauses per query

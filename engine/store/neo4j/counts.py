@@ -33,10 +33,10 @@ from typing import Any
 
 from neo4j import ManagedTransaction, Record
 
-from engine.model import HUB_OF_EDGE, EdgeType, Memory, Tier
-from engine.retrieve.lexical import tokenize
-from engine.store.base import StoreStats
-from engine.store.neo4j.statements import statement
+from hippocampus.model import HUB_OF_EDGE, EdgeType, Memory, Tier
+from hippocampus.retrieve.lexical import tokenize
+from hippocampus.store.base import StoreStats
+from hippocampus.store.neo4j.statements import statement
 
 SHARDS = 8
 """Nodes per counter: how many writers to one collection may update its counts

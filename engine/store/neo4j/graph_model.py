@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine.model import HUB_EDGE, MEMORY_EDGES, Edge, EdgeType, Event, HubKind, Memory
-from engine.model.association import MEMORY_NODE
-from engine.model.memory import RetrievalMeta
+from hippocampus.model import HUB_EDGE, MEMORY_EDGES, Edge, EdgeType, Event, HubKind, Memory
+from hippocampus.model.association import MEMORY_NODE
+from hippocampus.model.memory import RetrievalMeta
 
 MEMORY_LABEL = MEMORY_NODE
 HUB_LABELS: tuple[str, ...] = tuple(kind.value for kind in HubKind)

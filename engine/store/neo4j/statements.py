@@ -27,7 +27,7 @@ def statement(name: str) -> LiteralString:
     if not _NAME.match(name):
         raise ValueError(f"{name!r} is not a statement name (area/verb_noun)")
     area, verb = name.split("/")
-    path = importlib.resources.files("cypher").joinpath(area, f"{verb}.cypher")
+    path = importlib.resources.files("hippocampus.cypher").joinpath(area, f"{verb}.cypher")
     # The driver asks for a LiteralString so that no input is ever formatted into
     # a query; a package file is exactly as fixed as a literal (and mypy, which
     # reads LiteralString as str, needs no cast to accept it).

@@ -61,8 +61,8 @@ from neo4j import (
 )
 from neo4j.exceptions import ConfigurationError, Neo4jError
 
-from engine.embed.base import normalize_rows
-from engine.errors import (
+from hippocampus.embed.base import normalize_rows
+from hippocampus.errors import (
     ConfigError,
     ConflictError,
     InvalidInputError,
@@ -70,7 +70,7 @@ from engine.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from engine.model import (
+from hippocampus.model import (
     SEQUENCE_KIND,
     SEQUENCE_WEIGHT,
     Edge,
@@ -81,7 +81,7 @@ from engine.model import (
     Tier,
     with_learning_of,
 )
-from engine.model.association import (
+from hippocampus.model.association import (
     Anchor,
     EdgeUpdate,
     ExpandParams,
@@ -90,9 +90,9 @@ from engine.model.association import (
     HubMatch,
     PathStep,
 )
-from engine.retrieve.lexical import bm25_score
-from engine.schedule import IndexedSchedule
-from engine.store.base import (
+from hippocampus.retrieve.lexical import bm25_score
+from hippocampus.schedule import IndexedSchedule
+from hippocampus.store.base import (
     CROWDING_NEIGHBOURS,
     CROWDING_SAMPLE,
     PASSAGE_MARGIN,
@@ -108,11 +108,11 @@ from engine.store.base import (
     check_lease,
     crowding_of,
 )
-from engine.store.neo4j import convert, counts
-from engine.store.neo4j.counts import Tally
-from engine.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
-from engine.store.neo4j.statements import statement
-from engine.store.neo4j.translate import lost_race, translated
+from hippocampus.store.neo4j import convert, counts
+from hippocampus.store.neo4j.counts import Tally
+from hippocampus.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
+from hippocampus.store.neo4j.statements import statement
+from hippocampus.store.neo4j.translate import lost_race, translated
 
 logger = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from neo4j.exceptions import (
     TransientError,
 )
 
-from engine.errors import (
+from hippocampus.errors import (
     ConflictError,
     StoreAuthError,
     StoreError,

@@ -10,14 +10,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engine.embed import (
+from hippocampus.embed import (
     Embedder,
     GuardedEmbedder,
     HashingEmbedder,
     UnavailableEmbedder,
     make_embedder,
 )
-from engine.errors import ConfigError, EmbeddingError
+from hippocampus.errors import ConfigError, EmbeddingError
 
 
 class _Broken(HashingEmbedder):

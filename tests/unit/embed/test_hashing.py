@@ -1,6 +1,6 @@
 import numpy as np
 
-from engine.embed import Embedder, HashingEmbedder
+from hippocampus.embed import Embedder, HashingEmbedder
 
 
 def test_hashing_embedder_is_deterministic_and_unit_length() -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.config import HippoSettings
-from engine.embed import HashingEmbedder, model_name
-from engine.embed.lazy import LazyEmbedder
-from engine.embed.sentence_transformer import DEFAULT_MODEL_NAME
-from engine.service import Hippocampus
+from hippocampus.config import HippoSettings
+from hippocampus.embed import HashingEmbedder, model_name
+from hippocampus.embed.lazy import LazyEmbedder
+from hippocampus.embed.sentence_transformer import DEFAULT_MODEL_NAME
+from hippocampus.service import Hippocampus
 
 
 def test_the_model_is_built_on_first_use_and_once() -> None:

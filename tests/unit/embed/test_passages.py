@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from engine.embed.passages import passages
+from hippocampus.embed.passages import passages
 
 
 def test_short_text_is_one_passage() -> None:

@@ -1,6 +1,6 @@
 import pytest
 
-from engine.embed.scope import MAX_SCOPE_CHARS, scope
+from hippocampus.embed.scope import MAX_SCOPE_CHARS, scope
 
 
 @pytest.mark.parametrize(

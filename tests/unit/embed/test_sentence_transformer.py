@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from engine.embed import Embedder, SentenceTransformerEmbedder
+from hippocampus.embed import Embedder, SentenceTransformerEmbedder
 
 pytestmark = pytest.mark.model
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.extract.dedup import DedupConfig, Verdict, compare, merge_duplicate, tokens
-from engine.model import Memory, NewMemory, RetrievalMeta, Tier
+from hippocampus.extract.dedup import DedupConfig, Verdict, compare, merge_duplicate, tokens
+from hippocampus.model import Memory, NewMemory, RetrievalMeta, Tier
 
 CONFIG = DedupConfig()
 T0 = datetime(2026, 1, 5, tzinfo=UTC)

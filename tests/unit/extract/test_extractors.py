@@ -1,6 +1,6 @@
 import pytest
 
-from engine.extract import (
+from hippocampus.extract import (
     ConceptExtractor,
     Extraction,
     KeywordConceptExtractor,
@@ -8,7 +8,7 @@ from engine.extract import (
     merge_given,
     normalize_name,
 )
-from engine.extract.domains import domains_for
+from hippocampus.extract.domains import domains_for
 
 TEXT = "Customer reported that the mobile app takes 5+ seconds to load the dashboard"
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.extract import KeywordConceptExtractor, SpacyConceptExtractor
-from engine.extract.forms import singular
-from engine.extract.generic import GENERIC_WORDS
-from engine.extract.turns import said
+from hippocampus.extract import KeywordConceptExtractor, SpacyConceptExtractor
+from hippocampus.extract.forms import singular
+from hippocampus.extract.generic import GENERIC_WORDS
+from hippocampus.extract.turns import said
 
 Row = tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 

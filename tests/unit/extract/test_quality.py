@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from engine.extract.quality import (
+from hippocampus.extract.quality import (
     FEATURES,
     QualityConfig,
     QualityModel,
@@ -18,7 +18,7 @@ from engine.extract.quality import (
     quality_features,
     retrain,
 )
-from engine.model import Memory, RetrievalMeta
+from hippocampus.model import Memory, RetrievalMeta
 
 PRIOR = QualityModel()
 DEFAULT = QualityConfig()

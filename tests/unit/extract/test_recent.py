@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from engine.extract import Extraction, KeywordConceptExtractor
-from engine.extract.recent import RecentExtractions, pieces
+from hippocampus.extract import Extraction, KeywordConceptExtractor
+from hippocampus.extract.recent import RecentExtractions, pieces
 
 
 class Counting:

@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from engine.errors import InvalidInputError, LimitExceededError
-from engine.extract.records import (
+from hippocampus.errors import InvalidInputError, LimitExceededError
+from hippocampus.extract.records import (
     RecordLimits,
     build_document,
     document_title,
     indexed_text,
     meaningful_value,
 )
-from engine.model.resource import Resource
+from hippocampus.model.resource import Resource
 
 SEED_DOCUMENT = """Work Item: Customer says app is slow on mobile
 

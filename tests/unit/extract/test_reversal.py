@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.extract.dedup import DedupConfig, Verdict, compare
-from engine.extract.reversal import read, reversal
+from hippocampus.extract.dedup import DedupConfig, Verdict, compare
+from hippocampus.extract.reversal import read, reversal
 
 # (earlier, later): the later one takes the earlier one back.
 REVERSALS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.extract.sanitize import (
+from hippocampus.extract.sanitize import (
     INSTRUCTION_PLACEHOLDER,
     ROLE_PLACEHOLDER,
     has_control_characters,

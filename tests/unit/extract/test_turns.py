@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.extract.sanitize import ROLE_PLACEHOLDER
-from engine.extract.turns import said
-from engine.model import MemoryPatch, NewMemory
-from engine.service import Hippocampus
+from hippocampus.extract.sanitize import ROLE_PLACEHOLDER
+from hippocampus.extract.turns import said
+from hippocampus.model import MemoryPatch, NewMemory
+from hippocampus.service import Hippocampus
 from tests.unit.flaky import OPERATOR, FlakyEmbedder
 
 C = "chat:craig"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.jobs.stages import staged
+from hippocampus.jobs.stages import staged
 
 
 def _threads() -> list[str]:

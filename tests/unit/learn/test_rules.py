@@ -2,7 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.learn import (
+from hippocampus.learn import (
     BARE_RETRIEVAL,
     REAL_USE,
     DecayPolicy,
@@ -12,7 +12,7 @@ from engine.learn import (
     decayed_weight,
     reinforced_weight,
 )
-from engine.model import EdgeType
+from hippocampus.model import EdgeType
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engine.learn.tiers import TierPolicy, last_activity, lifecycle, tier_change
-from engine.model import Memory, RetrievalMeta, Tier
+from hippocampus.learn.tiers import TierPolicy, last_activity, lifecycle, tier_change
+from hippocampus.model import Memory, RetrievalMeta, Tier
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 POLICY = TierPolicy()

@@ -8,9 +8,9 @@ from collections import Counter
 import networkx as nx
 import pytest
 
-from engine.metrics import graph as graph_module
-from engine.metrics import graph_health
-from engine.model import EdgeType, target_kind
+from hippocampus.metrics import graph as graph_module
+from hippocampus.metrics import graph_health
+from hippocampus.model import EdgeType, target_kind
 
 TYPES = [
     EdgeType.ABOUT,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.extract.base import Extraction
-from engine.model import Anchor, EdgeType, Expansion, GraphPath, PathStep
-from engine.retrieve.context import context_forms, through_context
+from hippocampus.extract.base import Extraction
+from hippocampus.model import Anchor, EdgeType, Expansion, GraphPath, PathStep
+from hippocampus.retrieve.context import context_forms, through_context
 
 
 def test_forms_add_the_extractors_lemmas_but_not_its_inferred_domains() -> None:

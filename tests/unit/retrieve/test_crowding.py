@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.model import RecallFilters
-from engine.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
-from engine.retrieve.pipeline import Retrieval, retrieve
-from engine.store import MemoryRecord, Vector
-from engine.store.base import VectorSample, crowding_of
-from engine.store.embedded import EmbeddedStore
+from hippocampus.model import RecallFilters
+from hippocampus.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
+from hippocampus.retrieve.pipeline import Retrieval, retrieve
+from hippocampus.store import MemoryRecord, Vector
+from hippocampus.store.base import VectorSample, crowding_of
+from hippocampus.store.embedded import EmbeddedStore
 from tests.unit.retrieve.test_pipeline import MODEL, T0, C, FixedExtractor, memory
 
 DIM = 8

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.demo import load_demo
-from engine.embed import SentenceTransformerEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory
-from engine.retrieve.config import ASSOCIATIVE
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.demo import load_demo
+from hippocampus.embed import SentenceTransformerEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import NewMemory
+from hippocampus.retrieve.config import ASSOCIATIVE
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 pytestmark = pytest.mark.model
 

@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from engine.retrieve.config import DEFAULT_RECIPE, RECIPES, SEED_COMPOSITE
-from engine.retrieve.fusion import (
+from hippocampus.retrieve.config import DEFAULT_RECIPE, RECIPES, SEED_COMPOSITE
+from hippocampus.retrieve.fusion import (
     calibrated,
     lifted,
     max_normalized,
@@ -193,7 +193,7 @@ def test_top_overlap_is_the_share_of_best_matches_both_signals_hold() -> None:
 
 
 def test_corroboration_places_the_best_lexical_matches_among_the_best_similarities() -> None:
-    from engine.retrieve.fusion import corroboration
+    from hippocampus.retrieve.fusion import corroboration
 
     dense = {f"m{i}": 0.9 - i / 100 for i in range(20)}  # mean 0.805, std 0.0577
     # The words' best three are the model's best three.

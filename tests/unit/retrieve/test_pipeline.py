@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.extract import Extraction
-from engine.model import Edge, EdgeType, Memory, RecallFilters, RetrievalMeta
-from engine.model import content_hash as hash_of
-from engine.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
-from engine.retrieve.pipeline import Retrieval, read_query, retrieve
-from engine.service import Hippocampus
-from engine.store import MemoryRecord, Vector
-from engine.store.embedded import EmbeddedStore
+from hippocampus.extract import Extraction
+from hippocampus.model import Edge, EdgeType, Memory, RecallFilters, RetrievalMeta
+from hippocampus.model import content_hash as hash_of
+from hippocampus.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
+from hippocampus.retrieve.pipeline import Retrieval, read_query, retrieve
+from hippocampus.service import Hippocampus
+from hippocampus.store import MemoryRecord, Vector
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "org:acme"
 MODEL = "test-3"
@@ -277,7 +277,7 @@ def test_a_seed_no_other_anchor_reaches_keeps_its_place(tmp_path: Path) -> None:
 
 
 def test_the_lexical_weight_leans_further_when_dense_and_lexical_disagree() -> None:
-    from engine.retrieve.pipeline import _lexical_weight
+    from hippocampus.retrieve.pipeline import _lexical_weight
 
     dense = {f"m{i}": 0.9 - i / 100 for i in range(20)}
     agreeing = {f"m{i}": 20.0 - i for i in range(20)}
@@ -299,9 +299,9 @@ def test_the_lexical_weight_leans_further_when_dense_and_lexical_disagree() -> N
 
 
 def test_the_lexical_weight_leans_further_when_similarity_does_not_corroborate_the_words() -> None:
-    from engine.retrieve.config import MAX_UNCORROBORATED
-    from engine.retrieve.fusion import corroboration
-    from engine.retrieve.pipeline import _lexical_weight
+    from hippocampus.retrieve.config import MAX_UNCORROBORATED
+    from hippocampus.retrieve.fusion import corroboration
+    from hippocampus.retrieve.pipeline import _lexical_weight
 
     best = {f"m{i}": 0.9 - i / 100 for i in range(20)}
     lexical = {"t0": 9.0, "t1": 8.0, "t2": 7.0, "m0": 1.0}
@@ -330,8 +330,8 @@ def test_the_lexical_weight_leans_further_when_similarity_does_not_corroborate_t
 
 
 def test_a_collection_whose_similarity_seldom_corroborates_leans_to_words_again() -> None:
-    from engine.retrieve.config import MAX_UNCORROBORATED
-    from engine.retrieve.pipeline import _lexical_weight
+    from hippocampus.retrieve.config import MAX_UNCORROBORATED
+    from hippocampus.retrieve.pipeline import _lexical_weight
 
     dense = {f"m{i}": 0.9 - i / 100 for i in range(20)}
     lexical = {f"m{i}": 20.0 - i for i in range(20)}

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from engine.retrieve.config import BM25, DEFAULT_RECIPE, DENSE, RECIPES, SEED_COMPOSITE
-from engine.retrieve.present import asks_about_present, present_first
+from hippocampus.retrieve.config import BM25, DEFAULT_RECIPE, DENSE, RECIPES, SEED_COMPOSITE
+from hippocampus.retrieve.present import asks_about_present, present_first
 
 
 @pytest.mark.parametrize(

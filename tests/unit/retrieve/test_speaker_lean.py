@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.extract import SpacyConceptExtractor
-from engine.retrieve.config import ASSOCIATIVE
-from engine.retrieve.fusion import could_name_speaker, speakers_named
-from engine.service import Hippocampus
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.retrieve.config import ASSOCIATIVE
+from hippocampus.retrieve.fusion import could_name_speaker, speakers_named
+from hippocampus.service import Hippocampus
 from tests.unit.retrieve.turns import hashing_service, remember_turns
 
 C = "persona:speakers"

@@ -14,11 +14,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.embed import SentenceTransformerEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import SentenceTransformerEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 pytestmark = pytest.mark.model
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from engine.model import Memory, RecallHit
-from engine.retrieve.summary import category_label, context_summary, title_and_snippet
+from hippocampus.model import Memory, RecallHit
+from hippocampus.retrieve.summary import category_label, context_summary, title_and_snippet
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 

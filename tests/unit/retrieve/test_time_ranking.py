@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.demo import DEMO_MEMORIES
-from engine.embed import SentenceTransformerEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory, TimeWindow
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.demo import DEMO_MEMORIES
+from hippocampus.embed import SentenceTransformerEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import NewMemory, TimeWindow
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 pytestmark = pytest.mark.model
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.model import TimeWindow
-from engine.retrieve.when import place, read_times, time_lifts
+from hippocampus.model import TimeWindow
+from hippocampus.retrieve.when import place, read_times, time_lifts
 
 # A Friday. The memories' own dates, where a row has them, span 2023.
 NOW = datetime(2026, 11, 27, 15, 30, tzinfo=UTC)

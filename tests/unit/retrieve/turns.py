@@ -7,11 +7,11 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from engine.embed import HashingEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

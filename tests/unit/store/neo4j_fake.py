@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.store.neo4j.statements import statement
+from hippocampus.store.neo4j.statements import statement
 
 Rows = list[dict[str, Any]]
 Answer = Rows | Callable[[dict[str, Any]], Rows]
 
 
 def _statement_names() -> dict[str, str]:
-    root = Path(str(importlib.resources.files("cypher")))
+    root = Path(str(importlib.resources.files("hippocampus.cypher")))
     names = {}
     for path in root.rglob("*.cypher"):
         name = f"{path.parent.name}/{path.stem}"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.model import Edge, EdgeType, Event, Memory, RetrievalMeta, Tier, content_hash
-from engine.schedule import DueKeys
-from engine.store import MemoryRecord
-from engine.store.embedded import EmbeddedStore
-from engine.store.embedded import store as store_module
-from engine.store.embedded.due import DueEntry, DueIndex
+from hippocampus.model import Edge, EdgeType, Event, Memory, RetrievalMeta, Tier, content_hash
+from hippocampus.schedule import DueKeys
+from hippocampus.store import MemoryRecord
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded import store as store_module
+from hippocampus.store.embedded.due import DueEntry, DueIndex
 from tests.unit.store.test_embedded_store_graph import V1_SCHEMA
 
 C = "org:acme"

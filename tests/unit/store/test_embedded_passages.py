@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.model import RecallFilters
-from engine.store import MemoryRecord
-from engine.store.base import PASSAGE_MARGIN
-from engine.store.embedded import EmbeddedStore
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import RecallFilters
+from hippocampus.store import MemoryRecord
+from hippocampus.store.base import PASSAGE_MARGIN
+from hippocampus.store.embedded import EmbeddedStore
 from tests.contract.helpers import memory, unit, vec
 
 C = "org:acme"

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import (
+from hippocampus.errors import (
     ConfigError,
     ConflictError,
     DataDirLockedError,
@@ -24,12 +24,12 @@ from engine.errors import (
     NotFoundError,
     StoreUnavailableError,
 )
-from engine.model import Edge, EdgeType, Event, Memory, RecallFilters, RetrievalMeta, Tier
-from engine.model import content_hash as hash_of
-from engine.store import GraphStore, MemoryRecord, Vector
-from engine.store.embedded import EmbeddedStore
-from engine.store.embedded import store as store_module
-from engine.store.embedded.store import FIND_BY_HASH_SQL
+from hippocampus.model import Edge, EdgeType, Event, Memory, RecallFilters, RetrievalMeta, Tier
+from hippocampus.model import content_hash as hash_of
+from hippocampus.store import GraphStore, MemoryRecord, Vector
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded import store as store_module
+from hippocampus.store.embedded.store import FIND_BY_HASH_SQL
 
 C = "org:acme"
 OTHER = "persona:ada"
@@ -165,9 +165,9 @@ def test_an_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
         from datetime import UTC, datetime
         from pathlib import Path
         import numpy as np
-        from engine.model import Memory, content_hash
-        from engine.store import MemoryRecord
-        from engine.store.embedded import EmbeddedStore
+        from hippocampus.model import Memory, content_hash
+        from hippocampus.store import MemoryRecord
+        from hippocampus.store.embedded import EmbeddedStore
         store = EmbeddedStore(Path({str(tmp_path)!r}))
         at = datetime(2024, 1, 1, tzinfo=UTC)
         memory = Memory(id="kept", collection={C!r}, content="kept", created_at=at,

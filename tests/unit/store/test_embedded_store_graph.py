@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.model import Edge, EdgeType, Memory, RecallFilters, RetrievalMeta, Tier
-from engine.model import content_hash as hash_of
-from engine.model.association import (
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import Edge, EdgeType, Memory, RecallFilters, RetrievalMeta, Tier
+from hippocampus.model import content_hash as hash_of
+from hippocampus.model.association import (
     MEMORY_NODE,
     Anchor,
     EdgeUpdate,
@@ -28,11 +28,11 @@ from engine.model.association import (
     Expansion,
     GraphPath,
 )
-from engine.store import MemoryRecord, Vector
-from engine.store.embedded import EmbeddedStore
-from engine.store.embedded import store as store_module
-from engine.store.embedded import turns as turns_module
-from engine.store.embedded.graph import degree_factor
+from hippocampus.store import MemoryRecord, Vector
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded import store as store_module
+from hippocampus.store.embedded import turns as turns_module
+from hippocampus.store.embedded.graph import degree_factor
 
 C = "org:acme"
 OTHER = "persona:ada"

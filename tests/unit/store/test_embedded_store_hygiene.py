@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.model import Memory, RecallFilters, Tier, content_hash
-from engine.store import MemoryRecord, Vector
-from engine.store.embedded import EmbeddedStore
+from hippocampus.model import Memory, RecallFilters, Tier, content_hash
+from hippocampus.store import MemoryRecord, Vector
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "org:acme"
 OTHER = "persona:ada"

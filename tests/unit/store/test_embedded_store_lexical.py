@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import StoreUnavailableError
-from engine.model import Memory, RecallFilters, RetrievalMeta, Tier
-from engine.model import content_hash as hash_of
-from engine.retrieve.lexical import BM25Index
-from engine.store import MemoryRecord
-from engine.store.embedded import EmbeddedStore
+from hippocampus.errors import StoreUnavailableError
+from hippocampus.model import Memory, RecallFilters, RetrievalMeta, Tier
+from hippocampus.model import content_hash as hash_of
+from hippocampus.retrieve.lexical import BM25Index
+from hippocampus.store import MemoryRecord
+from hippocampus.store.embedded import EmbeddedStore
 
 C = "org:acme"
 OTHER = "persona:ada"

@@ -11,13 +11,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.extract import SpacyConceptExtractor
-from engine.extract.quality import QualityConfig
-from engine.model import MemoryPatch, NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
-from engine.store.embedded.store import DB_FILE
+from hippocampus.embed import HashingEmbedder
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.extract.quality import QualityConfig
+from hippocampus.model import MemoryPatch, NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded.store import DB_FILE
 
 C = "team:check"
 OPERATOR = "operator"

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.model import Edge, EdgeType, EdgeUpdate, Event, Memory, RetrievalMeta
-from engine.model import content_hash as hash_of
-from engine.store.neo4j import convert
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import Edge, EdgeType, EdgeUpdate, Event, Memory, RetrievalMeta
+from hippocampus.model import content_hash as hash_of
+from hippocampus.store.neo4j import convert
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 

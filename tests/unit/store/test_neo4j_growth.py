@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.errors import InvalidInputError
-from engine.model import Memory, RetrievalMeta, content_hash
-from engine.schedule import due_keys
-from engine.store import MemoryRecord
-from engine.store.neo4j import Neo4jStore
-from engine.store.neo4j.store import _WRITE_BATCH
+from hippocampus.errors import InvalidInputError
+from hippocampus.model import Memory, RetrievalMeta, content_hash
+from hippocampus.schedule import due_keys
+from hippocampus.store import MemoryRecord
+from hippocampus.store.neo4j import Neo4jStore
+from hippocampus.store.neo4j.store import _WRITE_BATCH
 from tests.unit.store.neo4j_fake import FakeDriver
 
 C = "org:acme"
@@ -122,7 +122,7 @@ def test_due_memories_ask_the_index_for_the_schedule_and_read_the_documents() ->
 def test_setup_dates_the_memories_of_a_version_4_database_page_by_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from engine.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import store as store_module
     from tests.unit.store.test_neo4j_store import _indexes
 
     monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
@@ -223,7 +223,7 @@ def test_setup_counts_the_collections_of_a_version_5_database_once() -> None:
 def test_setup_ranks_the_hub_edges_of_a_version_6_database_page_by_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from engine.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import store as store_module
     from tests.unit.store.test_neo4j_store import _indexes
 
     monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
@@ -252,7 +252,7 @@ def test_setup_ranks_the_hub_edges_of_a_version_6_database_page_by_page(
 
 
 def test_edge_ends_come_page_by_page_as_plain_tuples() -> None:
-    from engine.store.neo4j.store import _PAGE
+    from hippocampus.store.neo4j.store import _PAGE
 
     def page(params: dict[str, object]) -> list[dict[str, object]]:
         start = 0 if params["after"] == "" else int(str(params["after"])[1:]) + 1

@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from engine.errors import ConfigError, InvalidInputError
-from engine.model import Memory, RecallFilters
-from engine.model import content_hash as hash_of
-from engine.store import MemoryRecord
-from engine.store.base import PASSAGE_MARGIN
-from engine.store.neo4j import Neo4jStore
-from engine.store.neo4j.store import (
+from hippocampus.errors import ConfigError, InvalidInputError
+from hippocampus.model import Memory, RecallFilters
+from hippocampus.model import content_hash as hash_of
+from hippocampus.store import MemoryRecord
+from hippocampus.store.base import PASSAGE_MARGIN
+from hippocampus.store.neo4j import Neo4jStore
+from hippocampus.store.neo4j.store import (
     _INDEXES,
     _MAX_CANDIDATES,
     _MIN_CANDIDATES,

@@ -10,12 +10,17 @@ from pathlib import Path
 
 import pytest
 
-import engine.store.neo4j as neo4j_package
-from engine.model import EdgeType, HubKind
-from engine.store.neo4j.graph_model import LABELS, RELATIONSHIP_TYPES, lint_schema, property_keys
-from engine.store.neo4j.statements import statement
+import hippocampus.store.neo4j as neo4j_package
+from hippocampus.model import EdgeType, HubKind
+from hippocampus.store.neo4j.graph_model import (
+    LABELS,
+    RELATIONSHIP_TYPES,
+    lint_schema,
+    property_keys,
+)
+from hippocampus.store.neo4j.statements import statement
 
-CYPHER = Path(str(importlib.resources.files("cypher")))
+CYPHER = Path(str(importlib.resources.files("hippocampus.cypher")))
 PACKAGE = Path(neo4j_package.__file__).parent
 
 

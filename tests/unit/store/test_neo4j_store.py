@@ -24,7 +24,7 @@ from neo4j.exceptions import (
     TransientError,
 )
 
-from engine.errors import (
+from hippocampus.errors import (
     ConfigError,
     ConflictError,
     HippoError,
@@ -35,13 +35,13 @@ from engine.errors import (
     StoreFullError,
     StoreUnavailableError,
 )
-from engine.model import Edge, EdgeType, Event, Memory, RecallFilters
-from engine.model import content_hash as hash_of
-from engine.model.association import Anchor, ExpandParams
-from engine.store import GraphStore, Learned, MemoryRecord
-from engine.store.base import CROWDING_SAMPLE
-from engine.store.neo4j import Neo4jStore
-from engine.store.neo4j.store import SCHEMA_OWNER, SCHEMA_VERSION
+from hippocampus.model import Edge, EdgeType, Event, Memory, RecallFilters
+from hippocampus.model import content_hash as hash_of
+from hippocampus.model.association import Anchor, ExpandParams
+from hippocampus.store import GraphStore, Learned, MemoryRecord
+from hippocampus.store.base import CROWDING_SAMPLE
+from hippocampus.store.neo4j import Neo4jStore
+from hippocampus.store.neo4j.store import SCHEMA_OWNER, SCHEMA_VERSION
 from tests.unit.store.neo4j_fake import FakeDriver, counted_vectors
 
 C = "org:acme"
@@ -199,7 +199,7 @@ def test_a_closed_store_is_unavailable_and_closes_its_driver_once() -> None:
 
 
 def _indexes(state: str, dimensions: int = 8) -> list[dict[str, object]]:
-    from engine.store.neo4j.store import _INDEXES, VECTOR_INDEX
+    from hippocampus.store.neo4j.store import _INDEXES, VECTOR_INDEX
 
     rows: list[dict[str, object]] = []
     for name in _INDEXES:
@@ -414,7 +414,7 @@ def test_a_memory_deleted_while_it_is_read_is_left_out() -> None:
 
     # A page whose last row was deleted (nulls sort last) pages on from the last
     # row still there, not from the start.
-    from engine.store.neo4j.store import _PAGE
+    from hippocampus.store.neo4j.store import _PAGE
 
     first = [row(f"m{i:04d}") for i in range(_PAGE - 1)] + [gone]
     pages = iter([first, [row("z")]])
@@ -426,7 +426,7 @@ def test_a_memory_deleted_while_it_is_read_is_left_out() -> None:
 
 
 def test_dense_search_widens_then_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
-    from engine.store.neo4j.store import _MAX_CANDIDATES, _MIN_CANDIDATES
+    from hippocampus.store.neo4j.store import _MAX_CANDIDATES, _MIN_CANDIDATES
 
     query = [1.0] + [0.0] * 7
     enough = FakeDriver(
@@ -505,7 +505,7 @@ def test_a_first_dense_search_asks_for_what_the_collections_share_of_the_index_n
 def test_the_databases_size_is_read_again_only_when_its_last_read_is_old(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from engine.store.neo4j.store import INDEX_SIZE_MAX_AGE_S
+    from hippocampus.store.neo4j.store import INDEX_SIZE_MAX_AGE_S
 
     query = [1.0] + [0.0] * 7
     hits = [{"id": f"m{i}", "similarity": 0.9 - i / 100} for i in range(50)]
@@ -518,7 +518,7 @@ def test_the_databases_size_is_read_again_only_when_its_last_read_is_old(
         }
     )
     clock = [1000.0]
-    monkeypatch.setattr("engine.store.neo4j.store.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("hippocampus.store.neo4j.store.time.monotonic", lambda: clock[0])
     store = make(driver)
 
     def first_width() -> int:
@@ -566,7 +566,7 @@ def test_dense_search_with_a_filter_the_index_cannot_serve_scans_at_once() -> No
 
 
 def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
-    from engine.store.neo4j.store import _MIN_CANDIDATES
+    from hippocampus.store.neo4j.store import _MIN_CANDIDATES
 
     queries = [[1.0] + [0.0] * 7, [0.0] * 8, [0.0, 1.0] + [0.0] * 6]
     driver = FakeDriver(
@@ -807,7 +807,7 @@ def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
 def test_a_version_1_database_gets_its_turns_linked_at_setup_page_by_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from engine.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import store as store_module
 
     monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
     olds = [memory(f"m{i}") for i in range(3)]
@@ -845,7 +845,7 @@ def test_a_version_1_database_gets_its_turns_linked_at_setup_page_by_page(
 def test_a_schema_of_version_one_gets_its_events_numbered_on_setup_batch_by_batch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from engine.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import store as store_module
 
     monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
     lasts = iter([T0.isoformat(), (T0 + timedelta(minutes=1)).isoformat()])
@@ -884,7 +884,7 @@ def test_a_schema_of_version_one_gets_its_events_numbered_on_setup_batch_by_batc
 
 
 def test_the_event_log_is_read_by_event_number_page_after_page() -> None:
-    from engine.store.neo4j.store import _PAGE
+    from hippocampus.store.neo4j.store import _PAGE
 
     def page(params: dict[str, object]) -> list[dict[str, object]]:
         after = int(params["after"])  # type: ignore[call-overload]
@@ -904,7 +904,7 @@ def test_the_event_log_is_read_by_event_number_page_after_page() -> None:
 def test_appended_events_carry_no_client_side_order() -> None:
     # The server numbers them under the collection's log lock (commit order); a
     # client-made batch id would order concurrent appends by start time.
-    from engine.model import Event
+    from hippocampus.model import Event
 
     driver = FakeDriver()
     make(driver).append_events(C, [Event(type="retrieval", at=T0, memory_ids=["a"])])
@@ -954,7 +954,7 @@ def test_a_decay_pass_already_recorded_changes_nothing() -> None:
 
 
 def test_dropping_a_collection_deletes_in_bounded_transactions_until_done() -> None:
-    from engine.store.neo4j.store import _WRITE_BATCH
+    from hippocampus.store.neo4j.store import _WRITE_BATCH
 
     counts = iter([_WRITE_BATCH, _WRITE_BATCH, 17])
     passages = iter([_WRITE_BATCH, 3])
@@ -973,7 +973,7 @@ def test_dropping_a_collection_deletes_in_bounded_transactions_until_done() -> N
 
 
 def test_updates_that_may_not_create_go_to_the_statement_that_creates_nothing() -> None:
-    from engine.model.association import EdgeUpdate
+    from hippocampus.model.association import EdgeUpdate
 
     def update(target: str, create: bool) -> EdgeUpdate:
         return EdgeUpdate(
@@ -1064,7 +1064,7 @@ def test_server_status_codes_become_the_engine_errors_they_mean(
 def test_taking_a_pooled_connection_may_outlast_opening_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import engine.store.neo4j.store as module
+    import hippocampus.store.neo4j.store as module
 
     seen: dict[str, object] = {}
 
@@ -1121,7 +1121,7 @@ def test_a_write_that_lost_a_race_for_a_hub_runs_again() -> None:
 def test_a_write_that_keeps_losing_races_is_unavailable_never_a_store_fault(
     failure: Exception,
 ) -> None:
-    from engine.model.association import EdgeUpdate
+    from hippocampus.model.association import EdgeUpdate
 
     driver = FakeDriver(failure=failure, fail_on="learn/reinforce_edges")
     update = EdgeUpdate(
@@ -1320,7 +1320,7 @@ def test_crowding_measures_against_a_sample_read_once_a_minute(
         }
     )
     clock = [1000.0]
-    monkeypatch.setattr("engine.store.neo4j.store.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("hippocampus.store.neo4j.store.time.monotonic", lambda: clock[0])
     store = make(driver)
     crowding = store.crowding(C, ["a", "c", "missing"], model="m")
     # Three memories: each one's neighbours are the two others, itself never
@@ -1336,7 +1336,7 @@ def test_crowding_measures_against_a_sample_read_once_a_minute(
 
 
 def test_a_sample_goes_round_the_hashes_from_a_random_one_and_estimates_the_total() -> None:
-    from engine.store.neo4j.store import _sample_total
+    from hippocampus.store.neo4j.store import _sample_total
 
     def rows(*hashes: str) -> list[dict[str, str]]:
         return [{"hash": h} for h in hashes]
@@ -1358,7 +1358,7 @@ def test_a_sample_goes_round_the_hashes_from_a_random_one_and_estimates_the_tota
 
 
 def test_samples_are_kept_for_the_most_recently_used_collections_only() -> None:
-    from engine.store.neo4j.store import SAMPLES_KEPT
+    from hippocampus.store.neo4j.store import SAMPLES_KEPT
 
     e = np.eye(8, dtype=np.float32)
     vectors = {"a": e[1], "b": e[2]}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.model import RecallFilters, Tier
-from engine.store.base import Vector
-from engine.store.embedded.index import CollectionIndex, IndexEntry, similarities, top_k
+from hippocampus.model import RecallFilters, Tier
+from hippocampus.store.base import Vector
+from hippocampus.store.embedded.index import CollectionIndex, IndexEntry, similarities, top_k
 
 ALL_TIERS = RecallFilters(tiers=list(Tier))
 
@@ -338,8 +338,8 @@ def _mean_nearest(v: Vector, others: list[Vector], k: int) -> float:
 def test_crowding_of_a_large_partition_uses_an_even_sample_drawn_again_after_writes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("engine.store.embedded.index.CROWDING_SAMPLE", 4)
-    monkeypatch.setattr("engine.store.embedded.index.CROWDING_NEIGHBOURS", 4)
+    monkeypatch.setattr("hippocampus.store.embedded.index.CROWDING_SAMPLE", 4)
+    monkeypatch.setattr("hippocampus.store.embedded.index.CROWDING_NEIGHBOURS", 4)
     index, vectors = filled(8)
     ids = list(vectors)
     # Rows 0, 2, 4 and 7 (evenly spaced over eight); 4 neighbours of 8 are

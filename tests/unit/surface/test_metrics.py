@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.surface.metrics import SurfaceCounters, expected_calibration_error
+from hippocampus.surface.metrics import SurfaceCounters, expected_calibration_error
 
 
 def test_lead_time_is_reported_as_median_and_mean() -> None:

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.model import Memory, RetrievalMeta, content_hash
-from engine.retrieve import DEFAULT_RECIPE, RECIPES
-from engine.schedule import FsrsScheduler, SeedScheduler, seed_decay_score
-from engine.surface.conversation import ConversationState, HeldBack, type_votes
-from engine.surface.predict import (
+from hippocampus.model import Memory, RetrievalMeta, content_hash
+from hippocampus.retrieve import DEFAULT_RECIPE, RECIPES
+from hippocampus.schedule import FsrsScheduler, SeedScheduler, seed_decay_score
+from hippocampus.surface.conversation import ConversationState, HeldBack, type_votes
+from hippocampus.surface.predict import (
     PRIOR_WEIGHTS,
     ConfidenceModel,
     KindBandit,
@@ -22,7 +22,7 @@ from engine.surface.predict import (
     TopicModel,
     odds,
 )
-from engine.surface.rules import (
+from hippocampus.surface.rules import (
     ENGAGEMENT_RULES,
     SurfaceConfig,
     engaged,

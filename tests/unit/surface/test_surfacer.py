@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.embed import HashingEmbedder
-from engine.errors import ConflictError, InvalidInputError, NotFoundError
-from engine.extract import Extraction, SpacyConceptExtractor
-from engine.model import EdgeType, NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
-from engine.surface import SurfaceConfig
-from engine.surfacing import MessageOutcome
+from hippocampus.embed import HashingEmbedder
+from hippocampus.errors import ConflictError, InvalidInputError, NotFoundError
+from hippocampus.extract import Extraction, SpacyConceptExtractor
+from hippocampus.model import EdgeType, NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.surface import SurfaceConfig
+from hippocampus.surfacing import MessageOutcome
 
 C = "team:payments"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

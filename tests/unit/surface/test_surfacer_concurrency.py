@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from engine import surfacing
-from engine.embed import HashingEmbedder
-from engine.errors import NotFoundError, StoreUnavailableError
-from engine.extract import SpacyConceptExtractor
-from engine.model import NewMemory
-from engine.service import Hippocampus
-from engine.store.embedded import EmbeddedStore
-from engine.surface import SurfaceConfig
-from engine.surface.predict import SurfaceModel
-from engine.surfacing import SURFACE_MODEL_KEY, EngagementOutcome, MessageOutcome
+from hippocampus import surfacing
+from hippocampus.embed import HashingEmbedder
+from hippocampus.errors import NotFoundError, StoreUnavailableError
+from hippocampus.extract import SpacyConceptExtractor
+from hippocampus.model import NewMemory
+from hippocampus.service import Hippocampus
+from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.surface import SurfaceConfig
+from hippocampus.surface.predict import SurfaceModel
+from hippocampus.surfacing import SURFACE_MODEL_KEY, EngagementOutcome, MessageOutcome
 
 C = "team:payments"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
