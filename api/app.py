@@ -33,6 +33,7 @@ from hippocampus.api.routers import (
     resources,
     stats,
     surfacing,
+    transfer,
 )
 from hippocampus.config import HippoSettings
 from hippocampus.errors import HippoError
@@ -124,6 +125,7 @@ def create_app(
         graph.router,
         stats.router,
         maintenance.router,
+        transfer.router,
         surfacing.router,
         metrics.router,
         browser.router,

@@ -309,6 +309,29 @@ def test_usage_errors_exit_2(run: Runner) -> None:
     assert "serve" in out
 
 
+def test_help_loads_none_of_the_engine() -> None:
+    # Each command imports what it needs when it runs: asking for help (or a
+    # usage error) never pays for the web framework, the stores or the model.
+    probe = (
+        "import sys\n"
+        "from hippocampus.api.cli import main\n"
+        "assert main(['--help']) == 0\n"
+        "assert main(['recall', '--help']) == 0\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    loaded = set(done.stdout.splitlines()[-1].split())
+    heavy = {
+        "torch", "sentence_transformers", "spacy", "fastapi", "uvicorn", "neo4j",
+        "sqlite3", "scipy", "networkx", "hippocampus.service", "hippocampus.store",
+        "hippocampus.api.app", "hippocampus.api.schemas",
+    }  # fmt: skip
+    assert loaded & heavy == set()
+    assert "hippocampus.api.cli.memories" in loaded
+
+
 def test_serve_refuses_a_public_host_without_api_keys(run: Runner, tmp_path: Path) -> None:
     code, _, err = _cli(run, tmp_path / "data", "serve", "--host", "0.0.0.0", "--port", "1")
     assert code == 2
@@ -329,7 +352,7 @@ def test_a_data_dir_held_by_another_store_is_reported_as_in_use(
         holder.close()
     assert code == 1
     assert err.startswith("error: ")
-    assert "through its REST API, or stop the server" in err
+    assert "stop the server first" in err
     assert _cli(run, data, "stats")[0] == 0
 
 
@@ -640,9 +663,9 @@ def _free_port() -> int:
         return port
 
 
-def test_recall_and_remember_talk_to_the_server_that_owns_the_data_dir(
-    run: Runner, tmp_path: Path
-) -> None:
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """``hippo serve`` on a data dir, in its own process: (the dir, its URL)."""
     data = tmp_path / "data"
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPPO_")}
@@ -657,34 +680,107 @@ def test_recall_and_remember_talk_to_the_server_that_owns_the_data_dir(
         while not (data / "hippo.server.json").is_file():
             assert server.poll() is None and time.monotonic() < deadline, "server did not start"
             time.sleep(0.1)
-        # The server holds the data dir: these can only succeed by asking it.
-        code, out, err = _cli(
-            run, data, "remember", "Raise the pool size when the Redis pool is exhausted",
-            "-c", "team", "--category", "bug_fix", "--id", "fix-1", "--source", "operator",
-        )  # fmt: skip
-        assert code == 0, err
-        assert out.splitlines()[0] == "fix-1"
-        code, out, err = _cli(run, data, "recall", "redis pool", "-c", "team", "--json")
-        assert code == 0, err
-        body = json.loads(out)
-        assert [h["id"] for h in body["results"]] == ["fix-1"]
-        code, out, _ = _cli(run, data, "recall", "redis pool", "-c", "team")
-        assert "fix-1" in out
-        # --url names a server explicitly, whatever the data dir.
-        url = f"http://127.0.0.1:{port}"
-        code, out, _ = _cli(
-            run, tmp_path / "elsewhere", "recall", "redis pool", "-c", "team", "--url", url
-        )
-        assert code == 0 and "fix-1" in out
-        # Commands that need the directory itself still refuse, saying why.
-        code, _, err = _cli(run, data, "stats", "-c", "team")
-        assert code == 1 and "remember and recall talk to it" in err
+        yield data, f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
         server.wait(timeout=60)
     assert not (data / "hippo.server.json").exists()
-    code, out, err = _cli(run, tmp_path / "x", "recall", "q", "--url", "http://127.0.0.1:9")
+
+
+def test_recall_and_remember_talk_to_the_server_that_owns_the_data_dir(
+    run: Runner, tmp_path: Path, served: tuple[Path, str]
+) -> None:
+    data, url = served
+    # The server holds the data dir: these can only succeed by asking it.
+    code, out, err = _cli(
+        run, data, "remember", "Raise the pool size when the Redis pool is exhausted",
+        "-c", "team", "--category", "bug_fix", "--id", "fix-1", "--source", "operator",
+    )  # fmt: skip
+    assert code == 0, err
+    assert out.splitlines()[0] == "fix-1"
+    code, out, err = _cli(run, data, "recall", "redis pool", "-c", "team", "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    assert [h["id"] for h in body["results"]] == ["fix-1"]
+    code, out, _ = _cli(run, data, "recall", "redis pool", "-c", "team")
+    assert "fix-1" in out
+    # A turn's time, speaker and conversation reach the server too.
+    code, out, err = _cli(
+        run, data, "remember", "Maya moved the Redis pool to the new cluster", "-c", "team",
+        "--id", "turn-1", "--conversation", "chat-9", "--speaker", "Maya",
+        "--occurred-at", "2024-05-01T14:03:00Z", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    stored = json.loads(out)
+    assert stored["speaker"] == "Maya" and stored["occurred_at"].startswith("2024-05-01T14:03")
+    code, out, err = _cli(
+        run, data, "recall", "redis pool", "-c", "team", "--speaker", "Maya", "--json",
+        "--occurred-after", "2024-05-01T00:00:00Z", "--occurred-before", "2024-05-02T00:00:00Z",
+    )  # fmt: skip
+    assert code == 0, err
+    assert [h["id"] for h in json.loads(out)["results"]] == ["turn-1"]
+    # --url names a server explicitly, whatever the data dir.
+    code, out, _ = _cli(
+        run, tmp_path / "elsewhere", "recall", "redis pool", "-c", "team", "--url", url
+    )
+    assert code == 0 and "fix-1" in out
+    # What needs the directory itself still refuses, saying why.
+    backup = tmp_path / "none.jsonl"
+    backup.write_text("", encoding="utf-8")
+    code, _, err = _cli(run, data, "import", str(backup), "-c", "team")
+    assert code == 1 and "import and migrate need the directory itself" in err
+
+
+def test_url_that_answers_nothing_is_reported(run: Runner, tmp_path: Path) -> None:
+    code, _, err = _cli(run, tmp_path / "x", "recall", "q", "--url", "http://127.0.0.1:9")
     assert code == 1 and "cannot reach the server" in err
+
+
+def test_every_command_on_a_collection_talks_to_the_running_server(
+    run: Runner, tmp_path: Path, served: tuple[Path, str]
+) -> None:
+    data, _ = served
+    ids = []
+    for text in ("Retry with exponential backoff and jitter", "Store money as integer cents"):
+        code, out, err = _cli(run, data, "remember", text, "-c", "team", "--category", "pattern")
+        assert code == 0, err
+        ids.append(out.split()[0])
+    code, out, err = _cli(run, data, "use", *ids, "-c", "team", "--context", "payments")
+    assert code == 0, err
+    assert out.strip().endswith("weight 0.30")
+    code, out, err = _cli(run, data, "decay", "-c", "team")
+    assert (code, out.strip()) == (0, "decay pass on team: 0 edges decayed"), err
+    code, out, err = _cli(run, data, "tiers", "-c", "team")
+    assert code == 0, err
+    assert out.splitlines() == [
+        "tier pass on team: 2 examined, 0 archived, 0 quarantined, 0 restored"
+    ]
+    assert json.loads(_cli(run, data, "tiers", "-c", "team", "--json")[1])["examined"] == 2
+    code, out, err = _cli(run, data, "stats", "-c", "team", "--json")
+    assert code == 0, err
+    stats = json.loads(out)
+    assert stats["memories"] == 2 and stats["by_category"] == {"pattern": 2}
+    code, out, _ = _cli(run, data, "stats", "-c", "team")
+    assert code == 0 and "category: pattern" in out and "quality model" in out
+    code, out, err = _cli(run, data, "reindex", "-c", "team")
+    assert code == 0 and out.startswith("re-embedded 0 memories of team"), err
+    backup = tmp_path / "team.jsonl"
+    code, _, err = _cli(run, data, "export", "-c", "team", "--out", str(backup))
+    assert code == 0, err
+    edges = int(err.split("exported 2 memories and ")[1].split()[0])
+    assert edges >= 1
+    records = [json.loads(line) for line in backup.read_text(encoding="utf-8").splitlines()]
+    assert records[0]["type"] == "header"
+    assert sorted(r["memory"]["id"] for r in records if r["type"] == "memory") == sorted(ids)
+    restored = tmp_path / "restored"
+    code, out, err = _cli(run, restored, "import", str(backup))
+    assert code == 0 and f"imported 2 memories and {edges} edges into team" in out, err
+    code, out, err = _cli(run, data, "demo", "-n", "1")
+    assert code == 0, err
+    assert out.startswith(f"loaded {len(DEMO_MEMORIES)} demo memories into demo (0 were")
+    assert out.count("\n? ") == len(DEMO_QUERIES)
+    code, out, err = _cli(run, data, "export", "-c", "no such", "--out", str(backup))
+    assert code == 1 and "answered 422" in err
 
 
 def test_use_links_memories_used_together(run: Runner, tmp_path: Path) -> None:
@@ -731,7 +827,7 @@ def test_serve_workers_on_neo4j_run_the_app_factory_in_each_worker(
 ) -> None:
     import uvicorn
 
-    import hippocampus.api.cli as cli
+    from hippocampus.api.cli import common
 
     calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
     opened: list[str] = []
@@ -742,7 +838,7 @@ def test_serve_workers_on_neo4j_run_the_app_factory_in_each_worker(
         yield None
 
     monkeypatch.setattr(uvicorn, "run", lambda *a, **k: calls.append((a, k)))
-    monkeypatch.setattr(cli, "_engine", reach)
+    monkeypatch.setattr(common, "engine", reach)
     monkeypatch.setenv("HIPPO_STORE", "neo4j")
     monkeypatch.setenv("HIPPO_EMBEDDER", "minilm")  # restored after the test
     code, out, _ = _cli(run, tmp_path / "data", "serve", "--workers", "3", "--port", "8123")
