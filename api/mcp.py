@@ -120,6 +120,26 @@ def _fail(e: HippoError) -> ToolError:
     return ToolError(f"{e.code}: {e.message}{where}")
 
 
+def _one_or_many(memories: list[MemoryIn] | None, one: dict[str, Any]) -> list[MemoryIn]:
+    """``remember``'s memories: the list given, or the one memory its fields name
+    (as POST /memories takes either)."""
+    if memories is not None and one:
+        raise ToolError(
+            "invalid_input: give one memory's `content` (and its fields) or `memories`, "
+            "not both"
+        )
+    if memories is not None:
+        return memories
+    if "content" not in one:
+        raise ToolError(
+            "invalid_input: content: give `content` (one memory) or `memories` (several)"
+        )
+    try:
+        return [MemoryIn.model_validate(one)]
+    except ValidationError as e:
+        raise _invalid(e) from e
+
+
 def _invalid(e: ValidationError) -> ToolError:
     err = e.errors()[0]
     where = ".".join(str(p) for p in err["loc"])
@@ -173,27 +193,54 @@ def create_mcp_server(
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False)
 
     @mcp.tool(
-        description="Store knowledge worth keeping: one or more memories (a bug fix, a "
-        "decision, a pattern, an insight). Each gets an id; content already stored is "
-        "merged, not duplicated; low-quality text is rejected with reasons.",
+        description="Store knowledge worth keeping (a bug fix, a decision, a pattern, an "
+        "insight): one memory by its `content` (with `category`, `tags`, `importance`, "
+        "`occurred_at`, `speaker` if known), or several as `memories`. Each gets an id; "
+        "content already stored is merged, not duplicated; low-quality text is rejected "
+        "with reasons.",
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
     )
     def remember(
+        ctx: Context,
+        content: Annotated[
+            str | None, Field(description="One memory's content (instead of `memories`).")
+        ] = None,
+        category: Annotated[
+            str | None, Field(description="bug_fix, decision, pattern, insight, … (one memory).")
+        ] = None,
+        tags: list[str] | None = None,
+        importance: Annotated[float | None, Field(description="0-1 (one memory).")] = None,
+        source: str | None = None,
+        occurred_at: Annotated[
+            AwareDatetime | None, Field(description="When it happened (one memory).")
+        ] = None,
+        speaker: str | None = None,
+        conversation_id: str | None = None,
         memories: Annotated[
-            list[MemoryIn],
+            list[MemoryIn] | None,
             Field(
                 min_length=1,
                 max_length=100,
-                description="The memories: each needs `content`; `category` (bug_fix, "
-                "decision, pattern, insight, …), `tags` and `importance` 0-1 are optional.",
+                description="Several memories, instead of one `content`: each needs "
+                "`content`; `category`, `tags` and `importance` 0-1 are optional.",
             ),
-        ],
-        ctx: Context,
+        ] = None,
         collection: Collection = None,
     ) -> CallToolResult:
+        one = {
+            "content": content,
+            "category": category,
+            "tags": tags,
+            "importance": importance,
+            "source": source,
+            "occurred_at": occurred_at,
+            "speaker": speaker,
+            "conversation_id": conversation_id,
+        }
+        items = _one_or_many(memories, {k: v for k, v in one.items() if v is not None})
         service, name = scope(ctx, collection)
         try:
-            outcomes = service.remember_many(name, [m.to_engine() for m in memories])
+            outcomes = service.remember_many(name, [m.to_engine() for m in items])
         except HippoError as e:
             raise _fail(e) from e
         body = RememberBatchOut.from_engine(outcomes)

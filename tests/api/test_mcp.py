@@ -66,6 +66,30 @@ async def round_trip(client: Client, collection: str | None) -> None:
     )
     fix_id = stored["results"][0]["id"]
     assert stored["results"][0]["created"] and fix_id
+    # One memory by its content, as over REST, with its fields beside it.
+    one = structured(
+        await client.call_tool(
+            "remember",
+            {
+                "content": "Deploys to the EU region wait for the change freeze to lift",
+                "category": "decision",
+                "speaker": "Maya",
+                "occurred_at": "2024-05-01T14:03:00Z",
+                **where,
+            },
+        )
+    )
+    (single,) = one["results"]
+    assert single["created"] and single["speaker"] == "Maya"
+    assert single["occurred_at"].startswith("2024-05-01T14:03")
+    both = await client.call_tool(
+        "remember", {"content": OTHER, "memories": [{"content": OTHER}], **where}
+    )
+    assert both.is_error and "not both" in text_of(both)
+    neither = await client.call_tool("remember", {"category": "decision", **where})
+    assert neither.is_error and "give `content`" in text_of(neither)
+    bad = await client.call_tool("remember", {"content": OTHER, "importance": 7, **where})
+    assert bad.is_error and "importance" in text_of(bad)
 
     found = await client.call_tool("recall", {"query": "redis pool exhausted", "limit": 3, **where})
     assert structured(found)["results"][0]["id"] == fix_id
@@ -119,11 +143,11 @@ async def round_trip(client: Client, collection: str | None) -> None:
     assert missing.is_error and "engagement" in text_of(missing)
     unknown = await client.call_tool("engage", {"surfacing_id": "nope", "engagement": "used"})
     assert unknown.is_error
-    assert structured(await client.call_tool("stats", where))["memories"] == 2
+    assert structured(await client.call_tool("stats", where))["memories"] == 3
     own = collection or "team:alpha"
     summary = await client.read_resource(f"hippo://collections/{own}/summary")
     text = "\n".join(getattr(c, "text", "") for c in summary.contents)
-    assert f"{own}: 2 memories" in text and fix_id in text
+    assert f"{own}: 3 memories" in text and fix_id in text
 
 
 def run(main: Callable[[], Awaitable[None]]) -> None:
