@@ -15,7 +15,7 @@ NODE_STAMP := node_modules/.installed-stamp
 NEO4J := tools/neo4j-server
 NEO4J_STATE := .neo4j/dev
 
-.PHONY: install run test lint typecheck unit cypher-lint workflow-check node-tools explorer bench-ingest bench-recall \
+.PHONY: install run test lint typecheck unit cypher-lint workflow-check docs node-tools explorer bench-ingest bench-recall \
 	bench-load bench-crashloop bench-soak bench-maintenance neo4j neo4j-stop clean
 
 $(BIN)/python:
@@ -86,7 +86,11 @@ cypher-lint: install node-tools
 workflow-check: install
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
-test: install lint typecheck unit cypher-lint workflow-check
+# The documentation site: every page in the nav, every link and anchor resolved.
+docs: install
+	$(BIN)/mkdocs build --strict --quiet --site-dir build/site
+
+test: install lint typecheck unit cypher-lint workflow-check docs
 
 bench-ingest: install
 	$(BIN)/python bench/ingest.py --n 10000
