@@ -4,11 +4,15 @@
 #   docker build -t hippocampus .
 #   docker compose up          (with Neo4j: see docker-compose.yml)
 
-# The graph explorer's library, from npm by the committed lockfile.
+# The graph explorer's library, and those of /docs and /redoc, from npm by the
+# committed lockfiles.
 FROM node:20-slim AS explorer
 WORKDIR /src/api/explore
 COPY api/explore/package.json api/explore/package-lock.json ./
 RUN npm ci --no-audit --no-fund --loglevel=error
+WORKDIR /src/api/openapi
+COPY api/openapi/package.json api/openapi/package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 
 
 FROM python:3.11-slim AS build
@@ -25,6 +29,7 @@ COPY pyproject.toml README.md ./
 COPY engine ./engine
 COPY api ./api
 COPY --from=explorer /src/api/explore/node_modules ./api/explore/node_modules
+COPY --from=explorer /src/api/openapi/node_modules ./api/openapi/node_modules
 COPY cypher ./cypher
 RUN python -m venv /opt/hippo \
     && /opt/hippo/bin/pip install --upgrade "pip>=24" \

@@ -1,7 +1,8 @@
 # Two commands do all the set-up on a fresh machine: `make run` and `make test`.
 # Each creates .venv when missing and installs the pinned dependencies first;
 # `make test` also installs the pinned Node tools (npm ci, into ignored folders);
-# both install the graph explorer's library the same way.
+# both install the graph explorer's library, and those of the API's /docs and
+# /redoc pages, the same way.
 
 PYTHON ?= python3
 NPM ?= npm
@@ -11,11 +12,12 @@ STAMP := $(VENV)/.installed-stamp
 CYPHER_LINT := tools/cypher-lint
 COMPOSE_SCHEMA := tools/compose-schema
 EXPLORER := api/explore
+API_DOCS := api/openapi
 NODE_STAMP := node_modules/.installed-stamp
 NEO4J := tools/neo4j-server
 NEO4J_STATE := .neo4j/dev
 
-.PHONY: install run test lint typecheck unit cypher-lint workflow-check docs node-tools explorer bench-ingest bench-recall \
+.PHONY: install run test lint typecheck unit cypher-lint workflow-check docs node-tools explorer api-docs bench-ingest bench-recall \
 	bench-load bench-crashloop bench-soak bench-maintenance neo4j neo4j-stop clean
 
 $(BIN)/python:
@@ -46,9 +48,17 @@ $(EXPLORER)/$(NODE_STAMP): $(EXPLORER)/package.json $(EXPLORER)/package-lock.jso
 
 explorer: $(EXPLORER)/$(NODE_STAMP)
 
-node-tools: $(CYPHER_LINT)/$(NODE_STAMP) $(COMPOSE_SCHEMA)/$(NODE_STAMP) explorer
+# The libraries of /docs (Swagger UI) and /redoc (ReDoc), served by the API from
+# node_modules. No install scripts: the two bundles are all the pages need.
+$(API_DOCS)/$(NODE_STAMP): $(API_DOCS)/package.json $(API_DOCS)/package-lock.json
+	cd $(API_DOCS) && $(NPM) ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
 
-run: install explorer
+api-docs: $(API_DOCS)/$(NODE_STAMP)
+
+node-tools: $(CYPHER_LINT)/$(NODE_STAMP) $(COMPOSE_SCHEMA)/$(NODE_STAMP) explorer api-docs
+
+run: install explorer api-docs
 	$(BIN)/hippo serve
 
 lint: install
@@ -113,4 +123,5 @@ bench-maintenance: install
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
 	rm -rf $(CYPHER_LINT)/node_modules $(COMPOSE_SCHEMA)/node_modules $(EXPLORER)/node_modules
+	rm -rf $(API_DOCS)/node_modules
 	rm -rf $(NEO4J)/target

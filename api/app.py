@@ -21,6 +21,7 @@ from hippocampus.api.errors import BodySizeLimitMiddleware, install_error_handle
 from hippocampus.api.maintenance import MaintenanceLoop
 from hippocampus.api.mcp import StreamableHttpEndpoint, create_mcp_server, keyring_access
 from hippocampus.api.routers import (
+    api_docs,
     browser,
     explore,
     graph,
@@ -104,7 +105,9 @@ def create_app(
         description=_DESCRIPTION,
         version="0.1.0",
         lifespan=lifespan,
-        docs_url="/docs",
+        # Served by api_docs with their libraries from npm, not a CDN: they work offline.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.keyring = keyring
@@ -130,6 +133,7 @@ def create_app(
         metrics.router,
         browser.router,
         explore.router,
+        api_docs.router,
     ):
         app.include_router(router)
     # MCP over streamable HTTP, for agents: the same keys and collection rules.

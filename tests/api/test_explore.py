@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +19,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from hippocampus.api.routers.explore import LIBRARY
+from tests.api.browser import browse, chromium
 from tests.api.helpers import ALPHA, ALPHA_KEY
 from tests.api.live import live_server
-from tests.devtools import DevTools, devtools, find_chromium
+from tests.devtools import DevTools, devtools
 
 BASE = "/v1/collections/team:alpha"
 MEMORIES: list[dict[str, Any]] = [
@@ -66,44 +65,6 @@ MEMORIES: list[dict[str, Any]] = [
 ENABLED, NOT_ENABLED = 4, 5
 USED_TOGETHER = (0, NOT_ENABLED)
 """Memories used together: an ASSOCIATED edge between them."""
-
-
-def chromium() -> str:
-    found = find_chromium()
-    if found:
-        return found
-    reason = (
-        "no Chromium on PATH (Debian: apt-get install chromium): the explorer's "
-        "browser test did not run"
-    )
-    if os.environ.get("EXPLORER_REQUIRED") == "1":
-        pytest.fail(f"EXPLORER_REQUIRED=1 but {reason}")
-    pytest.skip(reason)
-
-
-def browse(url: str, tmp_path: Path, *extra: str) -> str:
-    """Run headless Chromium on ``url`` until the page's network and timers settle."""
-    done = subprocess.run(
-        [
-            chromium(),
-            "--headless",
-            "--no-sandbox",  # tests may run as root (CI containers)
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--window-size=1280,800",
-            "--virtual-time-budget=20000",
-            *extra,
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
 
 
 def drawn(dom: str) -> dict[str, Any]:

@@ -44,7 +44,7 @@ PUBLIC = frozenset(
         "/readyz",
         "/openapi.json",
         "/docs",
-        "/docs/oauth2-redirect",
+        "/docs/static/{name}",
         "/redoc",
         "/browser/guide.html",
         "/browser/hippocampus.grass",
@@ -229,6 +229,7 @@ def alpha_ids(client: TestClient) -> dict[str, str]:
         "conversation_id": "alpha-chat",
         "surfacing_id": surfaced[0],
         "resource_id": "workItem:7",
+        "name": "swagger-ui.css",  # a library file of /docs
     }
 
 
@@ -425,7 +426,7 @@ def test_id_tricks_never_reach_another_tenants_objects(
     for trick in ID_TRICKS:
         for method, path in routes(client.app):  # type: ignore[arg-type]
             names = [name for name in alpha_ids if "{" + name + "}" in path]
-            if not names:
+            if not names or path in PUBLIC:  # a public route holds no one's objects
                 continue
             url = fill(path, BETA_COLLECTION, alpha_ids, raw=dict.fromkeys(names, trick))
             r = call(client, method, path, url, alpha_ids, bearer(BETA_KEY))
@@ -447,6 +448,7 @@ def test_every_route_but_the_public_ones_needs_a_key(client: TestClient) -> None
         "conversation_id": "c1",
         "surfacing_id": "s1",
         "resource_id": "r1",
+        "name": "swagger-ui.css",
     }
     for method, path in routes(client.app):  # type: ignore[arg-type]
         url = fill(path, ALPHA_COLLECTION, ids)
