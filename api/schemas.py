@@ -1,7 +1,7 @@
 """Request and response bodies, separate from the engine's models.
 
 Requests forbid unknown fields and non-finite numbers; their size limits are
-the defaults of :class:`engine.config.Limits`, so oversized input is refused
+the defaults of :class:`hippocampus.config.Limits`, so oversized input is refused
 before it reaches the engine (which checks the configured limits again).
 Responses copy named fields out of engine objects, so nothing the engine adds
 later (a vector, say) can reach a client unnoticed.

@@ -1,8 +1,8 @@
 """False conflicts: how often remembering would call near-duplicates contradictory.
 
 Remembering compares a new memory with its nearest stored ones and flags the
-pairs where one takes back what the other says (:func:`engine.extract.dedup.
-compare`, :mod:`engine.extract.reversal`). The dev sets hold no such pairs on
+pairs where one takes back what the other says (:func:`hippocampus.extract.dedup.
+compare`, :mod:`hippocampus.extract.reversal`). The dev sets hold no such pairs on
 purpose, only passages and chat turns that repeat, paraphrase or elaborate one
 another: every pair flagged among them is a false conflict, or a real reversal
 a reader would call one (the beam chats hold a few "knowledge update" turns),

@@ -19,7 +19,7 @@ memories and stays. Names are never generic, and spaCy's stop words (compared
 by lemma, so ``owns`` is the stop word ``own``) are left out before measuring.
 
 The same measure picks the domain cues that are *ambiguous alone*: a cue
-(:data:`engine.extract.domains.DOMAIN_CUES`) that at least ``--cue-share``
+(:data:`hippocampus.extract.domains.DOMAIN_CUES`) that at least ``--cue-share``
 (0.5%) of the Wikipedia passages say, though none of them is about software
 (``support``, ``team``, ``model``), names a domain only beside a second cue.
 

@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synth import SynthMemory, memories, queries
+from hippocampus.lexical import BM25Index, tokenize
 from hippocampus.model import Memory, RecallFilters, content_hash, utcnow
-from hippocampus.retrieve.lexical import BM25Index, tokenize
 from hippocampus.store import MemoryRecord
 from hippocampus.store.embedded import EmbeddedStore
 

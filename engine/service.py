@@ -4,9 +4,9 @@ Entry points (the API, the CLI, agents using the library) talk to this class
 only. It validates input, embeds and extracts outside the store's write lock,
 and hands the store complete records, so every write is all-or-nothing.
 
-The work itself is split by job, one mixin each under :mod:`engine.jobs`:
+The work itself is split by job, one mixin each under :mod:`hippocampus.jobs`:
 remembering, records, recall, conversations (surfacing), feedback, maintenance
-and transfer, over the state and helpers of :mod:`engine.jobs.core`. This
+and transfer, over the state and helpers of :mod:`hippocampus.jobs.core`. This
 module builds the engine and keeps the names callers import from it.
 """
 

@@ -1,5 +1,5 @@
 """Proactive surfacing over a store: messages in, 0-3 insights out, engagement
-back. The pure parts (state, models, rules, metrics) are in :mod:`engine.surface`.
+back. The pure parts (state, models, rules, metrics) are in :mod:`hippocampus.surface`.
 
 Per message: the conversation state takes the message in (topics, type,
 domain, momentum), the topic model learns the transition from the previous

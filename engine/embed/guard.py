@@ -3,7 +3,7 @@ call time, costs vectors, never a write or a recall.
 
 :class:`GuardedEmbedder` wraps the engine's embedder. Whatever goes wrong in a
 call (an exception of any kind, a result of the wrong shape, values that are not
-finite) reaches the engine as :class:`~engine.errors.EmbeddingError`, which the
+finite) reaches the engine as :class:`~hippocampus.errors.EmbeddingError`, which the
 engine already answers by storing memories flagged for re-embedding and by
 recalling through text and graph. The outcome of the latest call is kept as the
 embedder's health, for ``/readyz`` and ``/stats``.

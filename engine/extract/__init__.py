@@ -1,9 +1,9 @@
 """Extraction of what a memory is about: concepts, domains, triggers.
 
 Beside it, the text rules of memory hygiene: the quality gate
-(:mod:`~engine.extract.quality`), duplicates and conflicts
-(:mod:`~engine.extract.dedup`), sanitizing (:mod:`~engine.extract.sanitize`) and
-record documents (:mod:`~engine.extract.records`).
+(:mod:`~hippocampus.extract.quality`), duplicates and conflicts
+(:mod:`~hippocampus.extract.dedup`), sanitizing (:mod:`~hippocampus.extract.sanitize`) and
+record documents (:mod:`~hippocampus.extract.records`).
 """
 
 from __future__ import annotations

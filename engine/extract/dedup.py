@@ -6,7 +6,7 @@ Jaccard above 0.7). Reversals are looked for first, in any pair compared: "use
 connection pooling" and "don't use connection pooling" share every word but
 one and sit close in embedding space, yet they contradict each other; "we
 switched from Jenkins to GitHub Actions" shares one word with "we use Jenkins
-for CI" and takes it back (:mod:`engine.extract.reversal`). Such a pair is a
+for CI" and takes it back (:mod:`hippocampus.extract.reversal`). Such a pair is a
 conflict, kept as two memories linked by ``CONFLICTS_WITH``. Alike texts that
 deny different things without taking each other back ("don't forget to
 restart the worker" and "restart the worker, not the queue") are kept apart,

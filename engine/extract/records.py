@@ -24,7 +24,7 @@ The title and status are always there; description, category, priority and
 custom fields only when they have a value. Custom fields come sorted by name,
 and only the meaningful ones: text and enum-like values. Numbers, ids,
 timestamps, people assignments, logs and JSON blobs are left out. Every value
-is sanitized (see :mod:`engine.extract.sanitize`); the single-line ones have
+is sanitized (see :mod:`hippocampus.extract.sanitize`); the single-line ones have
 their whitespace collapsed.
 
 Status and priority are in the document but do not decide whether it is

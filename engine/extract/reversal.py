@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hippocampus.extract.turns import said
-from hippocampus.retrieve.lexical import STOP_WORDS, stem
+from hippocampus.lexical import STOP_WORDS, stem
 
 __all__ = ["Reading", "Span", "read", "reversal"]
 

@@ -1,8 +1,8 @@
 """A dependency-free extractor: word bigrams and keywords. Used where spaCy's
 model is not installed; coarser than :class:`SpacyConceptExtractor`, with the
-same rules for what a hub is called (:mod:`engine.extract.forms`) and which
+same rules for what a hub is called (:mod:`hippocampus.extract.forms`) and which
 word is which hub: a name is a concept, never a trigger; a generic word
-(:data:`~engine.extract.generic.GENERIC_WORDS`) is no hub alone; a word that is
+(:data:`~hippocampus.extract.generic.GENERIC_WORDS`) is no hub alone; a word that is
 a trigger is not also a one-word concept."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Concept extraction with spaCy: noun phrases, proper-noun names, triggers and
-domains, each written as a researcher reads it (:mod:`engine.extract.forms`).
+domains, each written as a researcher reads it (:mod:`hippocampus.extract.forms`).
 
 Only the tagger and lemmatizer run (no parser, no NER): noun phrases come from
 part-of-speech patterns and names from runs of proper nouns. That keeps
@@ -14,11 +14,11 @@ Which hub a word becomes (one name, one hub in a drawing):
 - a common noun that heads a phrase, and a main verb, are triggers; a one-word
   phrase that is also a trigger is the trigger only, whose hub already links
   every memory where the word heads a phrase;
-- a generic word (:data:`~engine.extract.generic.GENERIC_WORDS`) is neither a
+- a generic word (:data:`~hippocampus.extract.generic.GENERIC_WORDS`) is neither a
   trigger nor a one-word concept; it may still be part of a phrase.
 
 Words keep their written form, casefolded; only a phrase's head noun is made
-singular, by :func:`~engine.extract.forms.singular` (``analytics jobs`` is
+singular, by :func:`~hippocampus.extract.forms.singular` (``analytics jobs`` is
 ``analytics job``; ``data platform team`` stays as written). Verbs are
 lemmatized (``logged out`` is ``log out``).
 """
@@ -109,7 +109,7 @@ class SpacyConceptExtractor:
         model: an installed spaCy pipeline name.
         max_concepts / max_triggers / max_domains: caps per text.
         generic: words that are never a trigger nor a one-word concept (default:
-            :data:`~engine.extract.generic.GENERIC_WORDS`; empty to keep every
+            :data:`~hippocampus.extract.generic.GENERIC_WORDS`; empty to keep every
             word, as the measurement that picks them does).
     """
 

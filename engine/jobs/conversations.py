@@ -1,5 +1,5 @@
 """Conversations and proactive surfacing: the service side of
-:class:`engine.surfacing.Surfacer`, which holds the surfacing itself."""
+:class:`hippocampus.surfacing.Surfacer`, which holds the surfacing itself."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class ConversationJobs(ServiceCore):
         conversation_type: str | None = None,
     ) -> MessageOutcome:
         """Take a conversation message in; returns 0-3 insights to offer now and the
-        conversation's state (see :mod:`engine.surfacing`).
+        conversation's state (see :mod:`hippocampus.surfacing`).
 
         Raises:
             InvalidInputError: bad id, text, role, type or time.

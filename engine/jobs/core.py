@@ -91,7 +91,7 @@ class Embedded(NamedTuple):
 
 
 class ServiceCore:
-    """The state the jobs share (set up by :class:`engine.service.Hippocampus`)
+    """The state the jobs share (set up by :class:`hippocampus.service.Hippocampus`)
     and the helpers they all use."""
 
     store: GraphStore
@@ -265,7 +265,7 @@ class ServiceCore:
 
     def _extract(self, texts: Sequence[str]) -> list[Extraction]:
         """What each memory text is about, a conversation turn read without its
-        speaker label (:func:`engine.extract.turns.said`): "User" and the role
+        speaker label (:func:`hippocampus.extract.turns.said`): "User" and the role
         placeholder would otherwise be concepts every turn of one side shares."""
         return self.extractor.extract_many([said(text) for text in texts])
 
@@ -284,7 +284,7 @@ class ServiceCore:
     def _encode(self, texts: Sequence[str]) -> Embedded:
         """Embed each text by its passages (``limits.passage_chars``, overlapping by
         ``limits.passage_overlap``), the passages of all texts together in batches;
-        a conversation turn without its speaker label (:func:`engine.extract.turns.said`).
+        a conversation turn without its speaker label (:func:`hippocampus.extract.turns.said`).
 
         Raises:
             EmbeddingError: the embedder failed.

@@ -140,7 +140,7 @@ class FeedbackJobs(RecordsJobs, MaintenanceJobs):
 
     def feedback_count(self, collection: str) -> int:
         """How many memories of the collection have feedback (see
-        :func:`~engine.extract.quality.feedback_label`), as counted so far: kept
+        :func:`~hippocampus.extract.quality.feedback_label`), as counted so far: kept
         up by engagement, set exactly by the tier pass and each retraining.
         Counted by a scan only when the collection has no count yet."""
         self.check_collection(collection)

@@ -62,10 +62,10 @@ _CORROBORATIONS_NEEDED = 8
 """How many recalls that median needs before it is trusted."""
 _QUERY_READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hippo-query")
 """Where recalls read what their queries name while the query is embedded and
-searched (:func:`~engine.retrieve.pipeline.read_query`), and do the reads that
+searched (:func:`~hippocampus.retrieve.pipeline.read_query`), and do the reads that
 need not wait on each other beside one another (the text search and the
 query's hubs beside the dense search, and more:
-:func:`~engine.retrieve.pipeline.retrieve`); shared by every service of the
+:func:`~hippocampus.retrieve.pipeline.retrieve`); shared by every service of the
 process, whose recalls are on many threads anyway."""
 _ASSOCIATE_REACH = 1000
 """How many of a context hub's members associate follows (strongest edges
@@ -385,7 +385,7 @@ class RecallJobs(ServiceCore):
         pass the multi-path gate: paths from at least two of the concepts, or one
         path whose edge weights multiply to ``min_path_strength``. Strength is
         measured as recall's walk measures it: a hub passes on 1/degree of what
-        reaches it (see :mod:`engine.retrieve.context`).
+        reaches it (see :mod:`hippocampus.retrieve.context`).
 
         Args:
             sort: ``strength`` (default: the strongest connection to the context
@@ -610,7 +610,7 @@ class RecallJobs(ServiceCore):
 
     def _typical_corroboration(self, collection: str) -> float | None:
         """The median corroboration of this process's recent recalls of the
-        collection (see :func:`~engine.retrieve.fusion.corroboration`); ``None``
+        collection (see :func:`~hippocampus.retrieve.fusion.corroboration`); ``None``
         until enough have been measured. Kept in memory: after a restart the
         collection's recalls measure it afresh."""
         kept = list(self._corroborations.get(collection, ()))
@@ -645,7 +645,7 @@ class RecallJobs(ServiceCore):
 
 def _present_first(candidates: list[Candidate], memories: dict[str, Memory]) -> list[Candidate]:
     """``candidates`` with each ranked above the memories it supersedes (see
-    :mod:`engine.retrieve.present`). Only the order changes: a superseding
+    :mod:`hippocampus.retrieve.present`). Only the order changes: a superseding
     memory the search did not find stays out (the superseded one names it),
     and nothing is pushed out of the results for it."""
     superseded_by = {

@@ -321,7 +321,7 @@ class RecordsJobs(RememberingJobs):
         now: datetime | None = None,
     ) -> ResourceOutcome:
         """Index an application's record under its own id, as the deterministic
-        document :func:`~engine.extract.records.build_document` builds.
+        document :func:`~hippocampus.extract.records.build_document` builds.
 
         Indexed again only when what the document indexes changed (title,
         description, category, a meaningful custom field); a change of status,

@@ -806,10 +806,10 @@ class RememberingJobs(ServiceCore):
         the ones it contradicts. Compared: the nearest stored memories by vector
         (``neighbors``) and, for a short text, by words; and the memories this batch
         creates nearest by vector. A standing instruction is compared with any
-        other memory by words alone (see :mod:`engine.embed.scope`). A turn said
+        other memory by words alone (see :mod:`hippocampus.embed.scope`). A turn said
         by one speaker is not compared with one said by another: the user's words
         and the assistant's echo of them are two turns, whose vectors leave the
-        speaker out (:mod:`engine.extract.turns`). ``skip``: a stored memory left
+        speaker out (:mod:`hippocampus.extract.turns`). ``skip``: a stored memory left
         out (an edited memory is not compared with its own old text)."""
         config = self.dedup
         similarity: dict[str, float | None] = dict(neighbors)

@@ -73,20 +73,20 @@ class RetrievalMeta(BaseModel):
     """How a memory is found and how useful it has been.
 
     ``names`` are the concepts that are proper names (their edges start at
-    ``NAME_WEIGHT``, see :mod:`engine.jobs.core`).
+    ``NAME_WEIGHT``, see :mod:`hippocampus.jobs.core`).
 
     ``duplicates`` counts the times the same (or nearly the same) content was
     remembered again and merged into this memory; ``conversation_ids`` then
     gains the repeat's conversation (provenance).
 
     ``usefulness`` is the helpful share of the memory's feedback with a prior
-    (see :func:`engine.surface.rules.usefulness`): ``helpful_votes`` counts
+    (see :func:`hippocampus.surface.rules.usefulness`): ``helpful_votes`` counts
     used / helpful engagements, ``unhelpful_votes`` dismissals (1 each) and
     ignored offers (0.5 each).
 
     ``promoted_at`` is set while the memory is PROMOTED (the seed's lifecycle
     stage after ACTIVE for memories in high, useful use; see
-    :mod:`engine.learn.tiers`): still in the active tier, never archived for
+    :mod:`hippocampus.learn.tiers`): still in the active tier, never archived for
     idleness.
 
     ``recent_dismissals`` is the count as of ``dismissed_at``; it fades with a

@@ -27,7 +27,7 @@ class SearchConfig(BaseModel):
         dense / lexical / graph: which signals run.
         fusion: ``calibrated`` (similarity plus lexical lead, both measured by
             their spread over the query's best matches, in cosine units; graph
-            evidence lifts on top, see :func:`engine.retrieve.fusion.lifted`),
+            evidence lifts on top, see :func:`hippocampus.retrieve.fusion.lifted`),
             ``rrf`` (reciprocal rank), ``weighted`` (sum of weighted, max-
             normalized scores, where confidence, quality, usefulness and recency
             may weigh in too) or ``seed_composite`` (0.4·similarity + 0.3·quality
@@ -56,13 +56,13 @@ class SearchConfig(BaseModel):
         min_anchor_paths: ...or paths from at least this many distinct anchors.
         lexical_lean: for ``calibrated``, added to the lexical weight for each
             word of the query that names something exactly (numbers, dates,
-            names: :func:`engine.retrieve.fusion.specific_terms`), up to two.
+            names: :func:`hippocampus.retrieve.fusion.specific_terms`), up to two.
         lexical_disagreement: for ``calibrated``, how much further the lexical
             weight leans (as a share of itself) when dense and lexical search
             disagree: it is multiplied by ``1 + lexical_disagreement × (1 -
             overlap)``, where ``overlap`` is the share of the ten best of each
             that the other has among its ten best
-            (:func:`engine.retrieve.fusion.top_overlap`). Where similarity is a
+            (:func:`hippocampus.retrieve.fusion.top_overlap`). Where similarity is a
             weak guide (short chatty turns, names the model does not know) its
             best matches stray from those that share the query's words.
         uncorroborated: for ``calibrated``, in standard deviations of the
@@ -71,7 +71,7 @@ class SearchConfig(BaseModel):
             corroborate what the words found (a model weak on the collection's
             language, a query it reads wrongly), and the lexical weight is
             multiplied by how many times further they sit, up to
-            :data:`MAX_UNCORROBORATED` (:func:`engine.retrieve.fusion.corroboration`).
+            :data:`MAX_UNCORROBORATED` (:func:`hippocampus.retrieve.fusion.corroboration`).
             0: off.
         collection_uncorroborated: for ``calibrated``, the same test applied to
             the collection rather than the query: when the typical corroboration
@@ -106,7 +106,7 @@ class SearchConfig(BaseModel):
         crowding: for ``calibrated``, what a memory's crowding costs it: how close
             its nearest neighbours in the collection lie (the mean similarity of
             its 50 nearest, measured against an even sample of the collection:
-            :meth:`engine.store.GraphStore.crowding`). Its similarity loses
+            :meth:`hippocampus.store.GraphStore.crowding`). Its similarity loses
             ``crowding`` spreads of the query's best similarities for each standard
             deviation its crowding stands above the dense candidates' mean, and
             gains as much for each below. A memory that sits among many like it
@@ -119,17 +119,17 @@ class SearchConfig(BaseModel):
             the query's words are), in standard deviations of the query's best
             similarities. When ``k`` of the ``spread_top`` best candidates match
             at least as well as the typical best and occurred within a time the
-            query names ("in March", "last week": :mod:`engine.retrieve.when`),
+            query names ("in March", "last week": :mod:`hippocampus.retrieve.when`),
             they lead the others by ``sqrt(spread_top / k - 1)`` deviations, as
             the few matches of a rare word do
-            (:func:`engine.retrieve.when.time_lifts`). A preference, not a
+            (:func:`hippocampus.retrieve.when.time_lifts`). A preference, not a
             filter: it picks among matches, and a memory that matches far better
             at another time still comes first.
         mmr_lambda: with a value, results are diversified by MMR.
         recency_half_life_days: the recency signal halves every so many days.
         present_first: for a question about the present ("can we deploy on
             Friday?", "what do we use now?"), each result ranks above the
-            memories it supersedes (:mod:`engine.retrieve.present`). Off in the
+            memories it supersedes (:mod:`hippocampus.retrieve.present`). Off in the
             single-signal recipes, which rank by their signal alone.
     """
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from hippocampus.lexical import STOP_WORDS
 from hippocampus.retrieve.config import MAX_UNCORROBORATED
-from hippocampus.retrieve.lexical import STOP_WORDS
 
 
 def ranks(scores: Mapping[str, float]) -> dict[str, int]:

@@ -68,7 +68,7 @@ class Retrieval:
     memories: dict[str, Memory]
     times: list[TimeWindow] = field(default_factory=list)
     # How well similarity corroborated the query's best lexical matches
-    # (engine.retrieve.fusion.corroboration); None when not measured.
+    # (hippocampus.retrieve.fusion.corroboration); None when not measured.
     corroboration: float | None = None
 
 
@@ -481,7 +481,7 @@ def _lean_to_time(
     lexical_weight: float,
 ) -> tuple[list[TimeWindow], dict[str, float]]:
     """The best ``spread_top`` candidates that occurred within a time the query
-    names gain its lead (:func:`engine.retrieve.when.time_lifts`), weighed as the
+    names gain its lead (:func:`hippocampus.retrieve.when.time_lifts`), weighed as the
     query's words are: a standard deviation of it is worth ``time_lean`` ×
     ``lexical_weight`` spreads of the query's best similarities. Those
     candidates' dates also place a month or weekday named without a year.

@@ -195,7 +195,7 @@ def time_lifts(
     the typical best); of ``best``'s ``n`` candidates, the ``k`` such matches
     that occurred within one of ``windows`` stand ``sqrt(n / k - 1)`` standard
     deviations apart on that evidence (the lead of a rare word's ``k`` matches,
-    see :func:`engine.retrieve.fusion.calibrated`), each worth ``unit``.
+    see :func:`hippocampus.retrieve.fusion.calibrated`), each worth ``unit``.
     Nothing is gained when none did, or all of ``best`` did.
 
     Args:

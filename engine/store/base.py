@@ -112,7 +112,7 @@ class MemoryRecord:
 
     ``keep_learned`` and ``keep_tier`` are for :meth:`GraphStore.replace_memory`
     too: an edit made from an earlier read keeps what learning recorded in the
-    stored memory meanwhile (:func:`~engine.model.memory.with_learning_of`; with
+    stored memory meanwhile (:func:`~hippocampus.model.memory.with_learning_of`; with
     ``keep_tier`` as well, its tier and ``promoted_at``), taken inside the write's
     transaction, so an edit never undoes a concurrent learning update.
     """
@@ -184,7 +184,7 @@ class GraphStore(Protocol):
     true for a database server (the reads wait on the network and run on its
     cores), false for a store that reads on the caller's own CPU. A recall then
     does the reads that do not wait on each other side by side (the text search
-    beside the vector search, and more: :func:`engine.retrieve.pipeline.retrieve`)."""
+    beside the vector search, and more: :func:`hippocampus.retrieve.pipeline.retrieve`)."""
 
     # -- memories ---------------------------------------------------------------
 
@@ -234,7 +234,7 @@ class GraphStore(Protocol):
         self, collection: str, *, schedule: IndexedSchedule, now: datetime, limit: int
     ) -> list[Memory]:
         """Active memories due for spaced repetition at ``now``, from the due dates
-        the store keeps with every memory (:func:`engine.schedule.due_keys`,
+        the store keeps with every memory (:func:`hippocampus.schedule.due_keys`,
         stored by every write) under ``schedule`` (the built-in scheduler of that
         name, standard parameters): those due at or before ``now``, the most
         valuable first (``DueKeys.value``), then the most overdue (urgency
@@ -533,8 +533,8 @@ class GraphStore(Protocol):
         So counts, confidence, review state, surfacing records and learned models
         never lose an update to a concurrent one, in any number of processes:
         each update is applied to the state the one before it left. The rules
-        themselves stay in Python, written once (:mod:`engine.learn`,
-        :mod:`engine.surface.rules`); the store makes each application of them
+        themselves stay in Python, written once (:mod:`hippocampus.learn`,
+        :mod:`hippocampus.surface.rules`); the store makes each application of them
         serial. Edge reinforcements are set-based increments, bounded by their
         caps, as :meth:`reinforce_edges` applies them.
 

@@ -1,6 +1,6 @@
 """Copy a collection from one store to another, over the store contract alone.
 
-Any two :class:`~engine.store.base.GraphStore` implementations will do (embedded
+Any two :class:`~hippocampus.store.base.GraphStore` implementations will do (embedded
 to Neo4j and back, or a collection to a new name in the same store). Copied, in
 this order: memories with their vectors and passage vectors (each memory whole: tier, retrieval
 metadata such as merged duplicates, quality score and review state), then every

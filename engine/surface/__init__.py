@@ -1,6 +1,6 @@
 """Proactive surfacing's pure parts: conversation state, the learned models,
 the seed's rules and the metrics. The orchestration over a store is
-:mod:`engine.surfacing`."""
+:mod:`hippocampus.surfacing`."""
 
 from hippocampus.surface.metrics import SurfaceMetrics
 from hippocampus.surface.rules import CONVERSATION_TYPES, ENGAGEMENT_RULES, SurfaceConfig

@@ -4,7 +4,7 @@ Usage: ``python tools/cypher-lint/lint.py [PATH ...]`` — files, or folders sea
 for ``*.cypher`` (default: the repository's ``cypher/``).
 
 The database schema the statements are checked against is derived from the
-Python models (:func:`engine.store.neo4j.graph_model.lint_schema`). Every
+Python models (:func:`hippocampus.store.neo4j.graph_model.lint_schema`). Every
 diagnostic fails the lint, warnings included: the language support reports an
 unknown label, relationship type or property key as a warning, and a misspelled
 label must fail the build. Undefined ``$parameters`` are not reported (the

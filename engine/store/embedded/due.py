@@ -1,10 +1,10 @@
 """The embedded store's resurfacing index: which memories are due for spaced
 repetition, and the most valuable of them, without reading the collection.
 
-Every memory row carries its :class:`~engine.schedule.DueKeys` (columns
+Every memory row carries its :class:`~hippocampus.schedule.DueKeys` (columns
 ``value, seed_due, seed_span, fsrs_due, fsrs_span``). Every write of a memory
 row takes them from :func:`due_columns` (which computes them with
-:func:`engine.schedule.due_keys`, the one place they are computed) and, once
+:func:`hippocampus.schedule.due_keys`, the one place they are computed) and, once
 committed, hands the same values to the collection's :class:`DueIndex`
 (``DueEntry.of(memory, columns)``). :class:`DueIndex` holds them in memory,
 one numpy row per memory with whether it is active, so a

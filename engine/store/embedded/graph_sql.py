@@ -236,7 +236,7 @@ def _to_version_4(conn: sqlite3.Connection) -> None:
 
 def _to_version_5(conn: sqlite3.Connection) -> None:
     """Version 5: memories get their due dates for resurfacing (see
-    :mod:`engine.store.embedded.due`), computed from their documents."""
+    :mod:`hippocampus.store.embedded.due`), computed from their documents."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         due.migrate_columns(conn)

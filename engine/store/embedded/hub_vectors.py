@@ -64,7 +64,7 @@ class HubVectors:
     """Hub name vectors of one collection, by model. Each hub has at most one vector
     (of one model) at a time, as in the ``hubs`` table.
 
-    Not locked here: the owning :class:`~engine.store.embedded.graph.CollectionGraph`
+    Not locked here: the owning :class:`~hippocampus.store.embedded.graph.CollectionGraph`
     guards it with its own lock.
     """
 

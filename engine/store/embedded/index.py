@@ -579,7 +579,7 @@ class CollectionIndex:
 
     def crowding(self, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded each of ``ids``' neighbourhoods is among ``model``'s vectors
-        (:func:`engine.store.base.crowding_of`): against all of them when there
+        (:func:`hippocampus.store.base.crowding_of`): against all of them when there
         are no more than :data:`CROWDING_SAMPLE` (read in place, under the lock),
         else against an even sample of the rows, copied and drawn again after
         they change."""

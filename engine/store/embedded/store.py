@@ -212,7 +212,7 @@ FIND_BY_HASH_SQL = (
 
 
 class EmbeddedStore:
-    """A :class:`~engine.store.base.GraphStore` in one local data directory.
+    """A :class:`~hippocampus.store.base.GraphStore` in one local data directory.
 
     Files: ``hippo.sqlite3`` (with its WAL) and ``hippo.lock``. The vector index of
     a collection, and its BM25 index of content, are built from SQLite on the
@@ -621,7 +621,7 @@ class EmbeddedStore:
         """Active memories due at ``now`` by their stored due dates under
         ``schedule``, the ``limit`` most valuable first (then the most overdue,
         then by id), from the in-memory due index
-        (:mod:`engine.store.embedded.due`); the documents of those only are read.
+        (:mod:`hippocampus.store.embedded.due`); the documents of those only are read.
 
         Raises:
             InvalidInputError: an unknown schedule.
@@ -655,7 +655,7 @@ class EmbeddedStore:
         those that pass ``filters`` (applied as by :meth:`search_vectors`); best
         first, scores > 0 only, ties by id.
 
-        Content is tokenized by :func:`engine.retrieve.lexical.tokenize` (case-folded,
+        Content is tokenized by :func:`hippocampus.lexical.tokenize` (case-folded,
         stop words dropped, lightly stemmed); each distinct query term counts once.
         """
         self._check_open()
@@ -1025,7 +1025,7 @@ class EmbeddedStore:
     ) -> list[Expansion]:
         """Walk weighted edges from the anchors and return the memories reached that
         pass ``filters``, strongest first; see
-        :meth:`~engine.store.embedded.graph.CollectionGraph.expand` for the exact
+        :meth:`~hippocampus.store.embedded.graph.CollectionGraph.expand` for the exact
         rules (per-anchor best paths, frontier and fan-out, tie-breaking)."""
         graph = self._graph(collection)
         return graph.expand(anchors, params, filters, self._index(collection), paths=paths)
@@ -1126,7 +1126,7 @@ class EmbeddedStore:
     ) -> int:
         """Drop the events appended before ``before`` and the oldest beyond the
         newest ``keep``; the totals :meth:`stats` reports stay as they were (see
-        :mod:`engine.store.embedded.events`). Works in transactions of at most
+        :mod:`hippocampus.store.embedded.events`). Works in transactions of at most
         ``_COMPACT_BATCH`` events, so writes wait for one batch at most.
 
         Raises:

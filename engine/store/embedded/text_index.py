@@ -1,19 +1,19 @@
 """The in-memory BM25 index of one collection's memory content, rebuilt from SQLite
-at start like the vector index (:mod:`engine.store.embedded.index`), and kept in
+at start like the vector index (:mod:`hippocampus.store.embedded.index`), and kept in
 step with it by the store's writes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from hippocampus.retrieve.lexical import BM25Index, tokenize
+from hippocampus.lexical import BM25Index, tokenize
 from hippocampus.store.embedded.rwlock import RWLock
 
 
 class TextIndex:
     """BM25 over the content of one collection's memories, by memory id.
 
-    Thread safety as for :class:`~engine.store.embedded.index.CollectionIndex`:
+    Thread safety as for :class:`~hippocampus.store.embedded.index.CollectionIndex`:
     searches share a read lock, each update holds the write lock, so a search sees
     an update wholly or not at all. The store serializes the updates themselves
     behind its write lock. Text is tokenized before the lock is taken, so readers

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from hippocampus.errors import InvalidInputError
+from hippocampus.lexical import tokenize
 from hippocampus.model import (
     HUB_EDGE,
     MEMORY_EDGES,
@@ -29,7 +30,6 @@ from hippocampus.model import (
     Tier,
     speaker_key,
 )
-from hippocampus.retrieve.lexical import tokenize
 from hippocampus.schedule import due_keys
 from hippocampus.store.base import Vector
 
@@ -155,7 +155,7 @@ def memory_properties(
 
 def due_properties(memory: Memory) -> dict[str, int]:
     """The due dates and spans (microseconds) a Memory node keeps for resurfacing
-    (:func:`engine.schedule.due_keys`; the value is ``confidence * importance``,
+    (:func:`hippocampus.schedule.due_keys`; the value is ``confidence * importance``,
     which the node holds already): part of every write of a memory's
     properties, :func:`memory_properties`."""
     keys = due_keys(memory)

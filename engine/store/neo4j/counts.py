@@ -11,7 +11,7 @@ appended; the retention's drops are counted on ``CompactedEvents``) and
 ``["terms"]`` (the terms of all memories' content, for BM25's mean length).
 Document frequencies, for BM25's idf, are ``(:TermCount {collection, term, shard,
 n})`` nodes alike: how many memories hold each term of the tokenizer the
-embedded store's text index uses (:func:`engine.retrieve.lexical.tokenize`).
+embedded store's text index uses (:func:`hippocampus.lexical.tokenize`).
 
 Every counter a write touches is locked until it commits, so writers that
 touch one counter run one after the other. Each key is therefore split in
@@ -33,8 +33,8 @@ from typing import Any
 
 from neo4j import ManagedTransaction, Record
 
+from hippocampus.lexical import tokenize
 from hippocampus.model import HUB_OF_EDGE, EdgeType, Memory, Tier
-from hippocampus.retrieve.lexical import tokenize
 from hippocampus.store.base import StoreStats
 from hippocampus.store.neo4j.statements import statement
 

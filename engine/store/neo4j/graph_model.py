@@ -1,6 +1,6 @@
 """The graph the Neo4j store writes: labels, relationship types, property keys.
 
-Derived from the pydantic models and enums of :mod:`engine.model`, plus the few
+Derived from the pydantic models and enums of :mod:`hippocampus.model`, plus the few
 keys only the store keeps (listed in :data:`STORE_PROPERTY_KEYS` with what each
 holds). The Cypher lint checks every statement against :func:`lint_schema`, so a
 misspelled label, relationship type or property fails the build.
@@ -38,7 +38,7 @@ TURN_ORDER_LABEL = "TurnOrder"
 """One node per conversation of a collection (by ``turn_of``): the lock that
 writers of its turns' NEXT edges take, one after another."""
 COUNT_LABEL = "Count"
-"""Counter nodes of a collection, by key and shard (:mod:`engine.store.neo4j.counts`)."""
+"""Counter nodes of a collection, by key and shard (:mod:`hippocampus.store.neo4j.counts`)."""
 TERM_COUNT_LABEL = "TermCount"
 """Document frequencies of a collection, by term and shard (the same module)."""
 PART_OF = "PART_OF"

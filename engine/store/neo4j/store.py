@@ -1,4 +1,4 @@
-"""The Neo4j store: the :class:`~engine.store.base.GraphStore` contract over the
+"""The Neo4j store: the :class:`~hippocampus.store.base.GraphStore` contract over the
 official driver, every statement a file under ``cypher/``.
 
 Graph model (labels and relationship types as in DESIGN.md; every edge holds
@@ -30,7 +30,7 @@ Each call is one managed transaction (``execute_read`` / ``execute_write``): a
 write is applied whole or not at all, and what may pass on a second try (a lost
 connection, a leader switch, a deadlock) is retried by the driver with backoff
 for up to ``max_retry_s``. Failures reach the caller as engine errors
-(:mod:`engine.store.neo4j.translate`).
+(:mod:`hippocampus.store.neo4j.translate`).
 
 Nothing talks to Neo4j before the first call: the constructor only configures the
 driver. :meth:`setup` creates the schema (constraints, vector and full-text
@@ -70,6 +70,7 @@ from hippocampus.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from hippocampus.lexical import bm25_score
 from hippocampus.model import (
     SEQUENCE_KIND,
     SEQUENCE_WEIGHT,
@@ -90,7 +91,6 @@ from hippocampus.model.association import (
     HubMatch,
     PathStep,
 )
-from hippocampus.retrieve.lexical import bm25_score
 from hippocampus.schedule import IndexedSchedule
 from hippocampus.store.base import (
     CROWDING_NEIGHBOURS,
@@ -128,7 +128,7 @@ dates for resurfacing on every memory, indexed (setup computes those of the
 memories written before: :meth:`Neo4jStore._date_memories`). Version 6 adds
 the key of the conversations' locks (TurnOrder; each is made at its
 conversation's next write), the crowding sample's index and the leases' key,
-keeps counters beside each collection (:mod:`engine.store.neo4j.counts`) and
+keeps counters beside each collection (:mod:`hippocampus.store.neo4j.counts`) and
 indexes each memory's terms, tagged with its collection, for lexical recall
 (setup does both for the collections written before:
 :meth:`Neo4jStore._count_collection`). Version 7 indexes each hub's edges in
@@ -218,7 +218,7 @@ _HASH_END = "\U0010ffff"
 
 
 class Neo4jStore:
-    """A :class:`~engine.store.base.GraphStore` in a Neo4j 5 database.
+    """A :class:`~hippocampus.store.base.GraphStore` in a Neo4j 5 database.
 
     Beyond the contract:
 

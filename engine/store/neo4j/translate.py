@@ -4,20 +4,20 @@ The driver's managed transactions already retry what may succeed on a second try
 (connection lost, leader switch, deadlock, database starting) with backoff, for
 up to the configured retry time. What still fails reaches the caller as:
 
-- :class:`~engine.errors.StoreUnavailableError`: Neo4j cannot be reached or
+- :class:`~hippocampus.errors.StoreUnavailableError`: Neo4j cannot be reached or
   cannot serve right now (down, unreachable, a session lost, a transient error
   that outlasted the retries, the transaction memory limit). The API answers 503
   and the next call tries again: the store recovers on its own when Neo4j is back.
-- :class:`~engine.errors.StoreFullError`: Neo4j could not write its transaction
+- :class:`~hippocampus.errors.StoreFullError`: Neo4j could not write its transaction
   log for want of disk space (``Neo.DatabaseError.Transaction.TransactionLogError``
   saying so, or any error naming "No space left on device"); writes fail until
   space is freed. Memory errors (``Neo.TransientError.General.OutOfMemoryError``,
   ``...MemoryPoolOutOfMemoryError``, ``...TransactionMemoryLimit``) are not
   disk: they stay unavailable.
-- :class:`~engine.errors.StoreAuthError`: Neo4j refused the credentials (a
+- :class:`~hippocampus.errors.StoreAuthError`: Neo4j refused the credentials (a
   wrong password says so, rather than "retry later").
-- :class:`~engine.errors.ConflictError`: a uniqueness constraint refused a write.
-- :class:`~engine.errors.StoreError`: anything else (a statement Neo4j rejects).
+- :class:`~hippocampus.errors.ConflictError`: a uniqueness constraint refused a write.
+- :class:`~hippocampus.errors.StoreError`: anything else (a statement Neo4j rejects).
 
 Every write is one transaction, so none of these leaves a write half applied.
 The driver's message stays on the exception (and in the log), never in an API

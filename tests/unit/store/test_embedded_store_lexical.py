@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from hippocampus.errors import StoreUnavailableError
+from hippocampus.lexical import BM25Index
 from hippocampus.model import Memory, RecallFilters, RetrievalMeta, Tier
 from hippocampus.model import content_hash as hash_of
-from hippocampus.retrieve.lexical import BM25Index
 from hippocampus.store import MemoryRecord
 from hippocampus.store.embedded import EmbeddedStore
 

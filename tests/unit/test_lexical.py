@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from hippocampus.retrieve.lexical import STOP_WORDS, BM25Index, bm25_score, stem, tokenize
+from hippocampus.lexical import STOP_WORDS, BM25Index, bm25_score, stem, tokenize
 
 # -- tokenize ---------------------------------------------------------------------------
 
