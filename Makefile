@@ -64,11 +64,13 @@ run: install explorer api-docs
 lint: install
 	$(BIN)/ruff check engine api bench tests tools
 
-# mypy reads folders, not the package-dir mapping: it checks a tree of links laid
-# out as the installed `hippocampus` (tools/package_tree.py, in ignored build/).
+# mypy and import-linter read folders, not the package-dir mapping: they check a
+# tree of links laid out as the installed `hippocampus` (tools/package_tree.py, in
+# ignored build/). The layers' contracts are [tool.importlinter] in pyproject.toml.
 typecheck: install
 	$(BIN)/python tools/package_tree.py build/package
 	$(BIN)/mypy
+	PYTHONPATH=build/package $(BIN)/lint-imports --no-cache
 
 # Every test, on the embedded store and on a live Neo4j: with-neo4j.sh starts
 # tools/neo4j-server's Neo4j where java and mvn are (or uses NEO4J_URI), and

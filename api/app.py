@@ -39,7 +39,6 @@ from hippocampus.api.routers import (
 from hippocampus.config import HippoSettings
 from hippocampus.errors import HippoError
 from hippocampus.service import Hippocampus
-from hippocampus.store import GraphStore
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +88,7 @@ def create_app(
                 "no API keys configured (HIPPO_API_KEYS): only loopback clients are served"
             )
         # Each collection is made ready before its first request needs it.
-        threading.Thread(target=_warm, args=(engine.store,), daemon=True).start()
+        threading.Thread(target=_warm, args=(engine,), daemon=True).start()
         loop = MaintenanceLoop(engine, interval_s=settings.maintenance_interval_s)
         loop.start()
         try:
@@ -141,10 +140,10 @@ def create_app(
     return app
 
 
-def _warm(store: GraphStore) -> None:
+def _warm(engine: Hippocampus) -> None:
     started = time.perf_counter()
     try:
-        built = store.warm()
+        built = engine.warm()
     except HippoError as e:  # the store went away or failed: requests will say so
         logger.warning("warming the indexes stopped: %s", e)
         return

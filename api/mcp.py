@@ -47,7 +47,6 @@ from hippocampus.api.schemas import (
     ResurfaceOut,
 )
 from hippocampus.errors import ConflictError, HippoError, InvalidInputError, NotFoundError
-from hippocampus.model import Tier
 from hippocampus.retrieve import DEFAULT_RECIPE
 from hippocampus.service import Hippocampus
 
@@ -533,13 +532,9 @@ def create_mcp_server(
             if not access.allows(collection):
                 raise NotFoundError(NOT_FOUND_MESSAGE)
             s = service.stats(collection)
-            memories = list(service.store.iter_memories(collection))
+            best = service.most_valuable(collection, 5)
         except HippoError as e:
             raise ResourceError(str(_fail(e))) from e
-        best = sorted(
-            (m for m in memories if m.tier == Tier.ACTIVE),
-            key=lambda m: -(m.retrieval.confidence * m.importance),
-        )[:5]
         categories = ", ".join(f"{k} {v}" for k, v in sorted(dict(s.by_category).items()))
         tiers = ", ".join(f"{k} {v}" for k, v in sorted(dict(s.by_tier).items()))
         lines = [

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from hippocampus.api.cli.common import (
     UsageError,
@@ -21,10 +21,6 @@ from hippocampus.api.cli.common import (
     settings,
 )
 from hippocampus.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from hippocampus.config import HippoSettings
-    from hippocampus.store.neo4j import Neo4jStore
 
 
 def register(
@@ -170,47 +166,25 @@ def _read_jsonl(stream: IO[bytes], advance: Any) -> Iterator[dict[str, Any]]:
 
 
 def setup(args: argparse.Namespace) -> int:
+    from hippocampus import admin
+
     config = settings(args)
     if config.store != "neo4j":
         print("the embedded store needs no setup: it creates its tables when it opens")
         return 0
-    dimensions = config.neo4j.vector_dimensions or _embedder_dimensions(config)
-    with contextlib.closing(_neo4j_store(config, dimensions)) as store:
-        print(
-            f"setting up Neo4j at {config.neo4j.uri} (database {config.neo4j.database}, "
-            f"{dimensions}-d vector index); waiting until every index is online",
-            flush=True,
-        )
-        store.setup(timeout_s=args.timeout)
+    dimensions = admin.vector_dimensions(config)
+    print(
+        f"setting up Neo4j at {config.neo4j.uri} (database {config.neo4j.database}, "
+        f"{dimensions}-d vector index); waiting until every index is online",
+        flush=True,
+    )
+    admin.setup_neo4j(config, dimensions, timeout_s=args.timeout)
     print("the Neo4j schema is ready")
     return 0
 
 
-def _embedder_dimensions(config: HippoSettings) -> int:
-    from hippocampus.embed import make_embedder
-
-    embedder = make_embedder(
-        config.embedder,
-        model_path=config.model_path,
-        batch_size=config.embed_batch_size,
-        precision=config.embed_precision,
-    )
-    return embedder.dim
-
-
-def _neo4j_store(config: HippoSettings, dimensions: int | None = None) -> Neo4jStore:
-    from hippocampus.store.factory import open_store
-    from hippocampus.store.neo4j import Neo4jStore
-
-    store = open_store(config, kind="neo4j", dimensions=dimensions)
-    assert isinstance(store, Neo4jStore)
-    return store
-
-
 def migrate(args: argparse.Namespace) -> int:
-    from hippocampus.service import PORTABLE_STATE, PORTABLE_STATE_PREFIXES
-    from hippocampus.store.copy import copy_collection
-    from hippocampus.store.factory import open_store
+    from hippocampus import admin
 
     into = args.into or args.collection
     if args.source == args.target and into == args.collection:
@@ -219,22 +193,14 @@ def migrate(args: argparse.Namespace) -> int:
             "or another collection with --into"
         )
     config = settings(args)
-    with contextlib.ExitStack() as stack:
-        source = stack.enter_context(contextlib.closing(open_store(config, kind=args.source)))
-        target = source
-        if args.target != args.source:
-            target = stack.enter_context(contextlib.closing(open_store(config, kind=args.target)))
-        for store in {id(source): source, id(target): target}.values():
-            store.check()
-        bar = stack.enter_context(progress(None, "memories", "migrate"))
-        report = copy_collection(
-            source,
-            target,
+    with progress(None, "memories", "migrate") as bar:
+        report = admin.migrate(
+            config,
             args.collection,
+            source=args.source,
+            target=args.target,
             into=into,
             progress=bar.update,
-            states=PORTABLE_STATE,
-            state_prefixes=PORTABLE_STATE_PREFIXES,
         )
     renamed = f" as {into}" if into != args.collection else ""
     print(

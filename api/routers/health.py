@@ -37,13 +37,13 @@ def readyz(service: ServiceDep) -> ReadyOut | JSONResponse:
         )
     ready = ReadyOut(
         ready=True,
-        store=type(service.store).__name__,
+        store=service.store_kind,
         embedder=service.embedder.name,
         extractor=service.extractor.name,
         degraded=degraded,
     )
     try:
-        service.store.check()
+        service.check_store()
     except Exception as e:
         return not_ready_response(e, ready.model_copy(update={"ready": False}).model_dump())
     return ready

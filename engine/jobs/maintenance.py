@@ -3,6 +3,7 @@ model, collection stats and graph health."""
 
 from __future__ import annotations
 
+import heapq
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -119,7 +120,7 @@ class MaintenanceJobs(ServiceCore):
         )
 
     def compact_events(self, collection: str, *, now: datetime | None = None) -> int:
-        """Drop the events the retention (:class:`~engine.model.EventRetention`) no
+        """Drop the events the retention (:class:`~hippocampus.model.EventRetention`) no
         longer keeps: older than ``max_age_days``, or beyond the newest
         ``max_events``. The log's totals in :meth:`stats` do not change.
 
@@ -198,7 +199,7 @@ class MaintenanceJobs(ServiceCore):
     def apply_tiers(self, collection: str, *, now: datetime | None = None) -> TierReport:
         """One pass of the tier policy over the collection: old, little-used memories
         are archived, repeatedly dismissed or collapsed ones quarantined, archived
-        ones used again restored (see :mod:`engine.learn.tiers`). Also counts the
+        ones used again restored (see :mod:`hippocampus.learn.tiers`). Also counts the
         memories with feedback and retrains the quality model when enough more
         have it (:meth:`maybe_retrain_quality`).
         """
@@ -314,7 +315,7 @@ class MaintenanceJobs(ServiceCore):
 
     def retrain_quality(self, collection: str, *, now: datetime | None = None) -> TrainingRun:
         """Retrain the collection's quality model from the memories with feedback
-        (see :func:`~engine.extract.quality.feedback_label`). The new model is kept
+        (see :func:`~hippocampus.extract.quality.feedback_label`). The new model is kept
         only if it predicts held-out feedback at least as well as the current one;
         the run (time, metrics of both, the decision) is stored either way and
         shown by :meth:`stats`.
@@ -391,6 +392,29 @@ class MaintenanceJobs(ServiceCore):
 
     def collections(self) -> list[str]:
         return self.store.list_collections()
+
+    def most_valuable(self, collection: str, limit: int = 5) -> list[Memory]:
+        """The active memories of most value (confidence × importance), best first.
+        One pass over the collection, holding only ``limit`` at a time."""
+        self.check_collection(collection)
+        active = (m for m in self.store.iter_memories(collection) if m.tier == Tier.ACTIVE)
+        return heapq.nlargest(limit, active, key=lambda m: m.retrieval.confidence * m.importance)
+
+    # -- the store ------------------------------------------------------------------
+
+    @property
+    def store_kind(self) -> str:
+        """The store this engine runs on, by its class (``EmbeddedStore``, ``Neo4jStore``)."""
+        return type(self.store).__name__
+
+    def check_store(self) -> None:
+        """Raise when the store cannot serve requests now, or refuses writes."""
+        self.store.check()
+
+    def warm(self) -> int:
+        """Build each collection's indexes before its first request needs them;
+        returns how many were built."""
+        return self.store.warm()
 
     # -- graph health -------------------------------------------------------------
 
