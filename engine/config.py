@@ -18,8 +18,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from hippocampus.errors import ConfigError
 from hippocampus.extract.dedup import DedupConfig
 from hippocampus.extract.quality import QualityConfig
+from hippocampus.learn.rules import LearningConfig
 from hippocampus.learn.tiers import TierPolicy
 from hippocampus.model.event import EventRetention
+from hippocampus.surface.rules import SurfaceConfig
 
 # \Z, not $: $ also matches before a final newline, which "team:a\n" would slip through.
 COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}\Z")
@@ -134,6 +136,12 @@ class HippoSettings(BaseSettings):
             recall's ``format: "summary"`` block (the seed's 0.7).
         admission: how many heavy requests execute at once
             (``HIPPO_ADMISSION__SLOTS``, ``HIPPO_ADMISSION__MAX_WAIT_S``).
+        learning: how recalls and use teach the edges, and how they decay
+            (``HIPPO_LEARNING__CO_RETRIEVED``, ``HIPPO_LEARNING__DECAY__STEP`` ...).
+        surfacing: the gates, thresholds and learning rates of proactive
+            surfacing (``HIPPO_SURFACING__MAX_INSIGHTS``,
+            ``HIPPO_SURFACING__THRESHOLDS='{"debugging": 0.5}'``,
+            ``HIPPO_SURFACING__LEARN=false`` for the fixed baseline ...).
     """
 
     model_config = SettingsConfigDict(
@@ -164,6 +172,8 @@ class HippoSettings(BaseSettings):
     summary_min_score: float = Field(default=0.7, ge=-1.0, le=1.0)
     neo4j: Neo4jSettings = Neo4jSettings()
     admission: AdmissionSettings = AdmissionSettings()
+    learning: LearningConfig = LearningConfig()
+    surfacing: SurfaceConfig = SurfaceConfig()
 
     @field_validator("api_keys")
     @classmethod

@@ -203,6 +203,8 @@ class Hippocampus(
             records_min_score=settings.records_min_score,
             summary_min_score=settings.summary_min_score,
             scheduler=FsrsScheduler() if settings.scheduler == "fsrs" else SeedScheduler(),
+            learning=settings.learning,
+            surfacing=settings.surfacing,
         )
 
     def close(self) -> None:

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from hippocampus.model import EdgeType
 from hippocampus.model.association import EdgeUpdate
 
@@ -49,8 +51,7 @@ BARE_RETRIEVAL = Reinforcement(delta=0.0, cap=0.0, initial=0.0, create=False)
 edges, no weight gained (a recall that fed its own ranking would drift)."""
 
 
-@dataclass(frozen=True)
-class DecayPolicy:
+class DecayPolicy(BaseModel):
     """Temporal decay of unused edges (seed: six months, -0.05, floor 0.1).
 
     Attributes:
@@ -65,14 +66,15 @@ class DecayPolicy:
             carry no learned weight.
     """
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     unused_for: timedelta = timedelta(days=180)
-    step: float = 0.05
-    floor: float = 0.1
+    step: float = Field(default=0.05, ge=0.0, le=1.0)
+    floor: float = Field(default=0.1, ge=0.0, le=1.0)
     edge_types: tuple[EdgeType, ...] = (EdgeType.ASSOCIATED,)
 
 
-@dataclass(frozen=True)
-class LearningConfig:
+class LearningConfig(BaseModel):
     """How the engine learns from its own use.
 
     Attributes:
@@ -81,8 +83,10 @@ class LearningConfig:
         decay: the temporal decay policy.
     """
 
-    co_retrieved: int = 3
-    flush_at: int = 512
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    co_retrieved: int = Field(default=3, ge=0)
+    flush_at: int = Field(default=512, ge=1)
     decay: DecayPolicy = DecayPolicy()
 
 

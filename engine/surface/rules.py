@@ -26,8 +26,11 @@ and helpful vote helpful, dismissed votes unhelpful, ignored half unhelpful.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from hippocampus.model import Memory, faded_dismissals
 
@@ -67,8 +70,7 @@ ENGAGEMENT_RULES: dict[str, EngagementRule] = {
 }
 
 
-@dataclass(frozen=True)
-class SurfaceConfig:
+class SurfaceConfig(BaseModel):
     """Gates, thresholds and learning rates of proactive surfacing.
 
     Attributes:
@@ -108,7 +110,9 @@ class SurfaceConfig:
         learn: learn from engagement and trajectories (off: the fixed baseline).
     """
 
-    thresholds: dict[str, float] = field(
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    thresholds: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
         default_factory=lambda: {
             "debugging": 0.6,
             "help-seeking": 0.5,
@@ -116,24 +120,24 @@ class SurfaceConfig:
             "casual": 0.9,
         }
     )
-    default_threshold: float = 0.7
-    min_trigger_matches: int = 2
-    max_momentum: float = 5.0
-    max_recent_dismissals: float = 2.0
-    max_insights: int = 3
-    dismissal_half_life_days: float = 7.0
-    target_dismissal_rate: float = 0.2
-    threshold_step: float = 0.02
+    default_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    min_trigger_matches: int = Field(default=2, ge=0)
+    max_momentum: float = Field(default=5.0, gt=0.0)
+    max_recent_dismissals: float = Field(default=2.0, ge=0.0)
+    max_insights: int = Field(default=3, ge=0)
+    dismissal_half_life_days: float = Field(default=7.0, gt=0.0)
+    target_dismissal_rate: float = Field(default=0.2, ge=0.0, le=1.0)
+    threshold_step: float = Field(default=0.02, ge=0.0, le=1.0)
     threshold_bounds: tuple[float, float] = (0.3, 0.97)
-    candidates: int = 20
-    context_messages: int = 2
-    about_messages: int = 3
-    topic_window: int = 12
-    predicted_topics: int = 16
-    ahead_topics: int = 4
-    need_horizon: int = 3
-    max_foreseen: int = 2
-    min_path_strength: float = 0.6
+    candidates: int = Field(default=20, ge=1)
+    context_messages: int = Field(default=2, ge=1)
+    about_messages: int = Field(default=3, ge=1)
+    topic_window: int = Field(default=12, ge=1)
+    predicted_topics: int = Field(default=16, ge=0)
+    ahead_topics: int = Field(default=4, ge=0)
+    need_horizon: int = Field(default=3, ge=1)
+    max_foreseen: int = Field(default=2, ge=0)
+    min_path_strength: float = Field(default=0.6, ge=0.0)
     learn: bool = True
 
     def threshold(self, conversation_type: str) -> float:

@@ -1,3 +1,5 @@
+import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,52 @@ def test_the_event_log_retention_is_configurable(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("HIPPO_EVENTS__MAX_EVENTS", "-1")
     with pytest.raises(ValueError, match="max_events"):
         HippoSettings()
+
+
+def test_learning_and_surfacing_are_tuned_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from hippocampus.service import Hippocampus
+
+    for name in list(os.environ):
+        if name.startswith("HIPPO_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HIPPO_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIPPO_EMBEDDER", "hashing")
+    monkeypatch.setenv("HIPPO_LEARNING__CO_RETRIEVED", "5")
+    monkeypatch.setenv("HIPPO_LEARNING__DECAY__UNUSED_FOR", "P30D")
+    monkeypatch.setenv("HIPPO_LEARNING__DECAY__STEP", "0.1")
+    monkeypatch.setenv("HIPPO_SURFACING__LEARN", "false")
+    monkeypatch.setenv("HIPPO_SURFACING__MAX_INSIGHTS", "1")
+    monkeypatch.setenv("HIPPO_SURFACING__THRESHOLDS", '{"debugging": 0.45}')
+    service = Hippocampus.from_settings(HippoSettings())
+    try:
+        # The settings reach the engine that runs, not only the settings object.
+        assert service.learning.co_retrieved == 5
+        assert service.learning.decay.unused_for == timedelta(days=30)
+        assert service.learning.decay.step == 0.1
+        surfacing = service.surfacer.config
+        assert surfacing.learn is False and surfacing.max_insights == 1
+        assert surfacing.threshold("debugging") == 0.45
+        assert surfacing.threshold("casual") == surfacing.default_threshold
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "field"),
+    [
+        ("HIPPO_SURFACING__MAX_INSIGHTS", "-1", "surfacing.max_insights"),
+        ("HIPPO_SURFACING__THRESHOLDS", '{"debugging": 1.5}', "surfacing.thresholds.debugging"),
+        ("HIPPO_SURFACING__NO_SUCH_GATE", "1", "surfacing.no_such_gate"),
+        ("HIPPO_LEARNING__DECAY__FLOOR", "2", "learning.decay.floor"),
+        ("HIPPO_LEARNING__FLUSH_AT", "0", "learning.flush_at"),
+    ],
+)
+def test_a_learning_or_surfacing_setting_out_of_range_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, field: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError) as raised:
+        HippoSettings()
+    assert field in str(raised.value)
