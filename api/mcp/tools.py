@@ -1,35 +1,26 @@
-"""The MCP server: the engine's tools for agents, over stdio or streamable HTTP.
+"""The MCP tools, one method each on :class:`MemoryTools`.
 
-Built on the official ``mcp`` SDK (:class:`MCPServer`). ``hippo mcp`` serves it on
-stdio for a client that starts the process; the REST API mounts it at ``/mcp``
-(streamable HTTP, stateless, JSON responses), behind the same API keys as REST:
-a call names its collection, and a collection the caller's key is not bound to is
-answered exactly like one that does not exist.
-
-Each tool returns a short text for the model to read and, as structured content,
-the REST API's response body for the same request (never a vector). Bad input
-and engine refusals come back as tool errors (``is_error``) with the reason.
+Each tool checks the caller's collection, calls the engine and answers a short
+text for the model with, as structured content, the REST API's body for the
+same request. The one decorator :func:`tool` marks a method as a tool (its
+description and hints) and turns the engine's refusals and bad arguments into
+tool errors the model can read, so no tool handles them itself.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Annotated, Any, Literal
+import functools
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AwareDatetime, BaseModel, Field, ValidationError
-from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
 
-from hippocampus.api.auth import Access, KeyRing, authorize, bearer_scheme
+from hippocampus.api.auth import Access
 from hippocampus.api.deps import unwritten_collection_warnings
-from hippocampus.api.errors import NOT_FOUND_MESSAGE, ApiError, error_response
+from hippocampus.api.errors import NOT_FOUND_MESSAGE
 from hippocampus.api.schemas import (
     AssociateOut,
     AssociationOut,
@@ -49,16 +40,6 @@ from hippocampus.api.schemas import (
 from hippocampus.errors import ConflictError, HippoError, InvalidInputError, NotFoundError
 from hippocampus.retrieve import DEFAULT_RECIPE
 from hippocampus.service import Hippocampus
-
-INSTRUCTIONS = (
-    "Hippocampus is a long-term memory shared with people and other agents. Before "
-    "working on a problem, `recall` what is already known about it; when you learn "
-    "something worth keeping (a fix, a decision, a pattern), `remember` it. In a "
-    "conversation, send each message to `observe_message`: it offers 0-3 stored "
-    "insights the conversation is about to need; tell `engage` how each was received "
-    "so the memory learns what helps. Every tool takes a `collection` (e.g. "
-    "org:acme); it may be left out when the server has a default."
-)
 
 _SNIPPET = 160
 
@@ -102,7 +83,7 @@ def _result(text: str, body: BaseModel | dict[str, Any]) -> CallToolResult:
     )
 
 
-def _memory_line(rank: int, memory: MemoryOut, score: float | None = None) -> str:
+def memory_line(rank: int, memory: MemoryOut, score: float | None = None) -> str:
     scored = f" score {score:.3f}" if score is not None else ""
     newer = f" superseded by {', '.join(memory.superseded_by)};" if memory.superseded_by else ""
     return (
@@ -111,7 +92,7 @@ def _memory_line(rank: int, memory: MemoryOut, score: float | None = None) -> st
     )
 
 
-def _fail(e: HippoError) -> ToolError:
+def fail(e: HippoError) -> ToolError:
     if not isinstance(e, InvalidInputError | NotFoundError | ConflictError):
         # As over REST: a store's or model's own words stay in the server's log.
         return ToolError(f"{e.code}: the engine is unavailable right now; try again shortly")
@@ -145,53 +126,86 @@ def _invalid(e: ValidationError) -> ToolError:
     return ToolError(f"invalid_input: {where}: {err['msg']}" if where else str(err["msg"]))
 
 
-def create_mcp_server(
-    service_of: ServiceOf,
-    access_of: AccessOf,
-    *,
-    default_collection: str | None = None,
-) -> MCPServer:
-    """The MCP server over an engine.
+P = ParamSpec("P")
+R = TypeVar("R")
+TOOL = "_mcp_tool"
+"""The attribute :func:`tool` leaves on a method: its registration."""
+
+
+def tool(
+    *, description: str, annotations: ToolAnnotations | None = None
+) -> Callable[[Callable[Concatenate[Any, P], R]], Callable[Concatenate[Any, P], R]]:
+    """Mark a method of :class:`MemoryTools` as an MCP tool, and translate what it
+    raises: the engine's refusals (:class:`HippoError`) and invalid arguments
+    (:class:`ValidationError`) become tool errors naming the problem."""
+
+    def mark(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
+        @functools.wraps(method)
+        def translated(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return method(self, *args, **kwargs)
+            except ValidationError as e:
+                raise _invalid(e) from e
+            except HippoError as e:
+                raise fail(e) from e
+
+        setattr(translated, TOOL, {"description": description, "annotations": annotations})
+        return translated
+
+    return mark
+
+
+read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False)
+
+
+class MemoryTools:
+    """The tools over an engine, for the callers :data:`AccessOf` describes.
 
     Args:
         service_of: returns the engine to serve (called on every tool call, so the
             API's lifespan may build it after the server is made).
         access_of: what the caller may touch, from the request's headers.
         default_collection: the collection used when a call names none.
-
-    Returns:
-        The server; run it on stdio (``run("stdio")``) or mount it with
-        :func:`mount_streamable_http`.
     """
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    mcp: MCPServer = MCPServer(name="hippocampus", instructions=INSTRUCTIONS, version="0.1.0")
-    # The SDK configures the root logger when a server is made; logging belongs to
-    # whoever runs the app (``hippo serve`` sets it up, a host application has its own).
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
-    def scope(ctx: Context, collection: str | None) -> tuple[Hippocampus, str]:
-        access = access_of(ctx.headers)
-        name = collection or default_collection
+    def __init__(
+        self, service_of: ServiceOf, access_of: AccessOf, default_collection: str | None
+    ) -> None:
+        self._service_of = service_of
+        self._access_of = access_of
+        self._default = default_collection
+
+    def registered(self) -> list[tuple[Callable[..., CallToolResult], dict[str, Any]]]:
+        """Each tool (a bound method) with what :func:`tool` says of it, in the
+        order the class defines them (the order a client lists them in)."""
+        found = []
+        for name, member in vars(type(self)).items():
+            marks = getattr(member, TOOL, None)
+            if marks is not None:
+                found.append((getattr(self, name), marks))
+        return found
+
+    def _scope(self, ctx: Context, collection: str | None) -> tuple[Hippocampus, str]:
+        """The engine and the collection a call works in; refused as not found when
+        the caller may not touch it."""
+        access = self._access_of(ctx.headers)
+        name = collection or self._default
         if name is None and access.collections is not None and len(access.collections) == 1:
             (name,) = access.collections
         if name is None:
             raise ToolError(
                 "invalid_input: name a collection (e.g. org:acme): this server has no default"
             )
-        service = service_of()
+        service = self._service_of()
         try:
             service.check_collection(name)
         except HippoError as e:
-            raise _fail(e) from e
+            raise fail(e) from e
         if not access.allows(name):
             raise ToolError(f"not_found: {NOT_FOUND_MESSAGE}")
         return service, name
 
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False)
-
-    @mcp.tool(
+    @tool(
         description="Store knowledge worth keeping (a bug fix, a decision, a pattern, an "
         "insight): one memory by its `content` (with `category`, `tags`, `importance`, "
         "`occurred_at`, `speaker` if known), or several as `memories`. Each gets an id; "
@@ -200,6 +214,7 @@ def create_mcp_server(
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
     )
     def remember(
+        self,
         ctx: Context,
         content: Annotated[
             str | None, Field(description="One memory's content (instead of `memories`).")
@@ -237,11 +252,8 @@ def create_mcp_server(
             "conversation_id": conversation_id,
         }
         items = _one_or_many(memories, {k: v for k, v in one.items() if v is not None})
-        service, name = scope(ctx, collection)
-        try:
-            outcomes = service.remember_many(name, [m.to_engine() for m in items])
-        except HippoError as e:
-            raise _fail(e) from e
+        service, name = self._scope(ctx, collection)
+        outcomes = service.remember_many(name, [m.to_engine() for m in items])
         body = RememberBatchOut.from_engine(outcomes)
         lines = []
         for i, r in enumerate(body.results, start=1):
@@ -256,7 +268,7 @@ def create_mcp_server(
                 lines.append(f"{i}. stored id={r.id}{pending}{older}")
         return _result("\n".join(lines), body)
 
-    @mcp.tool(
+    @tool(
         description="Search memory: the stored memories most relevant to a question or "
         "problem, best first, each with its id and score. Use it before solving something "
         "that may have been solved before. With explain, each result says which graph "
@@ -264,6 +276,7 @@ def create_mcp_server(
         annotations=read_only,
     )
     def recall(
+        self,
         query: Annotated[str, Field(min_length=1, max_length=2000)],
         ctx: Context,
         collection: Collection = None,
@@ -282,33 +295,28 @@ def create_mcp_server(
             Field(description="full: each memory's whole retrieval block too."),
         ] = "compact",
     ) -> CallToolResult:
-        service, name = scope(ctx, collection)
-        try:
-            request = RecallIn(
-                query=query,
-                limit=limit,
-                recipe=recipe,
-                explain=explain,
-                filters=RecallFiltersIn.model_validate((filters or RecallFilters()).model_dump()),
-            )
-            result = service.recall(
-                name,
-                request.query,
-                limit=request.limit,
-                filters=request.to_filters(),
-                explain=request.explain,
-                recipe=request.recipe or DEFAULT_RECIPE,
-            )
-        except ValidationError as e:
-            raise _invalid(e) from e
-        except HippoError as e:
-            raise _fail(e) from e
+        service, name = self._scope(ctx, collection)
+        request = RecallIn(
+            query=query,
+            limit=limit,
+            recipe=recipe,
+            explain=explain,
+            filters=RecallFiltersIn.model_validate((filters or RecallFilters()).model_dump()),
+        )
+        result = service.recall(
+            name,
+            request.query,
+            limit=request.limit,
+            filters=request.to_filters(),
+            explain=request.explain,
+            recipe=request.recipe or DEFAULT_RECIPE,
+        )
         body = RecallOut.from_engine(result, detail=detail)
         body.warnings += unwritten_collection_warnings(
-            service, access_of(ctx.headers), name, len(body.results)
+            service, self._access_of(ctx.headers), name, len(body.results)
         )
         hits = [RecallHitOut.from_engine(h) for h in result.hits]
-        lines = [_memory_line(i, hit.memory, hit.score) for i, hit in enumerate(hits, start=1)]
+        lines = [memory_line(i, hit.memory, hit.score) for i, hit in enumerate(hits, start=1)]
         if explain:
             for i, hit in enumerate(hits, start=1):
                 for path in hit.paths or []:
@@ -328,45 +336,44 @@ def create_mcp_server(
         lines += [f"warning: {w}" for w in body.warnings]
         return _result("\n".join(lines) or "No memories found.", body)
 
-    @mcp.tool(
+    @tool(
         description="Memories associated with a set of concepts through the learned graph "
         "(not by text similarity): what tends to go with, say, ['redis', 'timeout'].",
         annotations=read_only,
     )
     def associate(
+        self,
         context: Annotated[list[str], Field(min_length=1, max_length=50)],
         ctx: Context,
         collection: Collection = None,
         limit: Annotated[int, Field(ge=1, le=50)] = 5,
     ) -> CallToolResult:
-        service, name = scope(ctx, collection)
-        try:
-            found = service.associate(name, context, limit=limit)
-        except HippoError as e:
-            raise _fail(e) from e
+        service, name = self._scope(ctx, collection)
+        found = service.associate(name, context, limit=limit)
         body = AssociateOut(
             results=[AssociationOut.from_engine(a) for a in found.results],
             warnings=[
                 *found.warnings,
                 *unwritten_collection_warnings(
-                    service, access_of(ctx.headers), name, len(found.results)
+                    service, self._access_of(ctx.headers), name, len(found.results)
                 ),
             ],
         )
         lines = [
-            _memory_line(i, a.memory, a.strength) + f" [{a.anchors} of the concepts reach it]"
+            memory_line(i, a.memory, a.strength) + f" [{a.anchors} of the concepts reach it]"
             for i, a in enumerate(body.results, start=1)
         ]
         lines += [f"warning: {w}" for w in body.warnings]
         return _result("\n".join(lines) or "Nothing associated with these concepts.", body)
 
-    @mcp.tool(
+    @tool(
         description="Follow a conversation: send each message as it is said. Returns 0-3 "
         "stored insights worth offering now (each with a surfacing_id to report back "
         "through `engage`), or why nothing was offered. Give `at` (when the message was "
         "said) when replaying a conversation, so the pace of the conversation is right.",
     )
     def observe_message(
+        self,
         conversation_id: Annotated[str, Field(min_length=1, max_length=200)],
         text: Annotated[str, Field(min_length=1, max_length=8000)],
         ctx: Context,
@@ -375,16 +382,13 @@ def create_mcp_server(
         at: AwareDatetime | None = None,
         conversation_type: ConversationType | None = None,
     ) -> CallToolResult:
-        service, name = scope(ctx, collection)
-        try:
-            outcome = service.message(
-                name, conversation_id, text, role=role, at=at, conversation_type=conversation_type
-            )
-        except HippoError as e:
-            raise _fail(e) from e
+        service, name = self._scope(ctx, collection)
+        outcome = service.message(
+            name, conversation_id, text, role=role, at=at, conversation_type=conversation_type
+        )
         body = MessageOut.from_engine(outcome)
         body.warnings += unwritten_collection_warnings(
-            service, access_of(ctx.headers), name, outcome.candidates
+            service, self._access_of(ctx.headers), name, outcome.candidates
         )
         lines = [
             f"{i}. surfacing_id={s.surfacing_id} (confidence {s.confidence:.2f}"
@@ -399,105 +403,97 @@ def create_mcp_server(
         lines += [f"warning: {w}" for w in body.warnings]
         return _result("\n".join(lines), body)
 
-    @mcp.tool(
+    @tool(
         description="Report how an offered insight was received, once per surfacing_id: "
         "used or helpful raise the memory's confidence, ignored lowers it a little, "
         "dismissed lowers it more and marks it irrelevant for what the conversation is about.",
         annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=False),
     )
     def engage(
+        self,
         surfacing_id: Annotated[str, Field(min_length=1, max_length=200)],
         engagement: Literal["used", "helpful", "ignored", "dismissed"],
         ctx: Context,
         collection: Collection = None,
     ) -> CallToolResult:
-        service, name = scope(ctx, collection)
-        try:
-            body = EngagementOut.from_engine(service.engage(name, surfacing_id, engagement))
-        except HippoError as e:
-            raise _fail(e) from e
+        service, name = self._scope(ctx, collection)
+        body = EngagementOut.from_engine(service.engage(name, surfacing_id, engagement))
         return _result(
             f"recorded {engagement} for {body.memory.id}: confidence now "
             f"{body.memory.retrieval.confidence:.2f}",
             body,
         )
 
-    @mcp.tool(
+    @tool(
         description="Say whether a memory (from recall or associate) helped. Helpful "
         "strengthens its links to the context concepts; not helpful weakens it.",
         annotations=ToolAnnotations(destructive_hint=False),
     )
     def feedback(
+        self,
         memory_id: Annotated[str, Field(min_length=1, max_length=200)],
         helpful: bool,
         ctx: Context,
         collection: Collection = None,
         context: Annotated[list[str], Field(max_length=50)] | None = None,
     ) -> CallToolResult:
-        service, name = scope(ctx, collection)
-        try:
-            memory = service.feedback(name, memory_id, helpful=helpful, context=context or [])
-        except HippoError as e:
-            raise _fail(e) from e
+        service, name = self._scope(ctx, collection)
+        memory = service.feedback(name, memory_id, helpful=helpful, context=context or [])
         body = MemoryOut.from_engine(memory)
         return _result(f"{memory.id}: confidence now {memory.retrieval.confidence:.2f}", body)
 
-    @mcp.tool(
+    @tool(
         description="Delete a memory and all its links, for good. Only when it is wrong "
         "or must not be kept; prefer feedback for a memory that merely did not help.",
         annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
     )
     def forget(
+        self,
         memory_id: Annotated[str, Field(min_length=1, max_length=200)],
         ctx: Context,
         collection: Collection = None,
     ) -> CallToolResult:
-        service, name = scope(ctx, collection)
-        try:
-            service.forget(name, memory_id)
-        except HippoError as e:
-            raise _fail(e) from e
+        service, name = self._scope(ctx, collection)
+        service.forget(name, memory_id)
         return _result(f"forgot {memory_id}", {"forgotten": memory_id})
 
-    @mcp.tool(
+    @tool(
         description="Valuable memories that are fading (spaced repetition): worth "
         "bringing up again before they are lost. Most valuable first.",
         annotations=read_only,
     )
     def resurface(
+        self,
         ctx: Context,
         collection: Collection = None,
         limit: Annotated[int, Field(ge=1, le=50)] = 5,
     ) -> CallToolResult:
-        service, name = scope(ctx, collection)
-        try:
-            due = service.resurface(name, limit=limit)
-        except HippoError as e:
-            raise _fail(e) from e
+        service, name = self._scope(ctx, collection)
+        due = service.resurface(name, limit=limit)
         body = ResurfaceOut(
             scheduler=service.scheduler.name,
             results=[DueOut(urgency=u, memory=MemoryOut.from_engine(m)) for m, u in due],
-            warnings=unwritten_collection_warnings(service, access_of(ctx.headers), name, len(due)),
+            warnings=unwritten_collection_warnings(
+                service, self._access_of(ctx.headers), name, len(due)
+            ),
         )
         lines = [
-            _memory_line(i, d.memory) + f" (urgency {d.urgency:.2f})"
+            memory_line(i, d.memory) + f" (urgency {d.urgency:.2f})"
             for i, d in enumerate(body.results, start=1)
         ] or ["Nothing is due."]
         lines += [f"warning: {w}" for w in body.warnings]
         return _result("\n".join(lines), body)
 
-    @mcp.tool(
+    @tool(
         description="What a collection holds: memories by category and tier, graph size, "
         "memories waiting for a vector.",
         annotations=read_only,
     )
-    def stats(ctx: Context, collection: Collection = None) -> CallToolResult:
-        service, name = scope(ctx, collection)
-        try:
-            s = service.stats(name)
-        except HippoError as e:
-            raise _fail(e) from e
-        warnings = unwritten_collection_warnings(service, access_of(ctx.headers), name, s.memories)
+    def stats(self, ctx: Context, collection: Collection = None) -> CallToolResult:
+        service, name = self._scope(ctx, collection)
+        s = service.stats(name)
+        access = self._access_of(ctx.headers)
+        warnings = unwritten_collection_warnings(service, access, name, s.memories)
         by_category = dict(s.by_category)
         body = {
             "collection": s.collection,
@@ -517,123 +513,3 @@ def create_mcp_server(
         ]
         return _result("\n".join(lines), body)
 
-    @mcp.resource(
-        "hippo://collections/{collection}/summary",
-        name="collection_summary",
-        description="What a collection holds: memories by category and tier, the graph's "
-        "size, and the most valuable memories (confidence × importance).",
-        mime_type="text/plain",
-    )
-    def collection_summary(collection: str, ctx: Context) -> str:
-        access = access_of(ctx.headers)
-        service = service_of()
-        try:
-            service.check_collection(collection)
-            if not access.allows(collection):
-                raise NotFoundError(NOT_FOUND_MESSAGE)
-            s = service.stats(collection)
-            best = service.most_valuable(collection, 5)
-        except HippoError as e:
-            raise ResourceError(str(_fail(e))) from e
-        categories = ", ".join(f"{k} {v}" for k, v in sorted(dict(s.by_category).items()))
-        tiers = ", ".join(f"{k} {v}" for k, v in sorted(dict(s.by_tier).items()))
-        lines = [
-            f"{collection}: {s.memories} memories ({categories or 'none'}; {tiers or 'no tiers'}), "
-            f"{s.hubs} hubs, {s.edges} edges, {s.pending_embeddings} waiting for a vector.",
-            "Most valuable:" if best else "Nothing stored yet.",
-            *(_memory_line(i, MemoryOut.from_engine(m)) for i, m in enumerate(best, start=1)),
-        ]
-        return "\n".join(lines)
-
-    @mcp.prompt(
-        description="Start a task with what memory already knows about it.",
-    )
-    def with_memory(task: str, collection: str) -> str:
-        return (
-            f"Before working on this task, call the `recall` tool with collection "
-            f"{collection!r} and the task as the query, and use what it finds. When you "
-            f"are done, `remember` anything worth keeping.\n\nTask: {task}"
-        )
-
-    return mcp
-
-
-def keyring_access(keyring: KeyRing) -> AccessOf:
-    """The access of an HTTP call, from its ``Authorization`` header.
-
-    The ASGI wrapper of :func:`mount_streamable_http` has already refused calls
-    without a valid key (or remote calls to a server with no keys), so here a
-    missing key means the loopback, keyless case.
-    """
-
-    def access_of(headers: Mapping[str, str] | None) -> Access:
-        if not keyring.configured:
-            return Access(None)
-        header = (headers or {}).get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        access = keyring.lookup(token.strip()) if scheme.lower() == "bearer" else None
-        if access is None:
-            raise ToolError("unauthorized: an API key is required")
-        return access
-
-    return access_of
-
-
-def full_access(headers: Mapping[str, str] | None) -> Access:
-    """stdio: the process was started by its user, on the data it may open."""
-    return Access(None)
-
-
-class StreamableHttpEndpoint:
-    """``/mcp`` in the REST API: the server over streamable HTTP, keys checked first.
-
-    Stateless with JSON responses, so any API process can answer any call (the
-    REST API keeps no session state either). The SDK's session manager runs only
-    inside :meth:`running`, which the app's lifespan enters.
-    """
-
-    def __init__(self, server: MCPServer, keyring: KeyRing) -> None:
-        self._server = server
-        self._keyring = keyring
-        self._handler: StreamableHTTPASGIApp | None = None
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """Start the session manager (once per app start)."""
-        security = (
-            # With no keys the server serves this machine only; refuse pages on other
-            # origins that reach it through DNS rebinding.
-            TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-            )
-            if not self._keyring.configured
-            else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        )
-        self._server.streamable_http_app(
-            stateless_http=True, json_response=True, transport_security=security
-        )
-        manager = self._server.session_manager
-        async with manager.run():
-            self._handler = StreamableHTTPASGIApp(manager)
-            try:
-                yield
-            finally:
-                self._handler = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        try:
-            await authorize(request, await bearer_scheme(request))
-        except ApiError as e:
-            response = error_response(e.status_code, e.code, e.message, headers=e.headers)
-            await response(scope, receive, send)
-            return
-        if self._handler is None:
-            response = error_response(
-                503, "not_ready", "the MCP endpoint is not running: the server is starting"
-            )
-            await response(scope, receive, send)
-            return
-        await self._handler(scope, receive, send)
