@@ -19,6 +19,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,7 +91,21 @@ class LearningConfig(BaseModel):
     decay: DecayPolicy = DecayPolicy()
 
 
-def reinforced_weight(weight: float | None, rule: Reinforcement) -> float | None:
+class ReinforcementRule(Protocol):
+    """What :func:`reinforced_weight` reads of a rule: a :class:`Reinforcement`, or
+    a store's own record of one update (the embedded store's, for one)."""
+
+    @property
+    def delta(self) -> float: ...
+    @property
+    def cap(self) -> float: ...
+    @property
+    def initial(self) -> float: ...
+    @property
+    def create(self) -> bool: ...
+
+
+def reinforced_weight(weight: float | None, rule: ReinforcementRule) -> float | None:
     """The weight after one reinforcement; ``None`` when the edge does not exist and
     the rule may not create it. An edge already above the rule's cap keeps its
     weight: weaker evidence never lowers what stronger evidence built."""

@@ -8,6 +8,15 @@ from datetime import datetime, timedelta
 import pytest
 
 from hippocampus.errors import InvalidInputError
+from hippocampus.learn.rules import (
+    BARE_RETRIEVAL,
+    REAL_USE,
+    DecayPolicy,
+    Reinforcement,
+    decay_period,
+    decayed_weight,
+    reinforced_weight,
+)
 from hippocampus.model import Edge, EdgeType, EdgeUpdate
 from hippocampus.store import GraphStore
 from tests.contract.helpers import (
@@ -279,3 +288,83 @@ def test_decay_limited_to_some_types_leaves_the_others(store: GraphStore, collec
     assert found["a"].strength == pytest.approx(D * 0.5)
     found = expand(store, collection, [seed("b")], hub_degree_penalty=False)
     assert found["a"].strength == pytest.approx(D * 0.45)
+
+
+# -- the store's arithmetic is learn's ---------------------------------------------
+
+REINFORCEMENT_CASES: list[tuple[float | None, Reinforcement]] = [
+    (None, REAL_USE),
+    (0.05, REAL_USE),
+    (0.3, REAL_USE),
+    (0.95, REAL_USE),
+    (1.0, REAL_USE),
+    (0.9, Reinforcement(delta=0.02, cap=0.6, initial=0.3)),
+    (0.55, Reinforcement(delta=0.2, cap=0.6, initial=0.3)),
+    (None, Reinforcement(delta=0.1, cap=1.0, initial=0.25, create=False)),
+    (0.4, Reinforcement(delta=0.1, cap=1.0, initial=0.25, create=False)),
+    (None, BARE_RETRIEVAL),
+    (0.4, BARE_RETRIEVAL),
+]
+
+
+def test_reinforcement_is_the_arithmetic_of_the_learning_rules(
+    store: GraphStore, collection: str
+) -> None:
+    # Each store computes weights in its own language (Python, SQL, Cypher):
+    # on the same cases they must give what hippocampus.learn says.
+    pairs = [(f"a{i}", f"b{i}") for i in range(len(REINFORCEMENT_CASES))]
+    add(store, collection, [m for pair in pairs for m in pair])
+    store.upsert_edges(
+        collection,
+        [
+            edge(a, ASSOCIATED, b, weight)
+            for (a, b), (weight, _) in zip(pairs, REINFORCEMENT_CASES, strict=True)
+            if weight is not None
+        ],
+    )
+    store.reinforce_edges(
+        collection,
+        [
+            update(a, b, delta=rule.delta, cap=rule.cap, initial=rule.initial, create=rule.create)
+            for (a, b), (_, rule) in zip(pairs, REINFORCEMENT_CASES, strict=True)
+        ],
+    )
+    for (a, b), (weight, rule) in zip(pairs, REINFORCEMENT_CASES, strict=True):
+        found = [e.weight for e in store.edges_of(collection, a) if e.target == b]
+        expected = reinforced_weight(weight, rule)
+        assert found == ([] if expected is None else [pytest.approx(expected)]), (weight, rule)
+
+
+def test_decay_is_the_arithmetic_of_the_learning_rules(store: GraphStore, collection: str) -> None:
+    policy = DecayPolicy()
+    now = T0 + timedelta(days=400)
+    cases = [
+        (weight, idle)
+        for weight in (0.08, 0.1, 0.12, 0.15, 0.5, 1.0)
+        for idle in (timedelta(days=10), policy.unused_for, policy.unused_for + timedelta(hours=1))
+    ]
+    pairs = [(f"a{i}", f"b{i}") for i in range(len(cases))]
+    add(store, collection, [m for pair in pairs for m in pair])
+    store.upsert_edges(
+        collection,
+        [edge(a, ASSOCIATED, b, w) for (a, b), (w, _) in zip(pairs, cases, strict=True)],
+    )
+    # Last used `idle` before now: counted on the edge, its weight left as it is.
+    store.reinforce_edges(
+        collection,
+        [
+            update(a, b, at=now - idle, delta=0.0, cap=0.0, initial=0.0, create=False)
+            for (a, b), (_, idle) in zip(pairs, cases, strict=True)
+        ],
+    )
+    store.decay_edges(
+        collection,
+        period=decay_period(now),
+        unused_before=now - policy.unused_for,
+        step=policy.step,
+        floor=policy.floor,
+    )
+    for (a, b), (weight, idle) in zip(pairs, cases, strict=True):
+        (found,) = [e.weight for e in store.edges_of(collection, a) if e.target == b]
+        expected = decayed_weight(weight, now - idle, now, policy)
+        assert found == pytest.approx(expected), (weight, idle)

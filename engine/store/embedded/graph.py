@@ -46,6 +46,7 @@ from typing import NamedTuple, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from hippocampus.learn.rules import reinforced_weight
 from hippocampus.model import EdgeType, RecallFilters
 from hippocampus.model.association import (
     MEMORY_NODE,
@@ -104,7 +105,7 @@ class WalkEdge(NamedTuple):
     used_at: int
 
 
-class Reinforcement(NamedTuple):
+class EdgeReinforcement(NamedTuple):
     """An edge reinforcement as the store applies it (see :class:`EdgeUpdate`):
     oriented as stored, ``used_at`` in microseconds, ``at`` as ISO 8601 text."""
 
@@ -120,13 +121,14 @@ class Reinforcement(NamedTuple):
     create: bool = True
 
 
-def reinforced(weight: float | None, update: Reinforcement) -> float:
-    """The weight an edge has after ``update``: ``initial`` when new, else raised by
-    ``delta`` up to ``cap``, never lowered (an edge already above the cap, say from
-    engagement, keeps its weight). The store's SQL computes the same in doubles."""
-    if weight is None:
-        return update.initial
-    return max(weight, min(update.cap, weight + update.delta))
+def reinforced(weight: float | None, update: EdgeReinforcement) -> float:
+    """The weight an edge has after ``update``: the learning rules' arithmetic
+    (:func:`hippocampus.learn.reinforced_weight`), which the store's SQL
+    computes the same, in doubles. Only called where the edge exists or
+    ``update`` may create it."""
+    after = reinforced_weight(weight, update)
+    assert after is not None
+    return after
 
 
 class SlotSource(Protocol):
@@ -1080,7 +1082,7 @@ class CollectionGraph:
             self._put_edges(edges)
             self._maybe_compact()
 
-    def reinforce(self, updates: Sequence[Reinforcement]) -> None:
+    def reinforce(self, updates: Sequence[EdgeReinforcement]) -> None:
         """Apply reinforcements in order, as the store's SQL does (see
         :func:`reinforced`); other than walked edge types are ignored."""
         with self._lock.write():

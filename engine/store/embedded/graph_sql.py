@@ -28,7 +28,7 @@ from hippocampus.store.embedded.graph import (
     EDGE_TYPE_CODES,
     WALKED_EDGES,
     CollectionGraph,
-    Reinforcement,
+    EdgeReinforcement,
     SlotSource,
 )
 
@@ -262,7 +262,9 @@ def load_graph(conn: sqlite3.Connection, collection: str, slots: SlotSource) -> 
 # -- learning ----------------------------------------------------------------------------
 
 
-def reinforcements(graph: CollectionGraph, updates: Sequence[EdgeUpdate]) -> list[Reinforcement]:
+def reinforcements(
+    graph: CollectionGraph, updates: Sequence[EdgeUpdate]
+) -> list[EdgeReinforcement]:
     """The updates that apply, oriented as stored: both memories exist (the graph
     holds every memory), no memory edge to itself, ASSOCIATED from the smaller id.
     Caller holds the store's write lock."""
@@ -280,7 +282,7 @@ def reinforcements(graph: CollectionGraph, updates: Sequence[EdgeUpdate]) -> lis
             if edge_type is EdgeType.ASSOCIATED and target < source:
                 source, target = target, source
         applied.append(
-            Reinforcement(
+            EdgeReinforcement(
                 source=source,
                 type=edge_type.value,
                 target=target,
@@ -296,7 +298,9 @@ def reinforcements(graph: CollectionGraph, updates: Sequence[EdgeUpdate]) -> lis
     return applied
 
 
-def reinforce(conn: sqlite3.Connection, collection: str, applied: Sequence[Reinforcement]) -> None:
+def reinforce(
+    conn: sqlite3.Connection, collection: str, applied: Sequence[EdgeReinforcement]
+) -> None:
     """Write :func:`reinforcements`, in order, creating missing hubs (and edges,
     for the updates that may create them)."""
     hubs = dict.fromkeys(
