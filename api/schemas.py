@@ -62,7 +62,7 @@ from hippocampus.service import (
     TurnWindow,
 )
 from hippocampus.surface import SurfaceMetrics
-from hippocampus.surfacing import EngagementOutcome, Insight, MessageOutcome
+from hippocampus.surface.outcomes import EngagementOutcome, Insight, MessageOutcome
 
 _LIMITS = Limits()
 

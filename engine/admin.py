@@ -10,8 +10,8 @@ from collections.abc import Callable
 from hippocampus.config import HippoSettings
 from hippocampus.service import PORTABLE_STATE, PORTABLE_STATE_PREFIXES
 from hippocampus.store.copy import CopyReport, copy_collection
-from hippocampus.store.factory import StoreKind, open_store
 from hippocampus.store.neo4j import Neo4jStore
+from hippocampus.stores import StoreKind, open_store
 
 
 def vector_dimensions(settings: HippoSettings) -> int:

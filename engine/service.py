@@ -51,9 +51,9 @@ from hippocampus.locks import StripedLock
 from hippocampus.model import EventRetention
 from hippocampus.schedule import FsrsScheduler, Scheduler, SeedScheduler
 from hippocampus.store import GraphStore
-from hippocampus.store.factory import open_store
+from hippocampus.stores import open_store
 from hippocampus.surface import SurfaceConfig
-from hippocampus.surfacing import Surfacer
+from hippocampus.surface.surfacer import Surfacer
 
 
 class Hippocampus(

@@ -1,5 +1,5 @@
 """Conversations and proactive surfacing: the service side of
-:class:`hippocampus.surfacing.Surfacer`, which holds the surfacing itself."""
+:class:`hippocampus.surface.surfacer.Surfacer`, which holds the surfacing itself."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hippocampus.jobs.core import ServiceCore
 from hippocampus.model import Memory, Tier, utcnow
 from hippocampus.schedule import indexed_as
 from hippocampus.surface import SurfaceMetrics
-from hippocampus.surfacing import ConversationView, MessageOutcome
+from hippocampus.surface.outcomes import ConversationView, MessageOutcome
 
 _EDGE = timedelta(milliseconds=1)
 """How far past ``now`` the store's due dates are read: they are rounded to the
@@ -37,7 +37,7 @@ class ConversationJobs(ServiceCore):
         conversation_type: str | None = None,
     ) -> MessageOutcome:
         """Take a conversation message in; returns 0-3 insights to offer now and the
-        conversation's state (see :mod:`hippocampus.surfacing`).
+        conversation's state (see :mod:`hippocampus.surface.surfacer`).
 
         Raises:
             InvalidInputError: bad id, text, role, type or time.

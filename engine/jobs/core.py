@@ -32,7 +32,7 @@ from hippocampus.model import HUB_EDGE, Edge, EdgeUpdate, Event, EventRetention,
 from hippocampus.model.memory import MAX_SPEAKER_CHARS, RetrievalMeta
 from hippocampus.schedule import Scheduler
 from hippocampus.store import GraphStore, Vector
-from hippocampus.surfacing import Surfacer
+from hippocampus.surface.surfacer import Surfacer
 
 # The service's one logger name, as before the split: log configuration keyed on
 # "hippocampus.service" keeps covering every job.

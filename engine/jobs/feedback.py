@@ -17,7 +17,7 @@ from hippocampus.jobs.records import RecordsJobs
 from hippocampus.learn import REAL_USE, co_use_updates
 from hippocampus.model import HUB_EDGE, Edge, EdgeType, Event, HubKind, Memory, utcnow
 from hippocampus.store import Learned
-from hippocampus.surfacing import EngagementOutcome
+from hippocampus.surface.outcomes import EngagementOutcome
 
 # The service's one logger name, as before the split: log configuration keyed on
 # "hippocampus.service" keeps covering every job.

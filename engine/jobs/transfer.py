@@ -22,14 +22,14 @@ from hippocampus.model import Edge, Memory
 from hippocampus.store import MemoryRecord, Vector
 from hippocampus.surface.conversation import ConversationState
 from hippocampus.surface.metrics import SurfaceCounters
-from hippocampus.surface.predict import SurfaceModel
-from hippocampus.surfacing import (
+from hippocampus.surface.outcomes import (
     CONVERSATION_PREFIX,
     SURFACE_COUNTERS_KEY,
     SURFACE_MODEL_KEY,
     SURFACING_PREFIX,
     Surfacing,
 )
+from hippocampus.surface.predict import SurfaceModel
 
 EXPORT_FORMAT = "hippocampus-jsonl/3"
 _READABLE_FORMATS = frozenset({"hippocampus-jsonl/1", "hippocampus-jsonl/2", EXPORT_FORMAT})

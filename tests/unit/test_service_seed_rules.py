@@ -22,7 +22,7 @@ from hippocampus.store import MemoryRecord
 from hippocampus.store.embedded import EmbeddedStore
 from hippocampus.store.embedded.store import DB_FILE
 from hippocampus.surface.conversation import ConversationState, SurfacedItem
-from hippocampus.surfacing import Surfacing
+from hippocampus.surface.outcomes import Surfacing
 
 C = "team:seed"
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)

@@ -17,7 +17,7 @@ from hippocampus.model import EdgeType, NewMemory
 from hippocampus.service import Hippocampus
 from hippocampus.store.embedded import EmbeddedStore
 from hippocampus.surface import SurfaceConfig
-from hippocampus.surfacing import MessageOutcome
+from hippocampus.surface.outcomes import MessageOutcome
 
 C = "team:payments"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from hippocampus import surfacing
 from hippocampus.embed import HashingEmbedder
 from hippocampus.errors import NotFoundError, StoreUnavailableError
 from hippocampus.extract import SpacyConceptExtractor
@@ -24,8 +23,9 @@ from hippocampus.model import NewMemory
 from hippocampus.service import Hippocampus
 from hippocampus.store.embedded import EmbeddedStore
 from hippocampus.surface import SurfaceConfig
+from hippocampus.surface import surfacer as surfacing
+from hippocampus.surface.outcomes import SURFACE_MODEL_KEY, EngagementOutcome, MessageOutcome
 from hippocampus.surface.predict import SurfaceModel
-from hippocampus.surfacing import SURFACE_MODEL_KEY, EngagementOutcome, MessageOutcome
 
 C = "team:payments"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

@@ -1,5 +1,6 @@
 """Proactive surfacing over a store: messages in, 0-3 insights out, engagement
-back. The pure parts (state, models, rules, metrics) are in :mod:`hippocampus.surface`.
+back. The pure parts (state, models, rules, metrics, outcomes) are its neighbours in
+:mod:`hippocampus.surface`.
 
 Per message: the conversation state takes the message in (topics, type,
 domain, momentum), the topic model learns the transition from the previous
@@ -49,8 +50,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from hippocampus.errors import ConflictError, InvalidInputError, LimitExceededError, NotFoundError
 from hippocampus.extract import ConceptExtractor, Extraction
 from hippocampus.extract.recent import RecentExtractions, pieces
@@ -70,6 +69,18 @@ from hippocampus.schedule import Engagement, Scheduler
 from hippocampus.store import GraphStore, Learned, Vector
 from hippocampus.surface.conversation import ConversationState, HeldBack, SurfacedItem
 from hippocampus.surface.metrics import SurfaceCounters, SurfaceMetrics
+from hippocampus.surface.outcomes import (
+    CONVERSATION_PREFIX,
+    SURFACE_COUNTERS_KEY,
+    SURFACE_MODEL_KEY,
+    SURFACING_PREFIX,
+    ConversationView,
+    EngagementOutcome,
+    Gate,
+    Insight,
+    MessageOutcome,
+    Surfacing,
+)
 from hippocampus.surface.predict import SurfaceModel, odds
 from hippocampus.surface.rules import (
     CONVERSATION_TYPES,
@@ -85,10 +96,6 @@ logger = logging.getLogger(__name__)
 # \Z, not $: $ also matches before a final newline.
 _ID = re.compile(r"^[^\x00-\x1f\x7f/\\]{1,200}\Z")
 _ROLE = re.compile(r"^[A-Za-z0-9_.:@\- ]{1,64}\Z")
-SURFACE_MODEL_KEY = "surface:model"
-SURFACE_COUNTERS_KEY = "surface:counters"
-CONVERSATION_PREFIX = "conversation:"
-SURFACING_PREFIX = "surfacing:"
 _MODEL_KEY = SURFACE_MODEL_KEY
 _COUNTERS_KEY = SURFACE_COUNTERS_KEY
 _QUERY_CHARS = 4000
@@ -118,44 +125,6 @@ def _foreseen(conversation_type: str) -> str:
     return f"{conversation_type}+foreseen"
 
 
-class Gate(BaseModel):
-    """One gate an insight passed: its measured value and the limit."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    value: float
-    limit: float
-
-
-class Insight(BaseModel):
-    """A memory offered to a conversation, and why.
-
-    Attributes:
-        matched_topics: the memory's triggers and concepts that the
-            conversation has said (in the messages it keeps).
-        foreseen_topics: those it matched that nobody has said yet: predicted
-            to come next, or foreseen from what such conversations came to need.
-        foreseen: offered mostly for what the conversation will come to need
-            rather than for what it says (it met its type's bar for foreseen
-            offers).
-        reason: why, in words: which words of the conversation matched, which
-            said topic led to each foreseen one, and whether the memory was due
-            for review.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    surfacing_id: str
-    memory: Memory
-    confidence: float
-    matched_topics: list[str]
-    foreseen_topics: list[str] = Field(default_factory=list)
-    foreseen: bool = False
-    reason: str = ""
-    gates: list[Gate]
-
-
 class _Scored(NamedTuple):
     """A candidate that passed the gates, with what its surfacing record keeps."""
 
@@ -163,76 +132,6 @@ class _Scored(NamedTuple):
     features: list[float]
     bar: float
     foreseen: bool
-
-
-class ConversationView(BaseModel):
-    """The state of a conversation as callers see it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    messages: int
-    type: str
-    type_given: bool
-    domain: str | None
-    momentum: float
-    recent_topics: list[str]
-    predicted_topics: list[str]
-    participants: list[str]
-
-
-class MessageOutcome(BaseModel):
-    """What one message brought: the insights (0-3) and the conversation state;
-    ``held_back`` says why nothing was offered when a conversation-wide gate
-    stopped it (momentum); ``warnings`` what was degraded (an embedder that
-    failed: candidates came from text and graph only); ``candidates`` how many
-    memories the message's retrieval weighed (``None`` when it was held back
-    before retrieval): none at all says the collection may hold no memories."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    insights: list[Insight]
-    conversation: ConversationView
-    held_back: str | None = None
-    warnings: list[str] = Field(default_factory=list)
-    candidates: int | None = None
-
-
-class Surfacing(BaseModel):
-    """A stored offer: enough to learn from its engagement later."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    conversation_id: str
-    memory_id: str
-    message: int
-    at: datetime
-    conversation_type: str
-    kind: str
-    context: str = ""
-    """Kept by records from before ``about``: not read."""
-    about: list[str] = Field(default_factory=list)
-    """What the conversation was about when the offer was made (its recent
-    topics, latest first)."""
-    concepts: list[str]
-    """The concepts said then beside the memory's own topics: a use links it to
-    them."""
-    features: list[float]
-    confidence: float
-    threshold: float
-    foreseen: bool = False
-    engagement: str | None = None
-    engaged_at: datetime | None = None
-
-
-class EngagementOutcome(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    surfacing_id: str
-    engagement: str
-    memory: Memory
-    threshold: float = Field(description="the conversation type's threshold after learning")
 
 
 Embed = Callable[[str], Vector | None]
