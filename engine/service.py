@@ -20,6 +20,7 @@ from hippocampus.embed import Embedder, make_embedder, model_name
 from hippocampus.embed.lazy import LazyEmbedder
 from hippocampus.extract import ConceptExtractor, make_extractor
 from hippocampus.extract.dedup import DedupConfig
+from hippocampus.extract.lazy import LazyExtractor
 from hippocampus.extract.quality import QualityConfig
 from hippocampus.jobs.conversations import ConversationJobs
 from hippocampus.jobs.core import CONCEPT_WEIGHT as CONCEPT_WEIGHT
@@ -156,7 +157,9 @@ class Hippocampus(
         """Build the engine the settings describe (store, embedder, extractor).
 
         With ``lazy_model`` (the embedded store only) the embedding model loads
-        when first used, so work that never embeds never waits for it.
+        when first used, and so does spaCy's pipeline: work that never embeds
+        never waits for the one, work that reads no text for its concepts never
+        waits for the other.
 
         The embedded store is opened first, so that a data directory in use is
         reported before a model loads; the Neo4j store is configured after the
@@ -184,7 +187,7 @@ class Hippocampus(
             else:
                 embedder = build_embedder()
                 store = open_store(settings, dimensions=embedder.dim)
-            extractor = make_extractor()
+            extractor = LazyExtractor(make_extractor) if lazy_model else make_extractor()
         except Exception:
             if store is not None:
                 store.close()
