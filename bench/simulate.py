@@ -282,7 +282,7 @@ def run_engine(
             embedder,
             extractor,
             surfacing=SurfaceConfig(learn=learn),
-            seed=seed,
+            random_seed=seed,
         )
         try:
             service.remember_many(

@@ -13,6 +13,7 @@ module builds the engine and keeps the names callers import from it.
 from __future__ import annotations
 
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 from hippocampus.config import HippoSettings, Limits
@@ -87,7 +88,8 @@ class Hippocampus(
             :meth:`context_summary` (the seed's 0.7).
         surfacing: gates, thresholds and learning of proactive surfacing.
         scheduler: spaced repetition (FSRS-style by default).
-        seed: makes surfacing's exploration reproducible.
+        random_seed: makes surfacing's exploration reproducible (``seed``, its
+            former name, is still accepted, with a deprecation warning).
     """
 
     def __init__(
@@ -108,8 +110,14 @@ class Hippocampus(
         summary_min_score: float = 0.7,
         surfacing: SurfaceConfig | None = None,
         scheduler: Scheduler | None = None,
-        seed: int = 0,
+        random_seed: int = 0,
+        seed: int | None = None,
     ) -> None:
+        if seed is not None:
+            warnings.warn(
+                "Hippocampus(seed=...) is now random_seed=...", DeprecationWarning, stacklevel=2
+            )
+            random_seed = seed
         self.store = store
         self.embedder = embedder  # guarded: see the property
         self.extractor = extractor
@@ -148,7 +156,7 @@ class Hippocampus(
             model=lambda: self.embedder.name,
             scheduler=self.scheduler,
             config=surfacing,
-            seed=seed,
+            random_seed=random_seed,
             on_engaged=self._count_feedback,
         )
 

@@ -76,7 +76,7 @@ class CachedGraphHealth(GraphHealth):
 
 
 def graph_health(
-    edges: Iterable[tuple[str, str, str, float]], memories: int, *, seed: int = 0
+    edges: Iterable[tuple[str, str, str, float]], memories: int, *, random_seed: int = 0
 ) -> GraphHealth:
     """Measure the graph of ``edges`` (``(source, type, target, weight)``, each
     edge once) over a collection of ``memories`` memories (those no edge touches
@@ -113,7 +113,7 @@ def graph_health(
     if n == 0:
         clustering = 0.0
     elif sampled:
-        clustering = _sampled_clustering(adjacency, n, seed)
+        clustering = _sampled_clustering(adjacency, n, random_seed)
     else:
         clustering = _exact_clustering(adjacency, n)
     components, largest = _components(adjacency, isolated)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from hippocampus.model.association import ExpandParams
 
@@ -38,9 +38,11 @@ class SearchConfig(BaseModel):
             (BM25 has no fixed scale; path strengths do, and keep it unless named).
         rrf_k: the RRF constant.
         candidates: how many candidates each of dense and lexical search returns.
-        seeds: how many of the best dense/lexical hits anchor graph expansion.
-        seed_temperature: with a value, the seeds are the best dense hits, each
-            anchoring with strength ``exp((similarity - best) / seed_temperature)``
+        starts: how many of the best dense/lexical hits start the walk (graph
+            expansion) as anchors: its starting memories.
+        start_temperature: with a value, the starting memories are the best dense
+            hits, each anchoring with strength
+            ``exp((similarity - best) / start_temperature)``
             so the walk trusts the clear winners; without, the best hits of dense
             and lexical search fused by rank, strengths normalized to the best.
         query_triggers: anchor the Trigger hubs the query's triggers name (its
@@ -92,12 +94,12 @@ class SearchConfig(BaseModel):
             turn that followed a conversation turn (its reply) the turn gains:
             a question is often answered, and so found, by the turn after it.
             Turns just before the best matches join the candidates for it.
-        seed_credit: for ``calibrated``, what each seed (a direct match that
-            anchors the walk) gains, as a share of the graph weight times its
-            strength as an anchor. The walk credits a memory for every anchor
-            that reaches it but never an anchor for itself, so without it a
-            seed that no other anchor reaches falls behind a neighbour that two
-            seeds share even when it matches the query better.
+        start_credit: for ``calibrated``, what each starting memory (a direct
+            match that anchors the walk) gains, as a share of the graph weight
+            times its strength as an anchor. The walk credits a memory for every
+            anchor that reaches it but never an anchor for itself, so without it
+            a starting memory that no other anchor reaches falls behind a
+            neighbour that two of them share even when it matches the query better.
         speaker_lean: for ``calibrated``, what a turn said by a speaker the query
             names (by label, or ``user`` by the first person) gains, in standard
             deviations of the query's best similarities: "what did I decide"
@@ -145,8 +147,11 @@ class SearchConfig(BaseModel):
     )
     rrf_k: float = Field(default=60.0, gt=0.0)
     candidates: int = Field(default=50, ge=1, le=1000)
-    seeds: int = Field(default=5, ge=0, le=100)
-    seed_temperature: float | None = Field(default=None, gt=0.0)
+    # Accepted under their former names too: seeds, seed_temperature, seed_credit.
+    starts: int = Field(default=5, ge=0, le=100, validation_alias=AliasChoices("starts", "seeds"))
+    start_temperature: float | None = Field(
+        default=None, gt=0.0, validation_alias=AliasChoices("start_temperature", "seed_temperature")
+    )
     query_triggers: bool = True
     query_subphrases: bool = True
     normalize: tuple[str, ...] = ("lexical", "graph")
@@ -163,7 +168,9 @@ class SearchConfig(BaseModel):
     clear_margin: float = Field(default=1.0, ge=0.0)
     turn_context: float = Field(default=0.0, ge=0.0, le=1.0)
     speaker_lean: float = Field(default=0.0, ge=0.0)
-    seed_credit: float = Field(default=0.0, ge=0.0, le=1.0)
+    start_credit: float = Field(
+        default=0.0, ge=0.0, le=1.0, validation_alias=AliasChoices("start_credit", "seed_credit")
+    )
     crowding: float = Field(default=0.0, ge=0.0)
     time_lean: float = Field(default=0.0, ge=0.0)
     mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -234,8 +241,8 @@ ASSOCIATIVE = SearchConfig(
     turn_context=0.3,
     speaker_lean=1.0,
     time_lean=1.0,
-    seed_temperature=0.03,
-    seed_credit=0.1,
+    start_temperature=0.03,
+    start_credit=0.1,
     crowding=0.5,
     mmr_lambda=0.9,
     query_subphrases=False,
@@ -252,13 +259,13 @@ exactly, up to two), less half a spread for each standard deviation its
 neighbourhood is more crowded than the other candidates' (see ``crowding``). A
 conversation turn also gains 0.3 of the lead of the turn that answered it, and a
 turn said by a speaker the query names one spread of similarity. The best of
-those seed a two-hop walk (each with strength ``exp((score - best) / 0.03)``),
+those start a two-hop walk (each with strength ``exp((score - best) / 0.03)``),
 beside the hubs of the concepts and triggers the query names; a hub passes on
 1/degree of what reaches it. A memory then adds 1.2 ×
 the sum of its best paths, except that one anchor never carries it past a
 clearly better direct match (two spreads of similarity better): a query-named
-hub's path lifts by at most that margin, and a memory reached from a seed stays
-below the seed. Each seed in turn gains 0.1 × 1.2 × its anchor strength, the
+hub's path lifts by at most that margin, and a memory reached from a starting
+memory stays below it. Each starting memory in turn gains 0.1 × 1.2 × its anchor strength, the
 credit the walk gives no anchor for itself. Last, when a few of the 20 best
 match at least as well as the typical best and occurred within a time the query
 names ("in March", "last week"), they gain what a rare word's few matches would,

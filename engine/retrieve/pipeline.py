@@ -1,8 +1,8 @@
 """One recall: dense and lexical candidates, associative expansion, fusion.
 
-The steps follow DESIGN.md "Retrieval": vector seeds, the query's anchors
+The steps follow DESIGN.md "Retrieval": vector matches, the query's anchors
 (its concepts and triggers matched to hub nodes by name, and hubs whose name
-embedding is close to the query), expansion from anchors and seeds through
+embedding is close to the query), expansion from anchors and starting memories through
 weighted edges, the multi-path gate for associative-only results, fusion by
 the chosen recipe, optional MMR.
 """
@@ -224,12 +224,12 @@ def retrieve(
     hubs: list[HubMatch] = []
     graph: dict[str, float] = {}
     expansions: dict[str, Expansion] = {}
-    seeds: list[tuple[str, float]] = []
+    starts: list[tuple[str, float]] = []
     if named is not None:
         hubs = named.result()
         anchors = [Anchor(kind=h.kind, name=h.name, strength=_unit(h.similarity)) for h in hubs]
-        seeds = _seeds(direct, config) if direct else _fused_seeds(dense, lexical, config)
-        for mid, strength in seeds:
+        starts = _starts(direct, config) if direct else _fused_starts(dense, lexical, config)
+        for mid, strength in starts:
             anchors.append(Anchor(kind=MEMORY_NODE, name=mid, strength=_unit(strength)))
         if anchors:
             found = store.expand(
@@ -266,7 +266,7 @@ def retrieve(
     lifts: dict[str, float] = {}
     if config.fusion == "calibrated":
         fused = _with_graph(direct, near(dense), graph, expansions, config)
-        _credit_seeds(fused, seeds, config)
+        _credit_starts(fused, starts, config)
         if config.time_lean > 0.0 and fused:
             times, lifts = _lean_to_time(
                 store, collection, query, fused, near(dense), memories, now, config, lexical_weight
@@ -634,7 +634,7 @@ def _with_graph(
     - what the strongest single anchor gives is capped at that margin when the
       anchor is a hub the query names (the query's words are already counted
       by lexical search);
-    - a memory reached from a direct match (a seed) stays below that seed
+    - a memory reached from a direct match (a starting memory) stays below it
       unless it matches nearly as well itself;
     - every further anchor's path adds in full.
 
@@ -650,65 +650,65 @@ def _with_graph(
     floor = min(direct.values(), default=0.0)
     weight = config.weights.get("graph", 0.0)
     base = {mid: direct.get(mid, dense.get(mid, floor)) for mid in graph}
-    from_seed: dict[str, str] = {}
+    from_start: dict[str, str] = {}
     for mid, strength in graph.items():
         e = expansions[mid]
         source = e.best_anchor
         if source is not None and source.kind == MEMORY_NODE:
-            from_seed[mid] = source.name
+            from_start[mid] = source.name
             cap = math.inf
         else:
             cap = margin
         fused[mid] = lifted(base[mid], strength, e.best, weight=weight, cap=cap)
-    for mid, seed in from_seed.items():
-        seed_direct = direct.get(seed)
-        if seed_direct is None or seed_direct <= base[mid] + margin:
+    for mid, start in from_start.items():
+        start_direct = direct.get(start)
+        if start_direct is None or start_direct <= base[mid] + margin:
             continue
         e = expansions[mid]
         others = weight * max(0.0, e.strength - e.best)
         single = fused[mid] - others
-        # Just below the seed: a neighbour never passes the match that led to it.
-        fused[mid] = min(single, math.nextafter(fused[seed], -math.inf)) + others
+        # Just below its start: a neighbour never passes the match that led to it.
+        fused[mid] = min(single, math.nextafter(fused[start], -math.inf)) + others
     return fused
 
 
-def _credit_seeds(
-    fused: dict[str, float], seeds: Sequence[tuple[str, float]], config: SearchConfig
+def _credit_starts(
+    fused: dict[str, float], starts: Sequence[tuple[str, float]], config: SearchConfig
 ) -> None:
-    """Each of ``seeds`` (the direct matches that anchored the walk, with their
-    strengths) gains ``seed_credit`` × the graph weight × its strength. The walk
+    """Each of ``starts`` (the direct matches that anchored the walk, with their
+    strengths) gains ``start_credit`` × the graph weight × its strength. The walk
     credits a memory for each anchor that reaches it, never an anchor for itself:
-    without this a seed that no other anchor reaches falls behind any neighbour
-    two seeds share, however much better it matches. Updates ``fused`` in place."""
-    credit = config.seed_credit * config.weights.get("graph", 0.0)
+    without this a starting memory that no other anchor reaches falls behind any
+    neighbour two of them share, however much better it matches. Updates ``fused`` in place."""
+    credit = config.start_credit * config.weights.get("graph", 0.0)
     if credit <= 0.0:
         return
-    for mid, strength in seeds:
+    for mid, strength in starts:
         if mid in fused:
             fused[mid] += credit * _unit(strength)
 
 
-def _seeds(direct: Mapping[str, float], config: SearchConfig) -> list[tuple[str, float]]:
+def _starts(direct: Mapping[str, float], config: SearchConfig) -> list[tuple[str, float]]:
     """The best direct matches, each anchoring with strength
-    ``exp((score - best) / seed_temperature)`` (1.0 without a temperature)."""
-    top = _top(direct, config.seeds)
+    ``exp((score - best) / start_temperature)`` (1.0 without a temperature)."""
+    top = _top(direct, config.starts)
     if not top:
         return []
     best = top[0][1]
-    temperature = config.seed_temperature
+    temperature = config.start_temperature
     if temperature is None:
         return [(mid, 1.0) for mid, _ in top]
     return [(mid, math.exp((score - best) / temperature)) for mid, score in top]
 
 
-def _fused_seeds(
+def _fused_starts(
     dense: Mapping[str, float], lexical: Mapping[str, float], config: SearchConfig
 ) -> list[tuple[str, float]]:
     """The memories expansion starts from, with their strengths."""
-    if config.seed_temperature is None or not dense:
+    if config.start_temperature is None or not dense:
         fused = rrf({"dense": dense, "lexical": lexical}, {"dense": 1.0, "lexical": 1.0})
-        return _top(max_normalized(fused), config.seeds)
-    return _seeds(dense, config)
+        return _top(max_normalized(fused), config.starts)
+    return _starts(dense, config)
 
 
 def _subphrases(phrases: tuple[str, ...]) -> list[str]:

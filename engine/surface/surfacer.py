@@ -214,8 +214,8 @@ class Surfacer:
         model: the embedder's name (whose vectors to search).
         scheduler: spaced repetition, for the "due" feature.
         config: gates, thresholds, learning.
-        seed: makes exploration reproducible: each message's draws are seeded by
-            (seed, collection, conversation, message index).
+        random_seed: makes exploration reproducible: each message's draws are
+            seeded by (random_seed, collection, conversation, message index).
         on_engaged: called with ``(collection, before, after)`` once an
             engagement's changes to a memory are written (the quality gate counts
             the memories that have feedback).
@@ -230,7 +230,7 @@ class Surfacer:
         model: Callable[[], str],
         scheduler: Scheduler,
         config: SurfaceConfig | None = None,
-        seed: int = 0,
+        random_seed: int = 0,
         on_engaged: Engaged | None = None,
     ) -> None:
         self.store = store
@@ -242,7 +242,7 @@ class Surfacer:
         self.model = model
         self.scheduler = scheduler
         self.config = config or SurfaceConfig()
-        self.seed = seed
+        self.random_seed = random_seed
         self.on_engaged = on_engaged
         # Held only around reads and writes of state documents, never across a
         # search, so that a slow message holds up neither other conversations
@@ -512,7 +512,7 @@ class Surfacer:
         surfaced = state.surfaced_ids()
         wanted = [c.memory_id for c in candidates if c.memory_id not in memories]
         memories.update(self.store.get_memories(collection, wanted))
-        rng = random.Random(f"{self.seed}:{collection}:{state.id}:{state.messages}")
+        rng = random.Random(f"{self.random_seed}:{collection}:{state.id}:{state.messages}")
         predicted_set, foreseen = set(predicted), set(heading)
         ctype = state.type
         said, about = state.said(), state.about(cfg.about_messages)

@@ -53,7 +53,7 @@ def service(data: Path) -> Hippocampus:
         HashingEmbedder(),
         KeywordConceptExtractor(),
         surfacing=SurfaceConfig(thresholds=LOW, default_threshold=0.05),
-        seed=3,
+        random_seed=3,
     )
 
 

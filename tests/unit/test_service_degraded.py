@@ -244,3 +244,15 @@ def test_a_healthy_embedder_gives_no_warnings(
         assert service.embedder_health().healthy
     finally:
         service.close()
+
+
+def test_the_former_name_of_the_random_seed_still_works_with_a_warning(tmp_path: Path) -> None:
+    from hippocampus.extract import KeywordConceptExtractor
+
+    store = EmbeddedStore(tmp_path / "data")
+    with pytest.warns(DeprecationWarning, match="random_seed"):
+        service = Hippocampus(store, HashingEmbedder(), KeywordConceptExtractor(), seed=4)
+    try:
+        assert service.surfacer.random_seed == 4
+    finally:
+        service.close()

@@ -601,7 +601,7 @@ def test_engagement_with_a_surfaced_memory_counts_as_feedback(
         spacy_extractor,
         quality=QualityConfig(source_trust={"human": 1.0}, retrain_every=1),
         surfacing=SurfaceConfig(thresholds=low, default_threshold=0.05),
-        seed=3,
+        random_seed=3,
     )
     try:
         message = "the redis connection pool is exhausted during the checkout load test"

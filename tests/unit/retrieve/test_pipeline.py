@@ -257,7 +257,7 @@ def test_a_seed_no_other_anchor_reaches_keeps_its_place(tmp_path: Path) -> None:
                 for mid, (sim, concepts) in table.items()
             ],
         )
-        uncredited = UNCROWDED.model_copy(update={"seed_credit": 0.0})
+        uncredited = UNCROWDED.model_copy(update={"start_credit": 0.0})
         before = run(s, uncredited, query="q", limit=5)
         after = run(s, UNCROWDED, query="q", limit=5)
     finally:
@@ -265,9 +265,9 @@ def test_a_seed_no_other_anchor_reaches_keeps_its_place(tmp_path: Path) -> None:
     # Two seeds' paths carry "shared" past every seed when seeds get no credit.
     assert ranked(before)[0] == "shared"
     assert ranked(after) == ["best", "lone", "other", "shared", "far"]
-    weight = ASSOCIATIVE.weights["graph"] * ASSOCIATIVE.seed_credit
+    weight = ASSOCIATIVE.weights["graph"] * ASSOCIATIVE.start_credit
     score = {c.memory_id: c.score for c in after.candidates}
-    temperature = ASSOCIATIVE.seed_temperature
+    temperature = ASSOCIATIVE.start_temperature
     assert temperature is not None
     strength = math.exp((0.89 - 0.90) / temperature)
     assert score["lone"] == pytest.approx(0.89 + weight * strength, abs=1e-6)
@@ -637,3 +637,12 @@ def test_reads_done_beside_each_other_rank_as_reads_done_in_turn(tmp_path: Path)
     assert {c.graph for c in alone.candidates} != {None}
     # The results' memories were read meanwhile: the recall need not read them.
     assert {c.memory_id for c in beside.candidates} <= set(beside.memories)
+
+
+def test_the_walks_starting_memories_are_configured_also_by_their_former_names() -> None:
+    from hippocampus.retrieve import SearchConfig
+
+    now = SearchConfig(name="X", starts=3, start_temperature=0.05, start_credit=0.2)
+    former = SearchConfig(name="X", seeds=3, seed_temperature=0.05, seed_credit=0.2)
+    assert former == now
+    assert (now.starts, now.start_temperature, now.start_credit) == (3, 0.05, 0.2)

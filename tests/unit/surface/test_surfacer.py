@@ -32,7 +32,7 @@ def service(tmp_path: Path, extractor: SpacyConceptExtractor, **config: object) 
         HashingEmbedder(),
         extractor,
         surfacing=SurfaceConfig(**settings),  # type: ignore[arg-type]
-        seed=3,
+        random_seed=3,
     )
 
 

@@ -41,7 +41,7 @@ def svc(tmp_path: Path, spacy_extractor: SpacyConceptExtractor) -> Iterator[Hipp
         HashingEmbedder(),
         spacy_extractor,
         surfacing=SurfaceConfig(thresholds=LOW, default_threshold=0.05),
-        seed=3,
+        random_seed=3,
     )
     topics = [*service.extractor.extract_many([MESSAGE])[0].concepts][:3]
     service.remember_many(
