@@ -229,6 +229,47 @@ class _Ahead:
         return np.stack([self.hub_vectors[n] for n in names])
 
 
+@dataclass
+class _Batch:
+    """What remembering a batch has decided so far, phase by phase."""
+
+    collection: str
+    prepared: Sequence[_Prepared]
+    at: datetime
+    outcomes: list[RememberOutcome | None] = field(default_factory=list)
+    merged: dict[str, Memory] = field(default_factory=dict)
+    """Stored memories this batch merges into, by id."""
+    repeats: dict[str, list[NewMemory]] = field(default_factory=dict)
+    """The items merged into each of them."""
+    events: list[Event] = field(default_factory=list)
+    repeat_of: dict[int, int] = field(default_factory=dict)
+    """Where an item repeats one earlier in the batch."""
+    fresh: list[tuple[int, float]] = field(default_factory=list)
+    """The items that passed the gate: (index, quality score)."""
+    created: dict[int, Memory] = field(default_factory=dict)
+    created_vectors: dict[int, Vector | None] = field(default_factory=dict)
+    created_passages: dict[int, Vector | None] = field(default_factory=dict)
+    created_edges: dict[int, list[Edge]] = field(default_factory=dict)
+    superseding: _Superseding = field(default_factory=lambda: _Superseding())
+
+    def __post_init__(self) -> None:
+        self.outcomes = [None] * len(self.prepared)
+
+
+def _check_batch_ids(state: _Batch, batch: bool) -> None:
+    """A caller-given id may appear once among the items that will be stored."""
+    seen_ids: set[str] = set()
+    for i, _ in state.fresh:
+        item_id = state.prepared[i].item.id
+        if item_id is not None:
+            if item_id in seen_ids:
+                raise ConflictError(
+                    f"id {item_id!r} appears twice in the batch",
+                    field=f"memories[{i}].id" if batch else "id",
+                )
+            seen_ids.add(item_id)
+
+
 class RememberingJobs(ServiceCore):
     """Remembering memories, one at a time or many."""
 
@@ -347,27 +388,45 @@ class RememberingJobs(ServiceCore):
         ``features`` embeds and extracts the memories it creates (now, or from
         what was computed ahead)."""
         self._check_provenance(collection, prepared, batch)
-        model = self.quality_model(collection)
-        outcomes: list[RememberOutcome | None] = [None] * len(prepared)
-        merged: dict[str, Memory] = {}  # stored memories this call merges into, by id
-        repeats: dict[str, list[NewMemory]] = {}  # and the items merged into each
-        events: list[Event] = []
-        # The first item of each content (per speaker) in the batch, and where a
-        # later item repeats one of them.
-        first_in_batch: dict[str, list[int]] = {}
-        repeat_of: dict[int, int] = {}
-        fresh: list[tuple[int, float]] = []  # (index, quality score)
+        state = _Batch(collection, prepared, at)
+        self._screen(state)
+        _check_batch_ids(state, batch)
+        texts = [prepared[i].item.content for i, _ in state.fresh]
+        embedded = features.embed(texts)
+        extractions = features.extract(texts) if texts else []
+        self._judge_fresh(state, embedded, extractions)
+        self._repeat_earlier(state)
+        records = self._write_batch(state)
+        if records and embedded is not None:
+            self.embed_hubs(collection, encode=features.encode_hubs)
+        # Every outcome shows its memory as written (later items may have merged into it).
+        written = {m.id: m for m in state.created.values()} | state.merged
+        final: list[RememberOutcome] = []
+        for outcome in state.outcomes:
+            assert outcome is not None
+            if outcome.memory is not None and outcome.memory.id in written:
+                outcome = dataclasses.replace(outcome, memory=written[outcome.memory.id])
+            final.append(outcome)
+        return final
 
-        # Exact repeats of stored content, then the gate.
-        for i, p in enumerate(prepared):
-            stored = self._stored_with_hash(collection, p.digest, p.item.speaker, merged)
+    def _screen(self, state: _Batch) -> None:
+        """Exact repeats of stored content (merged), repeats of content earlier in
+        the batch (set aside for :meth:`_repeat_earlier`), then the quality gate:
+        what passes is ``state.fresh``."""
+        model = self.quality_model(state.collection)
+        # The first item of each content (per speaker) in the batch.
+        first_in_batch: dict[str, list[int]] = {}
+        for i, p in enumerate(state.prepared):
+            stored = self._stored_with_hash(
+                state.collection, p.digest, p.item.speaker, state.merged
+            )
             if stored is not None:
-                merged[stored.id] = merge_duplicate(
-                    stored, p.item, at, max_tags=self.limits.max_tags
+                state.merged[stored.id] = merge_duplicate(
+                    stored, p.item, state.at, max_tags=self.limits.max_tags
                 )
-                repeats.setdefault(stored.id, []).append(p.item)
-                outcomes[i] = RememberOutcome(
-                    memory=merged[stored.id],
+                state.repeats.setdefault(stored.id, []).append(p.item)
+                state.outcomes[i] = RememberOutcome(
+                    memory=state.merged[stored.id],
                     created=False,
                     duplicate_of=stored.id,
                     embedded=not stored.needs_embedding,
@@ -377,157 +436,166 @@ class RememberingJobs(ServiceCore):
                 )
                 continue
             firsts = first_in_batch.setdefault(p.digest, [])
+            prepared = state.prepared
             earlier = [j for j in firsts if _same_side(prepared[j].item.speaker, p.item.speaker)]
             if earlier:
-                repeat_of[i] = earlier[0]
+                state.repeat_of[i] = earlier[0]
                 continue
             verdict = assess(p.item.content, p.item.source, model, self.quality_config)
             if not verdict.accepted:
-                outcomes[i] = self._rejected(collection, p, verdict, events, at)
+                state.outcomes[i] = self._rejected(
+                    state.collection, p, verdict, state.events, state.at
+                )
                 continue
             firsts.append(i)
-            fresh.append((i, verdict.score))
+            state.fresh.append((i, verdict.score))
 
-        seen_ids: set[str] = set()
-        for i, _ in fresh:
-            item_id = prepared[i].item.id
-            if item_id is not None:
-                if item_id in seen_ids:
-                    raise ConflictError(
-                        f"id {item_id!r} appears twice in the batch",
-                        field=f"memories[{i}].id" if batch else "id",
-                    )
-                seen_ids.add(item_id)
-
-        texts = [prepared[i].item.content for i, _ in fresh]
-        embedded = features.embed(texts)
+    def _judge_fresh(
+        self, state: _Batch, embedded: Embedded | None, extractions: Sequence[Extraction]
+    ) -> None:
+        """Each item that passed the gate: merged into a near duplicate (stored or
+        earlier in the batch), or a new memory with its edges, conflicts and what
+        it supersedes."""
         vectors = embedded.heads if embedded is not None else None
-        extractions = features.extract(texts) if texts else []
-
-        created: dict[int, Memory] = {}  # batch index -> memory to create
-        created_vectors: dict[int, Vector | None] = {}
-        created_passages: dict[int, Vector | None] = {}
-        created_edges: dict[int, list[Edge]] = {}
-        superseding = _Superseding()
         # The stored neighbors of every new memory, in one pass over the index. By
         # whole memories (their first passage): a note that repeats one passage of
         # a long memory does not repeat the memory.
-        neighbors: list[list[tuple[str, float]]] = [[] for _ in fresh]
-        if vectors is not None and fresh:
+        neighbors: list[list[tuple[str, float]]] = [[] for _ in state.fresh]
+        if vectors is not None and state.fresh:
             neighbors = self.store.search_vectors_many(
-                collection,
+                state.collection,
                 vectors,
                 model=self.embedder.name,
                 k=self.dedup.candidates,
                 filters=RecallFilters(tiers=list(Tier)),
                 passages=False,
             )
-        for n, (i, score) in enumerate(fresh):
-            p = prepared[i]
+        for n, (i, score) in enumerate(state.fresh):
+            p = state.prepared[i]
             vector = vectors[n] if vectors is not None else None
             found = self._near_duplicates(
-                collection,
+                state.collection,
                 p.item.content,
                 p.item.speaker,
                 vector,
                 neighbors[n],
-                created,
-                created_vectors,
-                merged,
+                state.created,
+                state.created_vectors,
+                state.merged,
             )
             # A caller-given id names a record the caller will look up: merging it
             # away would leave that id dangling, so it is stored and the likeness noted.
             kept_apart = found.duplicate if p.item.id is not None else None
             if found.duplicate is not None and kept_apart is None:
-                target = found.duplicate
-                if target not in merged and target not in {m.id for m in created.values()}:
-                    stored_memory = self.store.get_memories(collection, [target])[target]
-                    merged[target] = merge_duplicate(
-                        stored_memory, p.item, at, max_tags=self.limits.max_tags
-                    )
-                    repeats[target] = [p.item]
-                    base = merged[target]
-                else:
-                    base = self._merge_target(target, p.item, at, created, merged, repeats)
-                outcomes[i] = RememberOutcome(
-                    memory=base,
-                    created=False,
-                    duplicate_of=target,
-                    embedded=not base.needs_embedding,
-                    reasons=[*p.changes, f"nearly the same as memory {target!r}: merged into it"],
-                    quality=base.retrieval.quality_score,
-                    sanitized=bool(p.changes),
-                )
-                events.append(
-                    Event(type="duplicate_merged", at=at, memory_ids=[target], payload={})
-                )
+                self._merge_near(state, i, found.duplicate)
                 continue
-            extraction = merge_given(
-                extractions[n],
-                domains=p.item.domains,
-                triggers=p.item.triggers,
-                concepts=p.item.concepts,
-            )
-            memory = self._new_memory(
-                collection, p.item, p.digest, extraction, score, at, embedded=vector is not None
-            )
-            older, newer = _by_time(memory, found)
-            memory = _superseded(memory, newer)
-            created[i] = memory
-            created_vectors[i] = vector
-            created_passages[i] = embedded.passages[n] if embedded is not None else None
-            edges = hub_edges(memory.id, extraction, at)
-            edges.extend(
-                Edge(source=memory.id, type=edge_type, target=other, weight=1.0, created_at=at)
-                for edge_type, others in (
-                    (EdgeType.CONFLICTS_WITH, found.conflicts),
-                    (EdgeType.SUPERSEDES, older),
-                )
-                for other in others
-            )
-            _link_superseded(memory.id, older, newer, created, created_edges, superseding, at)
-            edges.extend(
-                Edge(
-                    source=memory.id,
-                    type=EdgeType.SYNTHESIZED_FROM,
-                    target=origin,
-                    weight=1.0,
-                    created_at=at,
-                )
-                for origin in memory.retrieval.synthesized_from
-            )
-            created_edges[i] = edges
-            reasons = list(p.changes)
-            if kept_apart is not None:
-                reasons.append(
-                    f"nearly the same as memory {kept_apart!r}; stored apart: it has its own id"
-                )
-            if found.conflicts:
-                reasons.extend(_conflict_reasons(found.conflicts, older, newer))
-                events.append(_conflict_event(memory.id, found.conflicts, older, newer, at))
-            if vector is None:
-                reasons.append(NOT_EMBEDDED_REASON)
-            outcomes[i] = RememberOutcome(
-                memory=memory,
-                created=True,
-                embedded=vector is not None,
-                reasons=reasons,
-                quality=score,
-                conflicts_with=list(found.conflicts),
-                supersedes=list(older),
-                sanitized=bool(p.changes),
-            )
+            passages = embedded.passages[n] if embedded is not None else None
+            self._create(state, i, score, extractions[n], vector, passages, found, kept_apart)
 
-        # Repeats of content earlier in the batch: one more duplicate of what the
-        # first occurrence became.
-        for i, p in enumerate(prepared):
-            if outcomes[i] is not None:
+    def _merge_near(self, state: _Batch, i: int, target: str) -> None:
+        """Item ``i`` merged into ``target``, the near duplicate found for it."""
+        p = state.prepared[i]
+        if target not in state.merged and target not in {m.id for m in state.created.values()}:
+            stored_memory = self.store.get_memories(state.collection, [target])[target]
+            state.merged[target] = merge_duplicate(
+                stored_memory, p.item, state.at, max_tags=self.limits.max_tags
+            )
+            state.repeats[target] = [p.item]
+            base = state.merged[target]
+        else:
+            base = self._merge_target(
+                target, p.item, state.at, state.created, state.merged, state.repeats
+            )
+        state.outcomes[i] = RememberOutcome(
+            memory=base,
+            created=False,
+            duplicate_of=target,
+            embedded=not base.needs_embedding,
+            reasons=[*p.changes, f"nearly the same as memory {target!r}: merged into it"],
+            quality=base.retrieval.quality_score,
+            sanitized=bool(p.changes),
+        )
+        state.events.append(
+            Event(type="duplicate_merged", at=state.at, memory_ids=[target], payload={})
+        )
+
+    def _create(
+        self,
+        state: _Batch,
+        i: int,
+        score: float,
+        extracted: Extraction,
+        vector: Vector | None,
+        passages: Vector | None,
+        found: _NearMatch,
+        kept_apart: str | None,
+    ) -> None:
+        """Item ``i`` as a new memory: its hub edges, the memories it conflicts
+        with, supersedes or was synthesized from, and its outcome."""
+        p, at = state.prepared[i], state.at
+        extraction = merge_given(
+            extracted, domains=p.item.domains, triggers=p.item.triggers, concepts=p.item.concepts
+        )
+        memory = self._new_memory(
+            state.collection, p.item, p.digest, extraction, score, at, embedded=vector is not None
+        )
+        older, newer = _by_time(memory, found)
+        memory = _superseded(memory, newer)
+        state.created[i] = memory
+        state.created_vectors[i] = vector
+        state.created_passages[i] = passages
+        edges = hub_edges(memory.id, extraction, at)
+        edges.extend(
+            Edge(source=memory.id, type=edge_type, target=other, weight=1.0, created_at=at)
+            for edge_type, others in (
+                (EdgeType.CONFLICTS_WITH, found.conflicts),
+                (EdgeType.SUPERSEDES, older),
+            )
+            for other in others
+        )
+        _link_superseded(
+            memory.id, older, newer, state.created, state.created_edges, state.superseding, at
+        )
+        edges.extend(
+            Edge(source=memory.id, type=EdgeType.SYNTHESIZED_FROM, target=origin, weight=1.0,
+                 created_at=at)
+            for origin in memory.retrieval.synthesized_from
+        )  # fmt: skip
+        state.created_edges[i] = edges
+        reasons = list(p.changes)
+        if kept_apart is not None:
+            reasons.append(
+                f"nearly the same as memory {kept_apart!r}; stored apart: it has its own id"
+            )
+        if found.conflicts:
+            reasons.extend(_conflict_reasons(found.conflicts, older, newer))
+            state.events.append(_conflict_event(memory.id, found.conflicts, older, newer, at))
+        if vector is None:
+            reasons.append(NOT_EMBEDDED_REASON)
+        state.outcomes[i] = RememberOutcome(
+            memory=memory,
+            created=True,
+            embedded=vector is not None,
+            reasons=reasons,
+            quality=score,
+            conflicts_with=list(found.conflicts),
+            supersedes=list(older),
+            sanitized=bool(p.changes),
+        )
+
+    def _repeat_earlier(self, state: _Batch) -> None:
+        """Repeats of content earlier in the batch: one more duplicate of what the
+        first occurrence became."""
+        for i, p in enumerate(state.prepared):
+            if state.outcomes[i] is not None:
                 continue
-            first = outcomes[repeat_of[i]]
+            first = state.outcomes[state.repeat_of[i]]
             assert first is not None and first.memory is not None
             target = first.duplicate_of or first.memory.id
-            base = self._merge_target(target, p.item, at, created, merged, repeats)
-            outcomes[i] = RememberOutcome(
+            base = self._merge_target(
+                target, p.item, state.at, state.created, state.merged, state.repeats
+            )
+            state.outcomes[i] = RememberOutcome(
                 memory=base,
                 created=False,
                 duplicate_of=target,
@@ -537,41 +605,35 @@ class RememberingJobs(ServiceCore):
                 sanitized=bool(p.changes),
             )
 
+    def _write_batch(self, state: _Batch) -> list[MemoryRecord]:
+        """Write what the batch created, then the merges into what was stored;
+        returns the records created."""
         records = [
             MemoryRecord(
-                memory=created[i],
-                vector=created_vectors[i],
-                edges=created_edges[i],
-                passages=created_passages[i],
+                memory=state.created[i],
+                vector=state.created_vectors[i],
+                edges=state.created_edges[i],
+                passages=state.created_passages[i],
             )
-            for i in sorted(created)
+            for i in sorted(state.created)
         ]
         if records:
-            self.store.add_memories(collection, records)
+            self.store.add_memories(state.collection, records)
+        superseding = state.superseding
         if superseding.later_edges:
-            self.store.upsert_edges(collection, superseding.later_edges)
+            self.store.upsert_edges(state.collection, superseding.later_edges)
         # Merges after the insert: a refused insert (an id that exists) writes nothing.
-        if repeats or events or superseding.stored:
+        if state.repeats or state.events or superseding.stored:
+            repeats, events, at = state.repeats, state.events, state.at
             learned = self.store.learn(
-                collection,
+                state.collection,
                 memory_ids=sorted({*repeats, *superseding.stored}),
                 change=lambda stored, _states: self._merged(
                     stored, repeats, superseding.stored, events, at
                 ),
             )
-            merged = {m.id: m for m in learned.memories}
-        if records and vectors is not None:
-            self.embed_hubs(collection, encode=features.encode_hubs)
-
-        # Every outcome shows its memory as written (later items may have merged into it).
-        written = {m.id: m for m in created.values()} | merged
-        final: list[RememberOutcome] = []
-        for outcome in outcomes:
-            assert outcome is not None
-            if outcome.memory is not None and outcome.memory.id in written:
-                outcome = dataclasses.replace(outcome, memory=written[outcome.memory.id])
-            final.append(outcome)
-        return final
+            state.merged = {m.id: m for m in learned.memories}
+        return records
 
     def _merged(
         self,
