@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI
 from starlette.routing import Route
@@ -48,6 +48,24 @@ _DESCRIPTION = (
 )
 
 
+_ROUTERS = (
+    health.router,
+    memories.router,
+    resources.router,
+    recall.router,
+    rag.router,
+    graph.router,
+    stats.router,
+    maintenance.router,
+    transfer.router,
+    surfacing.router,
+    metrics.router,
+    browser.router,
+    explore.router,
+    api_docs.router,
+)
+
+
 def create_app(
     settings: HippoSettings | None = None, *, service: Hippocampus | None = None
 ) -> FastAPI:
@@ -74,6 +92,41 @@ def create_app(
     mcp_endpoint = StreamableHttpEndpoint(
         create_mcp_server(current_service, keyring_access(keyring)), keyring
     )
+    app = FastAPI(
+        title="Hippocampus",
+        description=_DESCRIPTION,
+        version="0.1.0",
+        lifespan=_lifespan(settings, service, keyring, mcp_endpoint),
+        # Served by api_docs with their libraries from npm, not a CDN: they work offline.
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.keyring = keyring
+    app.state.admission = Admission(
+        settings.admission.slots_for(settings.store), max_wait_s=settings.admission.max_wait_s
+    )
+    if service is not None:
+        # Served without a lifespan too (a TestClient used outside `with`).
+        app.state.service = service
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.limits.max_body_bytes)
+    for router in _ROUTERS:
+        app.include_router(router)
+    # MCP over streamable HTTP, for agents: the same keys and collection rules.
+    app.router.routes.append(Route("/mcp", mcp_endpoint))
+    return app
+
+
+def _lifespan(
+    settings: HippoSettings,
+    service: Hippocampus | None,
+    keyring: KeyRing,
+    mcp_endpoint: StreamableHttpEndpoint,
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's start and stop: the engine (built from ``settings`` unless one
+    was given, and then left open), its warm-up, the maintenance loop and the
+    MCP endpoint's session manager."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -99,45 +152,7 @@ def create_app(
             if owned:
                 engine.close()
 
-    app = FastAPI(
-        title="Hippocampus",
-        description=_DESCRIPTION,
-        version="0.1.0",
-        lifespan=lifespan,
-        # Served by api_docs with their libraries from npm, not a CDN: they work offline.
-        docs_url=None,
-        redoc_url=None,
-    )
-    app.state.settings = settings
-    app.state.keyring = keyring
-    app.state.admission = Admission(
-        settings.admission.slots_for(settings.store), max_wait_s=settings.admission.max_wait_s
-    )
-    if service is not None:
-        # Served without a lifespan too (a TestClient used outside `with`).
-        app.state.service = service
-    install_error_handlers(app)
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.limits.max_body_bytes)
-    for router in (
-        health.router,
-        memories.router,
-        resources.router,
-        recall.router,
-        rag.router,
-        graph.router,
-        stats.router,
-        maintenance.router,
-        transfer.router,
-        surfacing.router,
-        metrics.router,
-        browser.router,
-        explore.router,
-        api_docs.router,
-    ):
-        app.include_router(router)
-    # MCP over streamable HTTP, for agents: the same keys and collection rules.
-    app.router.routes.append(Route("/mcp", mcp_endpoint))
-    return app
+    return lifespan
 
 
 def _warm(engine: Hippocampus) -> None:
