@@ -154,170 +154,224 @@ def retrieve(
     corroboration of the collection's recent recalls, which the caller keeps
     from what each :class:`Retrieval` reports (see
     :attr:`SearchConfig.collection_uncorroborated`); ``None``: not known yet."""
-    searching = config.dense and query_vector is not None
-    texts: _Beside[list[tuple[str, float]]] | None = None
-    if config.lexical:
-        texts = _Beside(
-            pool if searching else None,
-            partial(store.search_text, collection, query, k=config.candidates, filters=filters),
-        )
-    named: _Beside[list[HubMatch]] | None = None
-    if config.graph:
-        named = _Beside(
-            pool,
-            partial(
-                query_hubs,
-                store,
-                extractor,
-                collection,
-                query,
-                query_vector,
-                model=model,
-                config=config,
-                extraction=extraction,
-            ),
-        )
-    dense: dict[str, float] = {}
-    if searching:
-        assert query_vector is not None
-        dense = dict(
-            store.search_vectors(
-                collection, query_vector, model=model, k=config.candidates, filters=filters
-            )
-        )
-    lexical: dict[str, float] = dict(texts.result()) if texts is not None else {}
-
-    direct: dict[str, float] = {}
-    # Memories read on the way (their speakers), handed on so none is read twice.
-    read: dict[str, Memory] = {}
-    crowded: _Crowding | None = None
-    corroborated: float | None = None
+    r = _Recall(
+        store, collection, query, query_vector, model, config, filters, pool, explain
+    )
+    named = _search(r, extractor, extraction)
     if config.fusion == "calibrated":
-        # Text matches outside the dense candidates have a similarity too.
-        missing = [mid for mid in lexical if mid not in dense] if dense else []
-        # Crowding needs only the ids: it is read while their similarities are.
-        measuring = None
-        if config.crowding > 0.0 and dense:
-            ids = [*dense, *missing]
-            measuring = _Beside(pool, partial(store.crowding, collection, ids, model=model))
-        if missing:
-            assert query_vector is not None
-            dense.update(store.similarities(collection, missing, query_vector, model=model))
-        if measuring is not None:
-            crowded = _Crowding.measure(store, collection, model, dense, config, measuring)
-        near = crowded.less if crowded is not None else _unchanged
-        if config.uncorroborated > 0.0 or config.collection_uncorroborated > 0.0:
-            corroborated = corroboration(dense, lexical, top=config.spread_top)
-        lexical_weight = _lexical_weight(
-            query, dense, lexical, config, corroborated, typical_corroboration
-        )
-        direct = calibrated(
-            near(dense), lexical, lexical_weight=lexical_weight, top=config.spread_top
-        )
-        if config.turn_context > 0.0 and direct:
-            _in_context(
-                store, collection, model, direct, dense, query_vector, filters, config, near
-            )
-        if config.speaker_lean > 0.0 and direct:
-            read = _lean_to_speakers(store, collection, query, direct, near(dense), config)
-
-    hubs: list[HubMatch] = []
-    graph: dict[str, float] = {}
-    expansions: dict[str, Expansion] = {}
-    starts: list[tuple[str, float]] = []
-    if named is not None:
-        hubs = named.result()
-        anchors = [Anchor(kind=h.kind, name=h.name, strength=_unit(h.similarity)) for h in hubs]
-        starts = _starts(direct, config) if direct else _fused_starts(dense, lexical, config)
-        for mid, strength in starts:
-            anchors.append(Anchor(kind=MEMORY_NODE, name=mid, strength=_unit(strength)))
-        if anchors:
-            found = store.expand(
-                collection, anchors, params=config.expand, filters=filters, paths=explain
-            )
-            for e in found:
-                is_direct = e.memory_id in dense or e.memory_id in lexical
-                # The seed's false-positive guard: one weak path alone surfaces nothing.
-                if (
-                    is_direct
-                    or e.anchors >= config.min_anchor_paths
-                    or e.strength >= config.min_path_strength
-                ):
-                    graph[e.memory_id] = e.strength
-                    expansions[e.memory_id] = e
-
-    if dense and query_vector is not None:
+        _calibrate(r, typical_corroboration)
+    hubs = _walk(r, named) if named is not None else []
+    if r.dense and query_vector is not None:
         # Memories the graph found beyond the dense candidates still have a
         # similarity to the query: fusion should see it, not a zero.
-        missing = [mid for mid in graph if mid not in dense]
+        missing = [mid for mid in r.graph if mid not in r.dense]
         if missing:
-            if crowded is not None and pool is not None:
-                crowded.measure_ahead(pool, missing)
-            dense.update(store.similarities(collection, missing, query_vector, model=model))
-    signals: dict[str, dict[str, float]] = {"dense": dense, "lexical": lexical, "graph": graph}
-    found_ids = set(dense) | set(lexical) | set(graph)
-    memories = read
-    if config.needs_metadata:
-        unread = sorted(mid for mid in found_ids if mid not in read)
-        memories = {**read, **store.get_memories(collection, unread)}
-        signals.update(_metadata_signals(memories, now, config))
-
-    times: list[TimeWindow] = []
-    lifts: dict[str, float] = {}
-    if config.fusion == "calibrated":
-        fused = _with_graph(direct, near(dense), graph, expansions, config)
-        _credit_starts(fused, starts, config)
-        if config.time_lean > 0.0 and fused:
-            times, lifts = _lean_to_time(
-                store, collection, query, fused, near(dense), memories, now, config, lexical_weight
-            )
-    elif config.fusion == "rrf":
-        fused = rrf(signals, config.weights, k=config.rrf_k)
-    elif config.fusion == "weighted":
-        fused = weighted(signals, config.weights, normalize=config.normalize)
-    else:
-        fused = {
-            mid: seed_composite(
-                sim,
-                _quality(memories[mid]),
-                memories[mid].retrieval.usefulness,
-            )
-            for mid, sim in dense.items()
-            if mid in memories
-        }
-
-    ordered = [mid for mid, _ in _top(fused, max(limit, 1) * (3 if config.mmr_lambda else 1))]
-    if config.mmr_lambda is not None and ordered:
-        # Whichever of them variety picks, its memory is read meanwhile.
-        unread = [mid for mid in ordered if mid not in memories]
-        reading = None
-        if unread and pool is not None:
-            reading = _Beside(pool, partial(store.get_memories, collection, unread))
-        vectors = store.get_vectors(collection, ordered)
-        ordered = mmr(ordered, fused, vectors, lambda_=config.mmr_lambda, k=limit)
-        if reading is not None:
-            memories = {**memories, **reading.result()}
-    ordered = ordered[:limit]
-
+            if r.crowded is not None and pool is not None:
+                r.crowded.measure_ahead(pool, missing)
+            r.dense.update(store.similarities(collection, missing, query_vector, model=model))
+    fused, times, lifts = _fuse(r, now)
+    ordered = _order(r, fused, limit)
     candidates = [
         Candidate(
             memory_id=mid,
             score=fused[mid],
-            similarity=dense.get(mid),
-            lexical=lexical.get(mid),
-            graph=graph.get(mid),
+            similarity=r.dense.get(mid),
+            lexical=r.lexical.get(mid),
+            graph=r.graph.get(mid),
             time=lifts.get(mid),
-            paths=expansions[mid].paths if mid in expansions else [],
+            paths=r.expansions[mid].paths if mid in r.expansions else [],
         )
         for mid in ordered
     ]
     return Retrieval(
         candidates=candidates,
         hubs=hubs,
-        memories=memories,
+        memories=r.memories,
         times=times,
-        corroboration=corroborated,
+        corroboration=r.corroborated,
     )
+
+
+@dataclass
+class _Recall:
+    """One recall as it goes: what it asks, and what each step found."""
+
+    store: GraphStore
+    collection: str
+    query: str
+    query_vector: Vector | None
+    model: str
+    config: SearchConfig
+    filters: RecallFilters
+    pool: Executor | None
+    explain: bool
+    dense: dict[str, float] = field(default_factory=dict)
+    lexical: dict[str, float] = field(default_factory=dict)
+    direct: dict[str, float] = field(default_factory=dict)
+    # Memories read on the way (their speakers), handed on so none is read twice.
+    memories: dict[str, Memory] = field(default_factory=dict)
+    crowded: _Crowding | None = None
+    corroborated: float | None = None
+    lexical_weight: float = 0.0
+    graph: dict[str, float] = field(default_factory=dict)
+    expansions: dict[str, Expansion] = field(default_factory=dict)
+    starts: list[tuple[str, float]] = field(default_factory=list)
+
+
+def _search(
+    r: _Recall, extractor: ConceptExtractor, extraction: Extraction | Future[Extraction] | None
+) -> _Beside[list[HubMatch]] | None:
+    """Dense and lexical search, with the query's hubs read beside them; returns
+    the hubs' reading for the walk."""
+    config, store, collection = r.config, r.store, r.collection
+    searching = config.dense and r.query_vector is not None
+    texts: _Beside[list[tuple[str, float]]] | None = None
+    if config.lexical:
+        texts = _Beside(
+            r.pool if searching else None,
+            partial(store.search_text, collection, r.query, k=config.candidates, filters=r.filters),
+        )
+    named: _Beside[list[HubMatch]] | None = None
+    if config.graph:
+        named = _Beside(
+            r.pool,
+            partial(
+                query_hubs,
+                store,
+                extractor,
+                collection,
+                r.query,
+                r.query_vector,
+                model=r.model,
+                config=config,
+                extraction=extraction,
+            ),
+        )
+    if searching:
+        assert r.query_vector is not None
+        r.dense = dict(
+            store.search_vectors(
+                collection, r.query_vector, model=r.model, k=config.candidates, filters=r.filters
+            )
+        )
+    r.lexical = dict(texts.result()) if texts is not None else {}
+    return named
+
+
+def _calibrate(r: _Recall, typical_corroboration: float | None) -> None:
+    """The calibrated direct scores: similarity (less crowding) and the lexical
+    lead, weighted by how well similarity corroborates the words, then a turn's
+    context and the speakers the query names."""
+    config, store, collection, dense, lexical = r.config, r.store, r.collection, r.dense, r.lexical
+    # Text matches outside the dense candidates have a similarity too.
+    missing = [mid for mid in lexical if mid not in dense] if dense else []
+    # Crowding needs only the ids: it is read while their similarities are.
+    measuring = None
+    if config.crowding > 0.0 and dense:
+        ids = [*dense, *missing]
+        measuring = _Beside(r.pool, partial(store.crowding, collection, ids, model=r.model))
+    if missing:
+        assert r.query_vector is not None
+        dense.update(store.similarities(collection, missing, r.query_vector, model=r.model))
+    if measuring is not None:
+        r.crowded = _Crowding.measure(store, collection, r.model, dense, config, measuring)
+    near = r.crowded.less if r.crowded is not None else _unchanged
+    if config.uncorroborated > 0.0 or config.collection_uncorroborated > 0.0:
+        r.corroborated = corroboration(dense, lexical, top=config.spread_top)
+    r.lexical_weight = _lexical_weight(
+        r.query, dense, lexical, config, r.corroborated, typical_corroboration
+    )
+    r.direct = calibrated(
+        near(dense), lexical, lexical_weight=r.lexical_weight, top=config.spread_top
+    )
+    if config.turn_context > 0.0 and r.direct:
+        _in_context(
+            store, collection, r.model, r.direct, dense, r.query_vector, r.filters, config, near
+        )
+    if config.speaker_lean > 0.0 and r.direct:
+        r.memories = _lean_to_speakers(store, collection, r.query, r.direct, near(dense), config)
+
+
+def _walk(r: _Recall, named: _Beside[list[HubMatch]]) -> list[HubMatch]:
+    """The walk from the query's hubs and the starting memories; what it reaches
+    enters ``r.graph`` past the guard. Returns the hubs it walked from."""
+    config = r.config
+    hubs = named.result()
+    anchors = [Anchor(kind=h.kind, name=h.name, strength=_unit(h.similarity)) for h in hubs]
+    r.starts = _starts(r.direct, config) if r.direct else _fused_starts(r.dense, r.lexical, config)
+    for mid, strength in r.starts:
+        anchors.append(Anchor(kind=MEMORY_NODE, name=mid, strength=_unit(strength)))
+    if not anchors:
+        return hubs
+    found = r.store.expand(
+        r.collection, anchors, params=config.expand, filters=r.filters, paths=r.explain
+    )
+    for e in found:
+        is_direct = e.memory_id in r.dense or e.memory_id in r.lexical
+        # The seed's false-positive guard: one weak path alone surfaces nothing.
+        if (
+            is_direct
+            or e.anchors >= config.min_anchor_paths
+            or e.strength >= config.min_path_strength
+        ):
+            r.graph[e.memory_id] = e.strength
+            r.expansions[e.memory_id] = e
+    return hubs
+
+
+def _fuse(
+    r: _Recall, now: datetime
+) -> tuple[dict[str, float], list[TimeWindow], dict[str, float]]:
+    """Each candidate's score by the recipe's fusion; with the time lean, the
+    windows the query names and what each memory gained by them."""
+    config, dense, lexical, graph = r.config, r.dense, r.lexical, r.graph
+    signals: dict[str, dict[str, float]] = {"dense": dense, "lexical": lexical, "graph": graph}
+    if config.needs_metadata:
+        found_ids = set(dense) | set(lexical) | set(graph)
+        unread = sorted(mid for mid in found_ids if mid not in r.memories)
+        r.memories = {**r.memories, **r.store.get_memories(r.collection, unread)}
+        signals.update(_metadata_signals(r.memories, now, config))
+    times: list[TimeWindow] = []
+    lifts: dict[str, float] = {}
+    if config.fusion == "calibrated":
+        near = r.crowded.less if r.crowded is not None else _unchanged
+        fused = _with_graph(r.direct, near(dense), graph, r.expansions, config)
+        _credit_starts(fused, r.starts, config)
+        if config.time_lean > 0.0 and fused:
+            times, lifts = _lean_to_time(
+                r.store, r.collection, r.query, fused, near(dense), r.memories, now, config,
+                r.lexical_weight,
+            )  # fmt: skip
+    elif config.fusion == "rrf":
+        fused = rrf(signals, config.weights, k=config.rrf_k)
+    elif config.fusion == "weighted":
+        fused = weighted(signals, config.weights, normalize=config.normalize)
+    else:
+        memories = r.memories
+        fused = {
+            mid: seed_composite(sim, _quality(memories[mid]), memories[mid].retrieval.usefulness)
+            for mid, sim in dense.items()
+            if mid in memories
+        }
+    return fused, times, lifts
+
+
+def _order(r: _Recall, fused: dict[str, float], limit: int) -> list[str]:
+    """The best ``limit`` by fused score; with variety (MMR), picked among three
+    times as many, their memories read meanwhile."""
+    config = r.config
+    ordered = [mid for mid, _ in _top(fused, max(limit, 1) * (3 if config.mmr_lambda else 1))]
+    if config.mmr_lambda is not None and ordered:
+        # Whichever of them variety picks, its memory is read meanwhile.
+        unread = [mid for mid in ordered if mid not in r.memories]
+        reading = None
+        if unread and r.pool is not None:
+            reading = _Beside(r.pool, partial(r.store.get_memories, r.collection, unread))
+        vectors = r.store.get_vectors(r.collection, ordered)
+        ordered = mmr(ordered, fused, vectors, lambda_=config.mmr_lambda, k=limit)
+        if reading is not None:
+            r.memories = {**r.memories, **reading.result()}
+    return ordered[:limit]
 
 
 def read_query(pool: Executor, extractor: ConceptExtractor, query: str) -> Future[Extraction]:
