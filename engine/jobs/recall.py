@@ -43,7 +43,13 @@ from hippocampus.retrieve.config import (
 )
 from hippocampus.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
 from hippocampus.retrieve.fusion import uncorroborated_lean
-from hippocampus.retrieve.pipeline import Candidate, hub_anchor_edges, read_query, retrieve
+from hippocampus.retrieve.pipeline import (
+    Candidate,
+    Retrieval,
+    hub_anchor_edges,
+    read_query,
+    retrieve,
+)
 from hippocampus.retrieve.present import asks_about_present, present_first
 from hippocampus.retrieve.summary import context_summary
 from hippocampus.store import Vector
@@ -223,17 +229,7 @@ class RecallJobs(ServiceCore):
         Raises:
             InvalidInputError: an empty or oversized query, a bad limit or recipe.
         """
-        self.check_collection(collection)
-        text = query.strip()
-        if not text:
-            raise InvalidInputError("query is empty", field="query")
-        if len(text) > self.limits.max_query_chars:
-            raise LimitExceededError(
-                f"query has {len(text)} characters; the limit is {self.limits.max_query_chars}",
-                field="query",
-            )
-        if not 1 <= limit <= self.limits.max_recall_limit:
-            raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
+        text = self._checked_query(collection, query, limit)
         config = self.recipe(recipe)
         at = now or utcnow()
         started = time.perf_counter()
@@ -268,38 +264,9 @@ class RecallJobs(ServiceCore):
         if found.corroboration is not None:
             kept = self._corroborations.setdefault(collection, deque(maxlen=_CORROBORATIONS_KEPT))
             kept.append(found.corroboration)
-        candidates = found.candidates
-        missing = [c.memory_id for c in candidates if c.memory_id not in found.memories]
-        memories = {**found.memories, **self.store.get_memories(collection, missing)}
-        if config.present_first and asks_about_present(text):
-            candidates = _present_first(candidates, memories)
-        if min_score is not None:
-            candidates = self._above(collection, candidates, query_vector, min_score)
-        hits = [
-            RecallHit(
-                memory=memories[c.memory_id],
-                score=c.score,
-                similarity=c.similarity,
-                lexical=c.lexical,
-                graph=c.graph,
-                time=c.time,
-                paths=c.paths[:3] if explain else None,
-            )
-            for c in candidates
-            if c.memory_id in memories
-        ]
+        hits = self._hits(collection, text, found, config, query_vector, min_score, explain)
         if learn and hits:
-            top = [h.memory.id for h in hits[: self.learning.co_retrieved]]
-            self._learn(
-                collection,
-                co_use_updates(top, at, BARE_RETRIEVAL, anchors=hub_anchor_edges(found.hubs)),
-                Event(
-                    type="retrieval",
-                    at=at,
-                    memory_ids=[h.memory.id for h in hits],
-                    payload={"query": text, "recipe": config.name},
-                ),
-            )
+            self._learn_from_recall(collection, text, hits, found, config, at)
         self._latencies.setdefault(collection, deque(maxlen=_LATENCIES_KEPT)).append(
             (time.perf_counter() - started) * 1000.0
         )
@@ -323,6 +290,77 @@ class RecallJobs(ServiceCore):
             warnings=warnings,
             surfaced_before=before,
             times=found.times,
+        )
+
+    def _checked_query(self, collection: str, query: str, limit: int) -> str:
+        """The query, stripped, once the collection, the query and the limit pass."""
+        self.check_collection(collection)
+        text = query.strip()
+        if not text:
+            raise InvalidInputError("query is empty", field="query")
+        if len(text) > self.limits.max_query_chars:
+            raise LimitExceededError(
+                f"query has {len(text)} characters; the limit is {self.limits.max_query_chars}",
+                field="query",
+            )
+        if not 1 <= limit <= self.limits.max_recall_limit:
+            raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
+        return text
+
+    def _hits(
+        self,
+        collection: str,
+        text: str,
+        found: Retrieval,
+        config: SearchConfig,
+        query_vector: Vector | None,
+        min_score: float | None,
+        explain: bool,
+    ) -> list[RecallHit]:
+        """The retrieval's candidates as hits, with their memories: what asks about
+        the present first when the recipe says so, none below ``min_score``."""
+        candidates = found.candidates
+        missing = [c.memory_id for c in candidates if c.memory_id not in found.memories]
+        memories = {**found.memories, **self.store.get_memories(collection, missing)}
+        if config.present_first and asks_about_present(text):
+            candidates = _present_first(candidates, memories)
+        if min_score is not None:
+            candidates = self._above(collection, candidates, query_vector, min_score)
+        return [
+            RecallHit(
+                memory=memories[c.memory_id],
+                score=c.score,
+                similarity=c.similarity,
+                lexical=c.lexical,
+                graph=c.graph,
+                time=c.time,
+                paths=c.paths[:3] if explain else None,
+            )
+            for c in candidates
+            if c.memory_id in memories
+        ]
+
+    def _learn_from_recall(
+        self,
+        collection: str,
+        text: str,
+        hits: list[RecallHit],
+        found: Retrieval,
+        config: SearchConfig,
+        at: datetime,
+    ) -> None:
+        """Queue what a bare retrieval teaches (counts on the edges its top
+        results and their hubs share) and its event."""
+        top = [h.memory.id for h in hits[: self.learning.co_retrieved]]
+        self._learn(
+            collection,
+            co_use_updates(top, at, BARE_RETRIEVAL, anchors=hub_anchor_edges(found.hubs)),
+            Event(
+                type="retrieval",
+                at=at,
+                memory_ids=[h.memory.id for h in hits],
+                payload={"query": text, "recipe": config.name},
+            ),
         )
 
     def recipe(self, recipe: str | SearchConfig) -> SearchConfig:
