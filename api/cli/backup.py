@@ -67,9 +67,7 @@ def export(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         if remote is not None:
             route = remote.collection(args.collection) + "/export"
-            lines: Iterator[str] = (
-                raw.decode("utf-8") for raw in stack.enter_context(remote.open("GET", route))
-            )
+            lines: Iterator[str] = stack.enter_context(contextlib.closing(remote.lines(route)))
         else:
             service = stack.enter_context(engine(config))
             lines = (_jsonl(record) for record in service.export(args.collection))

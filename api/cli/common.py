@@ -10,7 +10,7 @@ import os
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -97,7 +97,22 @@ class Server:
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """One request; its JSON answer."""
         with self.open(method, path, body) as response:
-            return json.loads(response.read())
+            try:
+                return json.loads(response.read())
+            except OSError as e:
+                raise RemoteError(f"the server at {self.url} stopped answering: {e}") from e
+
+    def lines(self, path: str) -> Generator[str, None, None]:
+        """A GET whose answer is text, line by line as it comes."""
+        with self.open("GET", path) as response:
+            while True:
+                try:
+                    raw = response.readline()
+                except OSError as e:
+                    raise RemoteError(f"the server at {self.url} stopped answering: {e}") from e
+                if not raw:
+                    return
+                yield raw.decode("utf-8")
 
     @contextlib.contextmanager
     def open(
