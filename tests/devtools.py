@@ -17,6 +17,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+HEADLESS = (
+    "--headless",
+    "--no-sandbox",  # tests may run as root (CI containers)
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    # No traffic of Chromium's own: a test sees only what its page asks for.
+    "--disable-background-networking",
+    "--disable-component-update",
+)
+"""The flags every test's Chromium runs with."""
+
 
 def find_chromium() -> str | None:
     """Chromium's executable on PATH (Debian names it ``chromium``), or None."""
@@ -45,14 +57,7 @@ class DevTools:
                     "-c",
                     f'exec "$0" "$@" 3<&{commands_r} 4>&{answers_w} {commands_r}<&- {answers_w}>&-',
                     executable,
-                    "--headless",
-                    "--no-sandbox",  # tests may run as root (CI containers)
-                    "--disable-gpu",
-                    "--disable-dev-shm-usage",
-                    "--no-first-run",
-                    # No traffic of Chromium's own: a test sees only what its page asks for.
-                    "--disable-background-networking",
-                    "--disable-component-update",
+                    *HEADLESS,
                     "--disable-sync",
                     f"--user-data-dir={tmp_path / 'profile'}",
                     "--window-size=1280,800",

@@ -70,7 +70,7 @@ def export(args: argparse.Namespace) -> int:
             lines: Iterator[str] = stack.enter_context(contextlib.closing(remote.lines(route)))
         else:
             service = stack.enter_context(engine(config))
-            lines = (_jsonl(record) for record in service.export(args.collection))
+            lines = service.export_lines(args.collection)
         _write(_counted(lines, counts), args.out)
     print(
         f"exported {counts['memory']} memories and {counts['edge']} edges from {args.collection}",
@@ -104,10 +104,6 @@ def _write(lines: Iterator[str], out: Path | None) -> None:
         partial.replace(out)
     finally:
         partial.unlink(missing_ok=True)
-
-
-def _jsonl(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def import_(args: argparse.Namespace) -> int:

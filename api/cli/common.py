@@ -10,7 +10,7 @@ import os
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -164,6 +164,25 @@ def server(args: argparse.Namespace, config: HippoSettings) -> Server | None:
     except PermissionError:
         pass  # alive, another user's
     return Server(found, getattr(args, "key", None))
+
+
+def answer(
+    args: argparse.Namespace,
+    method: str,
+    route: str,
+    local: Callable[[Hippocampus], Any],
+    body: dict[str, Any] | None = None,
+) -> Any:
+    """The REST answer to ``method`` on a route of ``args.collection``
+    (``route``: what follows ``/v1/collections/{collection}``): from the server
+    that owns the data directory (or the one ``--url`` names), else ``local``'s,
+    on the engine opened for this command, in the same shape."""
+    config = settings(args)
+    remote = server(args, config)
+    if remote is not None:
+        return remote.call(method, remote.collection(args.collection) + route, body)
+    with engine(config) as service:
+        return local(service)
 
 
 def aware_time(text: str) -> datetime:

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hippocampus.api.cli.common import (
     UsageError,
+    answer,
     engine,
     print_json,
     progress,
     server,
     settings,
 )
+
+if TYPE_CHECKING:
+    from hippocampus.service import Hippocampus
 
 _REINDEX_STEP = 1000
 
@@ -87,45 +91,41 @@ def reindex(args: argparse.Namespace) -> int:
 def use(args: argparse.Namespace) -> int:
     if len(set(args.ids)) < 2:
         raise UsageError("name at least two different memories used together")
-    config = settings(args)
-    remote = server(args, config)
-    if remote is not None:
-        body = {"ids": args.ids, "context": args.context or []}
-        route = remote.collection(args.collection) + "/memories/used-together"
-        edges = remote.call("POST", route, body)["edges"]
-    else:
-        with engine(config) as service:
-            found = service.record_use(args.collection, args.ids, context=args.context or [])
-        edges = [e.model_dump(mode="json") for e in found]
-    for edge in edges:
+    context = args.context or []
+
+    def local(service: Hippocampus) -> dict[str, Any]:
+        from hippocampus.api.schemas import EdgeOut, UsedTogetherOut
+
+        found = service.record_use(args.collection, args.ids, context=context)
+        out = UsedTogetherOut(edges=[EdgeOut.from_engine(e) for e in found])
+        return out.model_dump(mode="json")
+
+    body = {"ids": args.ids, "context": context}
+    for edge in answer(args, "POST", "/memories/used-together", local, body)["edges"]:
         print(f"{edge['source']} -- {edge['target']}  weight {edge['weight']:.2f}")
     return 0
 
 
 def decay(args: argparse.Namespace) -> int:
-    config = settings(args)
-    remote = server(args, config)
-    if remote is not None:
-        route = remote.collection(args.collection) + "/maintenance/decay"
-        decayed = remote.call("POST", route)["decayed"]
-    else:
-        with engine(config) as service:
-            decayed = service.decay(args.collection)
+    def local(service: Hippocampus) -> dict[str, Any]:
+        from hippocampus.api.schemas import DecayOut
+
+        done = service.decay(args.collection)
+        return DecayOut(collection=args.collection, decayed=done).model_dump(mode="json")
+
+    decayed = answer(args, "POST", "/maintenance/decay", local)["decayed"]
     print(f"decay pass on {args.collection}: {decayed} edges decayed")
     return 0
 
 
 def tiers(args: argparse.Namespace) -> int:
-    config = settings(args)
-    remote = server(args, config)
-    if remote is not None:
-        report = remote.call("POST", remote.collection(args.collection) + "/maintenance/tiers")
-    else:
+    def local(service: Hippocampus) -> dict[str, Any]:
         from hippocampus.api.schemas import TiersOut
 
-        with engine(config) as service:
-            done = service.apply_tiers(args.collection)
-        report = TiersOut.from_engine(done).model_dump(mode="json", by_alias=True)
+        done = service.apply_tiers(args.collection)
+        return TiersOut.from_engine(done).model_dump(mode="json", by_alias=True)
+
+    report = answer(args, "POST", "/maintenance/tiers", local)
     if args.json:
         print_json(report)
         return 0
@@ -143,16 +143,12 @@ def tiers(args: argparse.Namespace) -> int:
 
 
 def stats(args: argparse.Namespace) -> int:
-    config = settings(args)
-    remote = server(args, config)
-    if remote is not None:
-        body = remote.call("GET", remote.collection(args.collection) + "/stats?graph=false")
-    else:
+    def local(service: Hippocampus) -> dict[str, Any]:
         from hippocampus.api.schemas import StatsOut
 
-        with engine(config) as service:
-            counts = service.stats(args.collection)
-        body = StatsOut.from_engine(counts, None).model_dump(mode="json")
+        return StatsOut.from_engine(service.stats(args.collection), None).model_dump(mode="json")
+
+    body = answer(args, "GET", "/stats?graph=false", local)
     if args.json:
         print_json(body)
         return 0

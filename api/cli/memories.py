@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic import ValidationError
 
 from hippocampus.api.cli.common import (
     Server,
+    answer,
     aware_time,
     engine,
     first_error,
@@ -22,6 +23,9 @@ from hippocampus.api.cli.common import (
 from hippocampus.errors import InvalidInputError
 from hippocampus.model import NewMemory, RecallFilters, RecallResult
 from hippocampus.retrieve import DEFAULT_RECIPE, RECIPES
+
+if TYPE_CHECKING:
+    from hippocampus.service import Hippocampus
 
 _SNIPPET = 80
 
@@ -107,18 +111,14 @@ def remember(args: argparse.Namespace) -> int:
         )
     except ValidationError as e:
         raise InvalidInputError(first_error(e)) from e
-    config = settings(args)
-    remote = server(args, config)
-    if remote is not None:
-        body = remote.call(
-            "POST", remote.collection(args.collection) + "/memories", _memory_body(item)
-        )
-    else:
+
+    def local(service: Hippocampus) -> dict[str, Any]:
         from hippocampus.api.schemas import RememberOut
 
-        with engine(config) as service:
-            outcome = service.remember(args.collection, item)
-        body = RememberOut.from_engine(outcome).model_dump(mode="json")
+        outcome = service.remember(args.collection, item)
+        return RememberOut.from_engine(outcome).model_dump(mode="json")
+
+    body = answer(args, "POST", "/memories", local, _memory_body(item))
     if args.json:
         print_json(body)
         return 1 if body["rejected"] else 0
@@ -145,43 +145,38 @@ def _print_remembered(body: dict[str, Any]) -> int:
 
 def recall(args: argparse.Namespace) -> int:
     detail: Literal["compact", "full"] = "full" if args.full or not args.json else "compact"
-    config = settings(args)
-    remote = server(args, config)
     filters = RecallFilters(
         occurred_after=args.occurred_after,
         occurred_before=args.occurred_before,
         speakers=args.speaker or [],
     )
-    if remote is not None:
-        body = remote.call(
-            "POST",
-            remote.collection(args.collection) + "/recall",
-            {
-                "query": args.query,
-                "limit": args.limit,
-                "recipe": args.recipe,
-                "explain": args.explain,
-                "detail": detail,
-                "filters": {
-                    "occurred_after": iso(filters.occurred_after),
-                    "occurred_before": iso(filters.occurred_before),
-                    "speakers": filters.speakers,
-                },
-            },
-        )
-    else:
+
+    def local(service: Hippocampus) -> dict[str, Any]:
         from hippocampus.api.schemas import RecallOut
 
-        with engine(config) as service:
-            result = service.recall(
-                args.collection,
-                args.query,
-                limit=args.limit,
-                recipe=args.recipe,
-                explain=args.explain,
-                filters=filters,
-            )
-        body = RecallOut.from_engine(result, detail=detail).model_dump(mode="json")
+        result = service.recall(
+            args.collection,
+            args.query,
+            limit=args.limit,
+            recipe=args.recipe,
+            explain=args.explain,
+            filters=filters,
+        )
+        return RecallOut.from_engine(result, detail=detail).model_dump(mode="json")
+
+    request = {
+        "query": args.query,
+        "limit": args.limit,
+        "recipe": args.recipe,
+        "explain": args.explain,
+        "detail": detail,
+        "filters": {
+            "occurred_after": iso(filters.occurred_after),
+            "occurred_before": iso(filters.occurred_before),
+            "speakers": filters.speakers,
+        },
+    }
+    body = answer(args, "POST", "/recall", local, request)
     if args.json:
         # The API's answer to the same request: `results`, compact unless --full.
         print_json(body)

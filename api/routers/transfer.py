@@ -4,9 +4,6 @@ reads back."""
 from __future__ import annotations
 
 import itertools
-import json
-from collections.abc import Iterator
-from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
@@ -37,13 +34,8 @@ def export(collection: CollectionDep, service: ServiceDep) -> StreamingResponse:
     """The whole collection as JSON lines, streamed as it is read: memories with
     their vectors, tiers, provenance and counts, every edge (conflicts included)
     and what the collection has learned. `hippo import` restores it exactly."""
-    records = service.export(collection)
+    lines = service.export_lines(collection)
     # The header first, here: a collection that cannot be read fails with its
     # error status, before any line is sent.
-    first = next(records)
-    return StreamingResponse(_lines(itertools.chain([first], records)), media_type=NDJSON)
-
-
-def _lines(records: Iterator[dict[str, Any]]) -> Iterator[str]:
-    for record in records:
-        yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    first = next(lines)
+    return StreamingResponse(itertools.chain([first], lines), media_type=NDJSON)

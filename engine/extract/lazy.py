@@ -13,14 +13,14 @@ from collections.abc import Callable, Sequence
 
 from hippocampus.extract.base import ConceptExtractor, Extraction
 from hippocampus.extract.simple import KeywordConceptExtractor
-from hippocampus.extract.spacy_extractor import DEFAULT_SPACY_MODEL
+from hippocampus.extract.spacy_extractor import DEFAULT_SPACY_MODEL, extractor_name
 
 
 def _expected_name() -> str:
     """The name the built extractor will have: spaCy's when spaCy and its model
     are installed (found without loading them), else the keyword extractor's."""
     if importlib.util.find_spec("spacy") and importlib.util.find_spec(DEFAULT_SPACY_MODEL):
-        return f"spacy:{DEFAULT_SPACY_MODEL}"
+        return extractor_name(DEFAULT_SPACY_MODEL)
     return KeywordConceptExtractor.name
 
 

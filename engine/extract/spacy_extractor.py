@@ -101,6 +101,12 @@ def _vocabulary(nlp: Any) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(nouns), frozenset(verbs)
 
 
+def extractor_name(model: str) -> str:
+    """The name of the extractor that uses the spaCy pipeline ``model`` (what
+    ``/stats`` shows)."""
+    return f"spacy:{model}"
+
+
 class SpacyConceptExtractor:
     """Extracts concepts (noun phrases and names), triggers (head nouns and main
     verbs) and domains (from a cue vocabulary) with a spaCy pipeline.
@@ -124,7 +130,7 @@ class SpacyConceptExtractor:
     ) -> None:
         self._pipeline = _load(model)
         self._nlp = self._pipeline.nlp
-        self.name = f"spacy:{model}"
+        self.name = extractor_name(model)
         self.max_concepts = max_concepts
         self.max_triggers = max_triggers
         self.max_domains = max_domains

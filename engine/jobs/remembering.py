@@ -256,6 +256,27 @@ class _Batch:
         self.outcomes = [None] * len(self.prepared)
 
 
+def _merged_into(
+    p: _Prepared,
+    memory: Memory,
+    target: str,
+    reason: str,
+    *,
+    embedded: bool,
+    quality: float | None,
+) -> RememberOutcome:
+    """The outcome of an item merged into ``target`` (``memory``, as merged), and why."""
+    return RememberOutcome(
+        memory=memory,
+        created=False,
+        duplicate_of=target,
+        embedded=embedded,
+        reasons=[*p.changes, reason],
+        quality=quality,
+        sanitized=bool(p.changes),
+    )
+
+
 def _check_batch_ids(state: _Batch, batch: bool) -> None:
     """A caller-given id may appear once among the items that will be stored."""
     seen_ids: set[str] = set()
@@ -425,14 +446,13 @@ class RememberingJobs(ServiceCore):
                     stored, p.item, state.at, max_tags=self.limits.max_tags
                 )
                 state.repeats.setdefault(stored.id, []).append(p.item)
-                state.outcomes[i] = RememberOutcome(
-                    memory=state.merged[stored.id],
-                    created=False,
-                    duplicate_of=stored.id,
+                state.outcomes[i] = _merged_into(
+                    p,
+                    state.merged[stored.id],
+                    stored.id,
+                    "the same content is already stored",
                     embedded=not stored.needs_embedding,
-                    reasons=[*p.changes, "the same content is already stored"],
                     quality=stored.retrieval.quality_score,
-                    sanitized=bool(p.changes),
                 )
                 continue
             firsts = first_in_batch.setdefault(p.digest, [])
@@ -506,14 +526,13 @@ class RememberingJobs(ServiceCore):
             base = self._merge_target(
                 target, p.item, state.at, state.created, state.merged, state.repeats
             )
-        state.outcomes[i] = RememberOutcome(
-            memory=base,
-            created=False,
-            duplicate_of=target,
+        state.outcomes[i] = _merged_into(
+            p,
+            base,
+            target,
+            f"nearly the same as memory {target!r}: merged into it",
             embedded=not base.needs_embedding,
-            reasons=[*p.changes, f"nearly the same as memory {target!r}: merged into it"],
             quality=base.retrieval.quality_score,
-            sanitized=bool(p.changes),
         )
         state.events.append(
             Event(type="duplicate_merged", at=state.at, memory_ids=[target], payload={})
@@ -595,14 +614,13 @@ class RememberingJobs(ServiceCore):
             base = self._merge_target(
                 target, p.item, state.at, state.created, state.merged, state.repeats
             )
-            state.outcomes[i] = RememberOutcome(
-                memory=base,
-                created=False,
-                duplicate_of=target,
+            state.outcomes[i] = _merged_into(
+                p,
+                base,
+                target,
+                "the same content appears earlier in the batch",
                 embedded=first.embedded,
-                reasons=[*p.changes, "the same content appears earlier in the batch"],
                 quality=base.retrieval.quality_score,
-                sanitized=bool(p.changes),
             )
 
     def _write_batch(self, state: _Batch) -> list[MemoryRecord]:

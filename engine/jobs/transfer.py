@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -84,6 +85,12 @@ class TransferJobs(ServiceCore):
     """Exporting and importing collections."""
 
     # -- backup -----------------------------------------------------------------
+
+    def export_lines(self, collection: str) -> Iterator[str]:
+        """:meth:`export` as the file holds it: one JSON object a line, each ended
+        by a newline (what ``hippo export`` writes and ``GET /export`` streams)."""
+        for record in self.export(collection):
+            yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
     def export(self, collection: str) -> Iterator[dict[str, Any]]:
         """The collection as JSON-ready records: a header, then every memory with its

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.devtools import find_chromium
+from tests.devtools import HEADLESS, find_chromium
 
 
 def chromium() -> str:
@@ -32,13 +32,7 @@ def browse(url: str, tmp_path: Path, *extra: str) -> str:
     done = subprocess.run(
         [
             chromium(),
-            "--headless",
-            "--no-sandbox",  # tests may run as root (CI containers)
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
+            *HEADLESS,
             f"--user-data-dir={tmp_path / 'profile'}",
             "--window-size=1280,800",
             "--virtual-time-budget=20000",
