@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from hippocampus.config import HippoSettings
-from hippocampus.store.base import GraphStore
+from hippocampus.store.roles import GraphStore
 
 StoreKind = Literal["embedded", "neo4j"]
 

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
+from hippocampus.dense import passage_score
 from hippocampus.errors import EmbeddingError, InvalidInputError, LimitExceededError, NotFoundError
 from hippocampus.extract import unique_names
 from hippocampus.jobs.core import ServiceCore
@@ -53,7 +54,6 @@ from hippocampus.retrieve.pipeline import (
 from hippocampus.retrieve.present import asks_about_present, present_first
 from hippocampus.retrieve.summary import context_summary
 from hippocampus.store import Vector
-from hippocampus.store.base import passage_score
 
 # The service's one logger name, as before the split: log configuration keyed on
 # "hippocampus.service" keeps covering every job.

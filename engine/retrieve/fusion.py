@@ -327,7 +327,7 @@ def mmr(
     if have:
         norms = np.sqrt(np.vecdot(units, units))
         units = units / np.where(norms > 0.0, norms, 1.0)[:, None]
-    # Pair by pair, not a BLAS product (see engine.store.base.crowding_of).
+    # Pair by pair, not a BLAS product (see hippocampus.dense.crowding_of).
     sims = np.vecdot(units[:, None, :], units[None, :, :]) if have else np.empty((0, 0))
     row = np.full(len(order), -1)
     row[have] = np.arange(len(have))

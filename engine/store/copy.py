@@ -1,6 +1,6 @@
 """Copy a collection from one store to another, over the store contract alone.
 
-Any two :class:`~hippocampus.store.base.GraphStore` implementations will do (embedded
+Any two :class:`~hippocampus.store.GraphStore` implementations will do (embedded
 to Neo4j and back, or a collection to a new name in the same store). Copied, in
 this order: memories with their vectors and passage vectors (each memory whole: tier, retrieval
 metadata such as merged duplicates, quality score and review state), then every
@@ -23,7 +23,8 @@ from pydantic import BaseModel
 
 from hippocampus.errors import ConflictError
 from hippocampus.model import Memory
-from hippocampus.store.base import GraphStore, MemoryRecord
+from hippocampus.store.records import MemoryRecord
+from hippocampus.store.roles import GraphStore
 
 _T = TypeVar("_T")
 

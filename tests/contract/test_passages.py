@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hippocampus.dense import PASSAGE_MARGIN, passage_score
 from hippocampus.embed import HashingEmbedder
 from hippocampus.embed.passages import passages
 from hippocampus.model import RecallFilters, Tier
 from hippocampus.store import GraphStore, MemoryRecord, Vector
-from hippocampus.store.base import PASSAGE_MARGIN, passage_score
 from hippocampus.store.copy import copy_collection
 from hippocampus.store.embedded import EmbeddedStore
 from tests.contract.helpers import ALL_TIERS, memory

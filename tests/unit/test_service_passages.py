@@ -12,12 +12,12 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.synth import memories
+from hippocampus.dense import PASSAGE_MARGIN
 from hippocampus.embed import HashingEmbedder
 from hippocampus.embed.passages import passages
 from hippocampus.extract import SpacyConceptExtractor
 from hippocampus.model import MemoryPatch, NewMemory
 from hippocampus.service import Hippocampus
-from hippocampus.store.base import PASSAGE_MARGIN
 from tests.unit.flaky import OPERATOR, FlakyEmbedder, operator_service
 
 C = "persona:ada"

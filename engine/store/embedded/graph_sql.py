@@ -11,7 +11,7 @@ import itertools
 import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from hippocampus.model import (
@@ -23,6 +23,7 @@ from hippocampus.model import (
     EdgeType,
 )
 from hippocampus.model.association import EdgeUpdate
+from hippocampus.store.checks import from_micros, micros
 from hippocampus.store.embedded import due
 from hippocampus.store.embedded.graph import (
     EDGE_TYPE_CODES,
@@ -34,7 +35,6 @@ from hippocampus.store.embedded.graph import (
 
 logger = logging.getLogger(__name__)
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HUB_KIND: dict[str, str] = {edge_type.value: kind.value for kind, edge_type in HUB_EDGE.items()}
 _WALKED_SQL = ", ".join(f"'{t.value}'" for t in sorted(WALKED_EDGES))
 
@@ -92,18 +92,6 @@ SELECT {EDGE_COLUMNS} FROM edges
 WHERE collection = ? AND (source, type, target) > (?, ?, ?)
 ORDER BY source, type, target LIMIT ?
 """
-
-
-def micros(moment: datetime) -> int:
-    """Microseconds since the epoch; naive datetimes are taken as UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def from_micros(value: int) -> datetime:
-    """The UTC datetime of :func:`micros`."""
-    return _EPOCH + timedelta(microseconds=value)
 
 
 def edge_of_row(row: Sequence[Any]) -> Edge:

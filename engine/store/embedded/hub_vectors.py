@@ -12,8 +12,8 @@ import logging
 import numpy as np
 import numpy.typing as npt
 
-from hippocampus.store.base import Vector
 from hippocampus.store.embedded.index import similarities, top_k
+from hippocampus.store.records import Vector
 
 logger = logging.getLogger(__name__)
 

@@ -25,22 +25,22 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from hippocampus.model import Memory, RecallFilters, Tier, speaker_key
-from hippocampus.store.base import (
+from hippocampus.dense import (
     CROWDING_NEIGHBOURS,
     CROWDING_SAMPLE,
     PASSAGE_MARGIN,
-    Vector,
     VectorSample,
     crowding_of,
 )
+from hippocampus.model import Memory, RecallFilters, Tier, speaker_key
+from hippocampus.store.checks import micros
 from hippocampus.store.embedded.rwlock import RWLock
+from hippocampus.store.records import Vector
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,6 @@ _TIERS: tuple[Tier, ...] = tuple(Tier)
 _TIER_CODE: dict[str, int] = {tier.value: code for code, tier in enumerate(_TIERS)}
 _MIN_CAPACITY = 64
 _NO_TIME = np.iinfo(np.int64).min  # the occurred_at of a free slot: no memory
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Rows = npt.NDArray[np.intp]
 
@@ -80,15 +79,8 @@ class IndexEntry(NamedTuple):
             domains=tuple(memory.retrieval.domains),
             conversation_ids=tuple(memory.retrieval.conversation_ids),
             speaker=memory.speaker,
-            occurred=epoch_micros(memory.occurred_at),
+            occurred=micros(memory.occurred_at),
         )
-
-
-def epoch_micros(moment: datetime) -> int:
-    """Microseconds since the epoch; a naive datetime is taken as UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 StoredRow = tuple[str, str, str, str | None, str | None, bytes | None, str | None, int]
@@ -579,7 +571,7 @@ class CollectionIndex:
 
     def crowding(self, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded each of ``ids``' neighbourhoods is among ``model``'s vectors
-        (:func:`hippocampus.store.base.crowding_of`): against all of them when there
+        (:func:`hippocampus.dense.crowding_of`): against all of them when there
         are no more than :data:`CROWDING_SAMPLE` (read in place, under the lock),
         else against an even sample of the rows, copied and drawn again after
         they change."""
@@ -790,9 +782,9 @@ class CollectionIndex:
             occurred = self._occurred
             ok = occurred != _NO_TIME
             if filters.occurred_after is not None:
-                ok &= occurred >= epoch_micros(filters.occurred_after)
+                ok &= occurred >= micros(filters.occurred_after)
             if filters.occurred_before is not None:
-                ok &= occurred < epoch_micros(filters.occurred_before)
+                ok &= occurred < micros(filters.occurred_before)
             in_range = set(np.flatnonzero(ok).tolist())
             allowed = in_range if allowed is None else allowed & in_range
         return allowed

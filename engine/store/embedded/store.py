@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -58,16 +58,14 @@ from hippocampus.model import (
 )
 from hippocampus.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 from hippocampus.schedule import IndexedSchedule
-from hippocampus.store.base import (
-    EdgeEnds,
-    LearnChange,
-    Learned,
-    MemoryRecord,
-    StoreStats,
-    Vector,
+from hippocampus.store.checks import (
+    check_collection,
     check_decay_pass,
     check_learned,
     check_lease,
+    check_passages,
+    check_vector,
+    micros,
 )
 from hippocampus.store.embedded import due, graph_sql, integrity, turns
 from hippocampus.store.embedded import events as event_log
@@ -75,6 +73,14 @@ from hippocampus.store.embedded.due import DueEntry, DueIndex
 from hippocampus.store.embedded.graph import WALKED_EDGES, CollectionGraph, WalkEdge
 from hippocampus.store.embedded.index import CollectionIndex, IndexEntry
 from hippocampus.store.embedded.text_index import TextIndex
+from hippocampus.store.records import (
+    EdgeEnds,
+    LearnChange,
+    Learned,
+    MemoryRecord,
+    StoreStats,
+    Vector,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +95,6 @@ _MAX_IDLE_READERS = 32
 _COMPACT_BATCH = 5_000  # events dropped per transaction
 _EDGE_PAGE = 5_000  # rows per page of iter_edge_ends: plain tuples, cheap to hold
 _WRITER_CACHE_KIB = 64 * 1024
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HUB_KIND = {edge_type: kind for kind, edge_type in HUB_EDGE.items()}
 # Per edge type: its name and the kind of hub it points at (None: it points at a memory).
 _EDGE_TYPE_INFO: dict[str, tuple[str, str | None]] = {
@@ -212,7 +217,7 @@ FIND_BY_HASH_SQL = (
 
 
 class EmbeddedStore:
-    """A :class:`~hippocampus.store.base.GraphStore` in one local data directory.
+    """A :class:`~hippocampus.store.GraphStore` in one local data directory.
 
     Files: ``hippo.sqlite3`` (with its WAL) and ``hippo.lock``. The vector index of
     a collection, and its BM25 index of content, are built from SQLite on the
@@ -346,7 +351,7 @@ class EmbeddedStore:
         repeated: list[str] = []
         for record in records:
             memory = record.memory
-            _check_collection(collection, memory)
+            check_collection(collection, memory)
             if memory.id in seen:
                 repeated.append(memory.id)
             seen.add(memory.id)
@@ -357,18 +362,18 @@ class EmbeddedStore:
                         f"memory {memory.id!r} has a vector but no embedding_model",
                         field="embedding_model",
                     )
-                vector = _as_vector(record.vector, memory.id)
+                vector = check_vector(record.vector, memory.id)
             elif memory.embedding_model is not None:
                 # No vector stored means no model: keep the doc equal to the columns.
                 memory = memory.model_copy(update={"embedding_model": None})
-            checked = _as_passages(record.passages, vector, memory.id)
+            checked = check_passages(record.passages, vector, memory.id)
             if checked is not None:
                 passages[memory.id] = checked
             columns = due.due_columns(memory)
             rows.append((*_memory_row(collection, memory, vector), *columns.values()))
             dues.append(DueEntry.of(memory, columns))
             edges.extend(
-                _edges_of_record(collection, memory.id, record.edges, _micros(memory.created_at))
+                _edges_of_record(collection, memory.id, record.edges, micros(memory.created_at))
             )
             entries.append((IndexEntry.of(memory), vector, memory.embedding_model))
         if repeated:
@@ -388,7 +393,7 @@ class EmbeddedStore:
                 except sqlite3.IntegrityError as e:
                     raise ConflictError(f"memories already exist in {collection!r}") from e
                 _write_edges(conn, edges, sources_exist=True)
-                turns.relink(conn, collection, _turn_keys(records), _micros(_now()))
+                turns.relink(conn, collection, _turn_keys(records), micros(_now()))
                 _write_passages(conn, collection, _passage_rows(records, passages))
                 rebuild = _record_dims(
                     conn, index, [(m, v.shape[0]) for _, v, m in entries if v is not None and m]
@@ -425,7 +430,7 @@ class EmbeddedStore:
                 a vector.
         """
         memory = record.memory
-        _check_collection(collection, memory)
+        check_collection(collection, memory)
         vector: Vector | None = None
         if record.drop_vector:
             if record.vector is not None:
@@ -440,10 +445,10 @@ class EmbeddedStore:
                     f"memory {memory.id!r} has a vector but no embedding_model",
                     field="embedding_model",
                 )
-            vector = _as_vector(record.vector, memory.id)
-        passages = _as_passages(record.passages, vector, memory.id)
+            vector = check_vector(record.vector, memory.id)
+        passages = check_passages(record.passages, vector, memory.id)
         edges = (
-            _edges_of_record(collection, memory.id, record.edges, _micros(memory.created_at))
+            _edges_of_record(collection, memory.id, record.edges, micros(memory.created_at))
             if replace_edges
             else []
         )
@@ -462,8 +467,8 @@ class EmbeddedStore:
                     "category": memory.category,
                     "tier": Tier(memory.tier).value,
                     "hash": memory.content_hash,
-                    "created": _micros(memory.created_at),
-                    "occurred": _micros(memory.occurred_at),
+                    "created": micros(memory.created_at),
+                    "occurred": micros(memory.occurred_at),
                     "turn_of": memory.turn_of,
                     **due_columns,
                 }
@@ -513,7 +518,7 @@ class EmbeddedStore:
                 placed = _turn_keys([record])
                 if placed != ([was] if was is not None else []):
                     moved = [*placed, *([was] if was is not None else [])]
-                    turns.relink(conn, collection, moved, _micros(_now()))
+                    turns.relink(conn, collection, moved, micros(_now()))
                 if replace_edges:
                     old_hubs = conn.execute(
                         _SELECT_HUB_EDGES_OF, (collection, memory.id)
@@ -568,7 +573,7 @@ class EmbeddedStore:
                 )
                 _prune_hubs(conn, collection, old_hubs)
                 if was is not None:
-                    turns.relink(conn, collection, [was], _micros(_now()))
+                    turns.relink(conn, collection, [was], micros(_now()))
             # Before the filter index: see add_memories.
             self._texts[collection].remove(memory_id)
             # The graph before the index too: a walk filters by index slots, and a
@@ -633,7 +638,7 @@ class EmbeddedStore:
         if dues is None:  # closed since _index() returned
             self._check_open()
             raise StoreUnavailableError(f"the store at {self._data_dir} is closing")
-        ids = dues.due(schedule, _micros(now), limit)
+        ids = dues.due(schedule, micros(now), limit)
         found = self.get_memories(collection, ids)
         # A memory deleted or edited since the index was read is left out, or
         # comes as it now is: the caller checks what it gets.
@@ -742,8 +747,8 @@ class EmbeddedStore:
         for memory_id, vector, model in items:
             if not model:
                 raise InvalidInputError("a vector needs the name of its model", field="model")
-            checked.append((memory_id, _as_vector(vector, memory_id), model))
-            rows = _as_passages((passages or {}).get(memory_id), checked[-1][1], memory_id)
+            checked.append((memory_id, check_vector(vector, memory_id), model))
+            rows = check_passages((passages or {}).get(memory_id), checked[-1][1], memory_id)
             if rows is not None:
                 rows_of[memory_id] = rows
         with self._write_lock:
@@ -980,7 +985,7 @@ class EmbeddedStore:
                 raise InvalidInputError(f"{kind!r} is not a hub kind", field="kind")
             if not model:
                 raise InvalidInputError("a vector needs the name of its model", field="model")
-            checked.append((kind, name, _as_vector(vector, f"{kind} {name}"), model))
+            checked.append((kind, name, check_vector(vector, f"{kind} {name}"), model))
         if not checked:
             return
         with self._write_lock:
@@ -1072,7 +1077,7 @@ class EmbeddedStore:
                 [0, 1].
         """
         check_decay_pass(period, step, floor)
-        cutoff = _micros(unused_before)
+        cutoff = micros(unused_before)
         with self._write_lock:
             graph = self._graph(collection)
             with self._transaction("decay edges") as conn:
@@ -1136,7 +1141,7 @@ class EmbeddedStore:
             raise InvalidInputError("keep must not be negative", field="keep")
         if before is None and keep is None:
             return 0
-        cutoff = _micros(before) if before is not None else None
+        cutoff = micros(before) if before is not None else None
         dropped = 0
         while True:
             with self._write_lock, self._transaction("compact the event log") as conn:
@@ -1210,7 +1215,7 @@ class EmbeddedStore:
                             "doc": m.model_dump_json(),
                             "category": m.category,
                             "tier": Tier(m.tier).value,
-                            "occurred": _micros(m.occurred_at),
+                            "occurred": micros(m.occurred_at),
                             "turn_of": m.turn_of,
                             "c": collection,
                             "i": m.id,
@@ -1229,7 +1234,7 @@ class EmbeddedStore:
                     )
                 ]
                 if moved:
-                    turns.relink(conn, collection, moved, _micros(_now()))
+                    turns.relink(conn, collection, moved, micros(_now()))
                 if learned.states:
                     conn.executemany(_UPSERT_STATE, _state_rows(collection, learned.states))
                 applied = graph_sql.reinforcements(graph, learned.reinforce)
@@ -1706,47 +1711,6 @@ def _translated(action: str) -> Iterator[None]:
         raise _wrap(e, action) from e
 
 
-def _check_collection(collection: str, memory: Memory) -> None:
-    if memory.collection != collection:
-        raise InvalidInputError(
-            f"memory {memory.id!r} belongs to {memory.collection!r}, not {collection!r}",
-            field="collection",
-        )
-
-
-def _as_vector(value: Vector, memory_id: str) -> Vector:
-    vector = np.ascontiguousarray(value, dtype=np.float32)
-    if vector.ndim != 1 or vector.shape[0] == 0:
-        raise InvalidInputError(
-            f"the vector of {memory_id!r} must be one-dimensional and not empty", field="vector"
-        )
-    if not np.isfinite(vector).all():
-        raise InvalidInputError(f"the vector of {memory_id!r} is not finite", field="vector")
-    return vector
-
-
-def _as_passages(value: Vector | None, vector: Vector | None, memory_id: str) -> Vector | None:
-    """Passage vectors as stored: a finite 2-D float32 array of ``vector``'s
-    dimension, which they need; ``None`` when there are none."""
-    if value is None:
-        return None
-    if vector is None:
-        raise InvalidInputError(
-            f"memory {memory_id!r} has passage vectors but no vector", field="passages"
-        )
-    rows = np.ascontiguousarray(value, dtype=np.float32)
-    if rows.ndim != 2 or rows.shape[1] != vector.shape[0]:
-        raise InvalidInputError(
-            f"the passage vectors of {memory_id!r} must be rows of the vector's dimension",
-            field="passages",
-        )
-    if not np.isfinite(rows).all():
-        raise InvalidInputError(
-            f"the passage vectors of {memory_id!r} are not finite", field="passages"
-        )
-    return rows if rows.shape[0] else None
-
-
 def _passage_rows(
     records: Sequence[MemoryRecord], passages: Mapping[str, Vector]
 ) -> list[tuple[str, str, int, str, bytes]]:
@@ -1839,19 +1803,12 @@ def _insert_events(conn: sqlite3.Connection, collection: str, events: Sequence[E
                 json.dumps(data["payload"], separators=(",", ":")),
             )
         )
-    appended = _micros(_now())
+    appended = micros(_now())
     conn.executemany(
         "INSERT INTO events (collection, type, at, memory_ids, payload, appended_at)"
         " VALUES (?, ?, ?, ?, ?, ?)",
         [(*row, appended) for row in rows],
     )
-
-
-def _micros(moment: datetime) -> int:
-    """Microseconds since the epoch; naive datetimes are taken as UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 def _memory_row(collection: str, memory: Memory, vector: Vector | None) -> tuple[Any, ...]:
@@ -1862,22 +1819,22 @@ def _memory_row(collection: str, memory: Memory, vector: Vector | None) -> tuple
         memory.category,
         Tier(memory.tier).value,
         memory.content_hash,
-        _micros(memory.created_at),
+        micros(memory.created_at),
         vector.tobytes() if vector is not None else None,
         memory.embedding_model if vector is not None else None,
-        _micros(memory.occurred_at),
+        micros(memory.occurred_at),
         memory.turn_of,
     )
 
 
 def _place(memory: Memory) -> tuple[str | None, int]:
-    return memory.turn_of, _micros(memory.occurred_at)
+    return memory.turn_of, micros(memory.occurred_at)
 
 
 def _turn_keys(records: Sequence[MemoryRecord]) -> list[turns.TurnKey]:
     """The places of the records' memories among their conversation's turns."""
     return [
-        turns.TurnKey(turn_of, _micros(r.memory.occurred_at), r.memory.id)
+        turns.TurnKey(turn_of, micros(r.memory.occurred_at), r.memory.id)
         for r in records
         if (turn_of := r.memory.turn_of) is not None
     ]
@@ -1924,8 +1881,8 @@ def _edge_row(collection: str, edge: Edge, created: int | None = None) -> _EdgeR
         edge.co_occurrences,
         last.isoformat() if last is not None else None,
         edge.kind,
-        _micros(edge.created_at) if edge.created_at is not None else created,
-        _micros(last) if last is not None else None,
+        micros(edge.created_at) if edge.created_at is not None else created,
+        micros(last) if last is not None else None,
         hub,
     )
 

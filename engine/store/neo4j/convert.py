@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -31,25 +31,14 @@ from hippocampus.model import (
     speaker_key,
 )
 from hippocampus.schedule import due_keys
-from hippocampus.store.base import Vector
+from hippocampus.store.checks import utc
+from hippocampus.store.records import Vector
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_QUERY_TERMS = 256  # well under Lucene's 1024 clauses per query
 _TAG_CHARS = 8
 """Hex digits of a collection's tag (:func:`tagged`): another collection with the
 same tag only adds candidates the search then filters out."""
 _HUB_TYPES = frozenset(t.value for t in HUB_EDGE.values())
-
-
-def utc(moment: datetime) -> datetime:
-    """``moment`` with a timezone; naive datetimes are taken as UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def micros(moment: datetime) -> int:
-    """Microseconds since the epoch (a naive datetime is taken as UTC): how the
-    due dates on memories are kept (:func:`due_properties`)."""
-    return (utc(moment) - _EPOCH) // timedelta(microseconds=1)
 
 
 def maybe_utc(moment: datetime | None) -> datetime | None:
@@ -71,18 +60,6 @@ def native_datetime(value: Any) -> datetime | None:
     return moment
 
 
-def check_vector(value: Vector, owner: str) -> Vector:
-    """``value`` as a float32 vector, refused unless one-dimensional, not empty and finite."""
-    vector = np.ascontiguousarray(value, dtype=np.float32)
-    if vector.ndim != 1 or vector.shape[0] == 0:
-        raise InvalidInputError(
-            f"the vector of {owner!r} must be one-dimensional and not empty", field="vector"
-        )
-    if not np.isfinite(vector).all():
-        raise InvalidInputError(f"the vector of {owner!r} is not finite", field="vector")
-    return vector
-
-
 def vector_value(vector: Vector) -> list[float]:
     """A vector as the statements take it: a list of floats (float32 values,
     exactly), which they store as a float32 array (``db.create.setNodeVectorProperty``):
@@ -94,14 +71,6 @@ def vector_value(vector: Vector) -> list[float]:
 def vector_of(values: Sequence[float]) -> Vector:
     """A stored vector back as float32 (exact: the values came from float32)."""
     return np.asarray(values, dtype=np.float32)
-
-
-def check_collection(collection: str, memory: Memory) -> None:
-    if memory.collection != collection:
-        raise InvalidInputError(
-            f"memory {memory.id!r} belongs to {memory.collection!r}, not {collection!r}",
-            field="collection",
-        )
 
 
 def memory_properties(

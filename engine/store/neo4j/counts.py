@@ -35,8 +35,8 @@ from neo4j import ManagedTransaction, Record
 
 from hippocampus.lexical import tokenize
 from hippocampus.model import HUB_OF_EDGE, EdgeType, Memory, Tier
-from hippocampus.store.base import StoreStats
 from hippocampus.store.neo4j.statements import statement
+from hippocampus.store.records import StoreStats
 
 SHARDS = 8
 """Nodes per counter: how many writers to one collection may update its counts

@@ -1,4 +1,4 @@
-"""The Neo4j store: the :class:`~hippocampus.store.base.GraphStore` contract over the
+"""The Neo4j store: the :class:`~hippocampus.store.GraphStore` contract over the
 official driver, every statement a file under ``cypher/``.
 
 Graph model (labels and relationship types as in DESIGN.md; every edge holds
@@ -61,6 +61,13 @@ from neo4j import (
 )
 from neo4j.exceptions import ConfigurationError, Neo4jError
 
+from hippocampus.dense import (
+    CROWDING_NEIGHBOURS,
+    CROWDING_SAMPLE,
+    PASSAGE_MARGIN,
+    VectorSample,
+    crowding_of,
+)
 from hippocampus.embed.base import normalize_rows
 from hippocampus.errors import (
     ConfigError,
@@ -92,27 +99,21 @@ from hippocampus.model.association import (
     PathStep,
 )
 from hippocampus.schedule import IndexedSchedule
-from hippocampus.store.base import (
-    CROWDING_NEIGHBOURS,
-    CROWDING_SAMPLE,
-    PASSAGE_MARGIN,
+from hippocampus.store import checks
+from hippocampus.store.checks import check_decay_pass, check_learned, check_lease
+from hippocampus.store.neo4j import convert, counts
+from hippocampus.store.neo4j.counts import Tally
+from hippocampus.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
+from hippocampus.store.neo4j.statements import statement
+from hippocampus.store.neo4j.translate import lost_race, translated
+from hippocampus.store.records import (
     EdgeEnds,
     LearnChange,
     Learned,
     MemoryRecord,
     StoreStats,
     Vector,
-    VectorSample,
-    check_decay_pass,
-    check_learned,
-    check_lease,
-    crowding_of,
 )
-from hippocampus.store.neo4j import convert, counts
-from hippocampus.store.neo4j.counts import Tally
-from hippocampus.store.neo4j.graph_model import HUB_LABELS, NODE_KINDS
-from hippocampus.store.neo4j.statements import statement
-from hippocampus.store.neo4j.translate import lost_race, translated
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +219,7 @@ _HASH_END = "\U0010ffff"
 
 
 class Neo4jStore:
-    """A :class:`~hippocampus.store.base.GraphStore` in a Neo4j 5 database.
+    """A :class:`~hippocampus.store.GraphStore` in a Neo4j 5 database.
 
     Beyond the contract:
 
@@ -602,7 +603,7 @@ class Neo4jStore:
         repeated: list[str] = []
         for record in records:
             memory = record.memory
-            convert.check_collection(collection, memory)
+            checks.check_collection(collection, memory)
             if memory.id in seen:
                 repeated.append(memory.id)
             seen.add(memory.id)
@@ -665,7 +666,7 @@ class Neo4jStore:
                 a vector.
         """
         memory = record.memory
-        convert.check_collection(collection, memory)
+        checks.check_collection(collection, memory)
         if record.drop_vector:
             if record.vector is not None:
                 raise InvalidInputError(
@@ -816,7 +817,7 @@ class Neo4jStore:
             raise InvalidInputError(f"no stored due dates for {schedule!r}", field="schedule")
         if limit <= 0:
             return []
-        params = {"schedule": schedule, "now": convert.micros(now), "limit": limit}
+        params = {"schedule": schedule, "now": checks.micros(now), "limit": limit}
         rows = self._read("list due memories", _records("memory/due_memories", params, collection))
         return convert.memories_of(rows)
 
@@ -965,7 +966,7 @@ class Neo4jStore:
         for memory_id, vector, model in items:
             if not model:
                 raise InvalidInputError("a vector needs the name of its model", field="model")
-            checked = convert.check_vector(vector, memory_id)
+            checked = checks.check_vector(vector, memory_id)
             rows.append(
                 {
                     "id": memory_id,
@@ -1276,7 +1277,7 @@ class Neo4jStore:
                 raise InvalidInputError(f"{kind!r} is not a hub kind", field="kind")
             if not model:
                 raise InvalidInputError("a vector needs the name of its model", field="model")
-            checked = convert.check_vector(vector, f"{kind} {name}")
+            checked = checks.check_vector(vector, f"{kind} {name}")
             rows.append(
                 {
                     "kind": kind,
@@ -1443,7 +1444,7 @@ class Neo4jStore:
         check_decay_pass(period, step, floor)
         params = {
             "period": period,
-            "unused_before": convert.utc(unused_before),
+            "unused_before": checks.utc(unused_before),
             "step": step,
             "floor": floor,
             "limit": _WRITE_BATCH,
@@ -1831,7 +1832,7 @@ class Neo4jStore:
                 f"memory {record.memory.id!r} has a vector but no embedding_model",
                 field="embedding_model",
             )
-        return convert.check_vector(record.vector, record.memory.id)
+        return checks.check_vector(record.vector, record.memory.id)
 
     def _session(self) -> Session:
         """A session of the store's database, causally after the store's writes."""
@@ -1882,20 +1883,10 @@ def _usable(query: Vector) -> bool:
 
 
 def _check_passages(value: Vector | None, vector: Vector, memory_id: str) -> list[list[float]]:
-    """Passage vectors as written: rows of ``vector``'s dimension, finite."""
-    if value is None:
-        return []
-    rows = np.asarray(value, dtype=np.float32)
-    if rows.ndim != 2 or rows.shape[1] != vector.shape[0]:
-        raise InvalidInputError(
-            f"the passage vectors of {memory_id!r} must be rows of the vector's dimension",
-            field="passages",
-        )
-    if not np.isfinite(rows).all():
-        raise InvalidInputError(
-            f"the passage vectors of {memory_id!r} are not finite", field="passages"
-        )
-    return [convert.vector_value(row) for row in rows]
+    """Passage vectors as written (:func:`~hippocampus.store.checks.check_passages`),
+    one list of floats each."""
+    rows = checks.check_passages(value, vector, memory_id)
+    return [] if rows is None else [convert.vector_value(row) for row in rows]
 
 
 def _hash_point(content_hash: str) -> float | None:
@@ -2151,7 +2142,7 @@ def _model_after(record: MemoryRecord, was: Memory) -> str | None:
 
 
 def _turn_place(memory: Memory) -> tuple[str | None, datetime]:
-    return memory.turn_of, convert.utc(memory.occurred_at)
+    return memory.turn_of, checks.utc(memory.occurred_at)
 
 
 class _TurnsToLock(Exception):
@@ -2208,7 +2199,7 @@ def _link_turns(
         {m.turn_of for m in memories if m.turn_of is not None} - locked,
     )
     places = [
-        {"turn_of": m.turn_of, "occurred_at": convert.utc(m.occurred_at), "id": m.id}
+        {"turn_of": m.turn_of, "occurred_at": checks.utc(m.occurred_at), "id": m.id}
         for m in memories
         if m.turn_of is not None
     ]
@@ -2218,7 +2209,7 @@ def _link_turns(
             "memory/link_turns",
             collection,
             places=places,
-            at=convert.utc(datetime.now(UTC)),
+            at=checks.utc(datetime.now(UTC)),
             weight=SEQUENCE_WEIGHT,
             kind=SEQUENCE_KIND,
         )

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hippocampus.dense import VectorSample, crowding_of
 from hippocampus.model import RecallFilters
 from hippocampus.retrieve.config import ASSOCIATIVE, DENSE, SearchConfig
 from hippocampus.retrieve.pipeline import Retrieval, retrieve
 from hippocampus.store import MemoryRecord, Vector
-from hippocampus.store.base import VectorSample, crowding_of
 from hippocampus.store.embedded import EmbeddedStore
 from tests.unit.retrieve.test_pipeline import MODEL, T0, C, FixedExtractor, memory
 

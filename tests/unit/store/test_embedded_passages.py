@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hippocampus.dense import PASSAGE_MARGIN
 from hippocampus.errors import InvalidInputError
 from hippocampus.model import RecallFilters
 from hippocampus.store import MemoryRecord
-from hippocampus.store.base import PASSAGE_MARGIN
 from hippocampus.store.embedded import EmbeddedStore
 from tests.contract.helpers import memory, unit, vec
 

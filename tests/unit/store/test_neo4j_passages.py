@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from hippocampus.dense import PASSAGE_MARGIN
 from hippocampus.errors import ConfigError, InvalidInputError
 from hippocampus.model import Memory, RecallFilters
 from hippocampus.model import content_hash as hash_of
 from hippocampus.store import MemoryRecord
-from hippocampus.store.base import PASSAGE_MARGIN
 from hippocampus.store.neo4j import Neo4jStore
 from hippocampus.store.neo4j.store import (
     _INDEXES,

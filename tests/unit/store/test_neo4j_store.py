@@ -24,6 +24,7 @@ from neo4j.exceptions import (
     TransientError,
 )
 
+from hippocampus.dense import CROWDING_SAMPLE
 from hippocampus.errors import (
     ConfigError,
     ConflictError,
@@ -39,7 +40,6 @@ from hippocampus.model import Edge, EdgeType, Event, Memory, RecallFilters
 from hippocampus.model import content_hash as hash_of
 from hippocampus.model.association import Anchor, ExpandParams
 from hippocampus.store import GraphStore, Learned, MemoryRecord
-from hippocampus.store.base import CROWDING_SAMPLE
 from hippocampus.store.neo4j import Neo4jStore
 from hippocampus.store.neo4j.store import SCHEMA_OWNER, SCHEMA_VERSION
 from tests.unit.store.neo4j_fake import FakeDriver, counted_vectors

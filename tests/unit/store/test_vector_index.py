@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from hippocampus.model import RecallFilters, Tier
-from hippocampus.store.base import Vector
 from hippocampus.store.embedded.index import CollectionIndex, IndexEntry, similarities, top_k
+from hippocampus.store.records import Vector
 
 ALL_TIERS = RecallFilters(tiers=list(Tier))
 

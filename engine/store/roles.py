@@ -1,192 +1,34 @@
-"""The store contract every backend implements.
+"""The store contract every backend implements, cut by role.
 
-Small and grouped by object (memories, vectors, edges, events, collections),
-with the collection on every call: no call ever crosses collections. Nothing
+Each role is a small protocol over one kind of object (memories, vectors,
+text, hubs, the graph, learning, events, state, the store as a whole), with the
+collection on every call: no call ever crosses collections. :class:`GraphStore`
+is all of them; code that needs one role can name that role alone. Nothing
 above ``engine/store/`` knows which implementation it holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
-from pydantic import BaseModel, Field
-
-from hippocampus.errors import InvalidInputError
 from hippocampus.model import Edge, EdgeType, Event, Memory, RecallFilters
 from hippocampus.model.association import Anchor, EdgeUpdate, ExpandParams, Expansion, HubMatch
 from hippocampus.schedule import IndexedSchedule
-
-Vector = npt.NDArray[np.float32]
-
-EdgeEnds = tuple[str, str, str, float]
-"""An edge's ``(source, type, target, weight)``: :meth:`GraphStore.iter_edge_ends`."""
-
-
-PASSAGE_MARGIN = 0.15
-"""How much better than its memory's own vector a later passage must match the
-query to count: dense search scores a memory ``max(vector's similarity, best
-passage's similarity - PASSAGE_MARGIN)``. A long memory has many passages, and
-the best of many matches a query well by chance more often than one does: on
-beam-100k's long assistant messages the plain maximum cost dense R@10 eight
-points (short turns were crowded out), the margin nothing, and a passage that
-answers the query clearly still lifts its memory."""
+from hippocampus.store.records import (
+    EdgeEnds,
+    LearnChange,
+    Learned,
+    MemoryRecord,
+    StoreStats,
+    Vector,
+)
 
 
-CROWDING_NEIGHBOURS = 50
-"""How many nearest neighbours measure how crowded a memory's neighbourhood is
-(:meth:`GraphStore.crowding`)."""
-CROWDING_SAMPLE = 512
-"""How many of a collection's vectors, spread evenly over it, stand for the whole
-collection when crowding is measured: a recall compares its candidates with
-these, never with every memory."""
-
-
-@dataclass(frozen=True)
-class VectorSample:
-    """Stored vectors of one model spread evenly over a collection (what
-    :meth:`GraphStore.crowding` measures against): the memories' ids, their vectors at unit
-    length (one row each, in the order of ``ids``), and how many memories of the
-    collection have a vector of that model (``total``; the sample is all of them
-    when it is as long; a store that does not count them estimates it)."""
-
-    ids: list[str]
-    vectors: npt.NDArray[np.float32]
-    total: int
-    position: dict[str, int] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "position", {mid: i for i, mid in enumerate(self.ids)})
-
-
-def crowding_of(
-    ids: Sequence[str], units: npt.NDArray[np.float32], sample: VectorSample, neighbours: int
-) -> dict[str, float]:
-    """The crowding of memories ``ids`` (their unit vectors the rows of ``units``):
-    the mean similarity of each one's ``neighbours`` nearest other memories,
-    estimated from ``sample``. When the sample holds s of the collection's n
-    vectors, a memory's nearest ``round(neighbours × s / n)`` of the sample (at
-    least one) stand for its nearest ``neighbours``. A memory is never its own
-    neighbour; nothing is measured against a sample of fewer than two vectors."""
-    size = len(sample.ids)
-    if size < 2 or not ids or units.shape[1] != sample.vectors.shape[1]:
-        return {}
-    # Pair by pair in this thread, not by a BLAS matrix product: that hands the
-    # work to BLAS's threads, which then spin on the cores the rest of the
-    # recall needs (see engine.store.embedded.index.similarities).
-    sims = np.vecdot(units[:, None, :], sample.vectors[None, :, :])
-    for row, mid in enumerate(ids):
-        column = sample.position.get(mid)
-        if column is not None:
-            sims[row, column] = -np.inf
-    k = min(max(1, round(neighbours * size / max(sample.total, size))), size - 1)
-    nearest = np.partition(sims, size - k, axis=1)[:, size - k :]
-    return dict(zip(ids, nearest.mean(axis=1).tolist(), strict=True))
-
-
-def passage_score(similarity: float, best_passage: float) -> float:
-    """A memory's dense score from its vector's similarity and its best later
-    passage's (see :data:`PASSAGE_MARGIN`)."""
-    return max(similarity, best_passage - PASSAGE_MARGIN)
-
-
-@dataclass(frozen=True)
-class MemoryRecord:
-    """A memory as written: the memory, its vector (``None`` when it has none yet:
-    ``memory.embedding_model`` is then ``None`` too) and its outgoing edges.
-
-    ``drop_vector`` is for :meth:`GraphStore.replace_memory` only: the stored
-    vector goes too (it described content that changed and no new vector could be
-    made), so the memory is pending re-embedding. It cannot come with a vector.
-
-    ``passages`` are the vectors of a long memory's passages after its first (the
-    first passage's vector is ``vector``): 2-D, one row per passage in order, of
-    the same model and dimension as ``vector``, which they need. Dense search
-    scores a memory by the best of ``vector`` and its passages. They are written
-    with ``vector`` and replaced with it: a record with a vector and no passages
-    leaves the memory none.
-
-    ``keep_learned`` and ``keep_tier`` are for :meth:`GraphStore.replace_memory`
-    too: an edit made from an earlier read keeps what learning recorded in the
-    stored memory meanwhile (:func:`~hippocampus.model.memory.with_learning_of`; with
-    ``keep_tier`` as well, its tier and ``promoted_at``), taken inside the write's
-    transaction, so an edit never undoes a concurrent learning update.
-    """
-
-    memory: Memory
-    vector: Vector | None = None
-    edges: Sequence[Edge] = field(default_factory=tuple)
-    drop_vector: bool = False
-    passages: Vector | None = None
-    keep_learned: bool = False
-    keep_tier: bool = False
-
-
-@dataclass(frozen=True)
-class Learned:
-    """What one learning update writes (see :meth:`GraphStore.learn`), all in one
-    transaction.
-
-    Attributes:
-        memories: memories with changed metadata (confidence, counts, review,
-            tier, the conversations a merged repeat came from, ...). Their content,
-            vector and hub edges are as read: a learning update changes what was
-            learned about a memory, never what it says. A memory whose place
-            among its conversation's turns changes is relinked there.
-        states: state documents to write, by key.
-        reinforce: edge reinforcements (:meth:`GraphStore.reinforce_edges`).
-        events: appended to the collection's event log.
-    """
-
-    memories: Sequence[Memory] = ()
-    states: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    reinforce: Sequence[EdgeUpdate] = ()
-    events: Sequence[Event] = ()
-
-
-LearnChange = Callable[[Mapping[str, Memory], Mapping[str, dict[str, Any]]], Learned]
-"""A learning update: given the memories and state documents it named, as stored
-now (absent ones left out), what to write. It may run more than once (a store
-runs a transaction that lost a race again) and must depend on nothing but its
-arguments; it raises to write nothing."""
-
-
-class StoreStats(BaseModel):
-    """Counts a store can give cheaply for one collection."""
-
-    memories: int = 0
-    by_category: dict[str, int] = Field(default_factory=dict)
-    by_tier: dict[str, int] = Field(default_factory=dict)
-    pending_embeddings: int = 0
-    hubs: dict[str, int] = Field(default_factory=dict)
-    edges: dict[str, int] = Field(default_factory=dict)
-    events: int = 0
-    """Events ever appended, those compacted away included (as ``events_by_type``)."""
-    events_by_type: dict[str, int] = Field(default_factory=dict)
-    events_retained: int = 0
-    """Events the log still holds (what :meth:`GraphStore.iter_events` yields)."""
-    quality_scored: int = 0
-    quality_sum: float = 0.0
-    """Memories with a quality score, and the sum of their scores (kept as a
-    running total where the store can)."""
-
-
-@runtime_checkable
-class GraphStore(Protocol):
-    """Durable storage of memories, their vectors, edges and the event log."""
-
-    parallel_reads: bool
-    """Whether two reads started at once finish sooner than one after the other:
-    true for a database server (the reads wait on the network and run on its
-    cores), false for a store that reads on the caller's own CPU. A recall then
-    does the reads that do not wait on each other side by side (the text search
-    beside the vector search, and more: :func:`hippocampus.retrieve.pipeline.retrieve`)."""
-
-    # -- memories ---------------------------------------------------------------
+class MemoryRole(Protocol):
+    """Memories: written, read, edited and deleted; found by hash, by due date
+    and in conversation order."""
 
     def add_memories(self, collection: str, records: Sequence[MemoryRecord]) -> None:
         """Insert new memories with their vectors and edges, all or nothing.
@@ -264,7 +106,10 @@ class GraphStore(Protocol):
         """
         ...
 
-    # -- vectors ----------------------------------------------------------------
+
+class VectorRole(Protocol):
+    """Vectors: dense search, stored vectors and passages, crowding, and the
+    memories still to embed."""
 
     def search_vectors(
         self,
@@ -330,11 +175,12 @@ class GraphStore(Protocol):
         ...
 
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
-        """How crowded each given memory's neighbourhood is: the mean similarity of
-        its :data:`CROWDING_NEIGHBOURS` nearest other memories of the collection
-        (vectors of ``model``), measured against an even sample of the collection
-        (:func:`crowding_of`). Memories without a vector of ``model`` are left out.
-        A store may measure against a sample up to a minute old."""
+        """How crowded each given memory's neighbourhood is: the mean similarity
+        of its :data:`~hippocampus.dense.CROWDING_NEIGHBOURS` nearest other
+        memories of the collection (vectors of ``model``), measured against an
+        even sample of the collection (:func:`~hippocampus.dense.crowding_of`).
+        Memories without a vector of ``model`` are left out. A store may measure
+        against a sample up to a minute old."""
         ...
 
     def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
@@ -350,7 +196,9 @@ class GraphStore(Protocol):
         """How many memories :meth:`pending_embeddings` would list with no limit."""
         ...
 
-    # -- lexical ----------------------------------------------------------------
+
+class TextRole(Protocol):
+    """Lexical search over the memories' content."""
 
     def search_text(
         self, collection: str, query: str, *, k: int, filters: RecallFilters
@@ -368,7 +216,9 @@ class GraphStore(Protocol):
         no term counts read); the embedded store ranks them by its BM25."""
         ...
 
-    # -- hubs -------------------------------------------------------------------
+
+class HubRole(Protocol):
+    """Hubs (domains, triggers, concepts): matched by name, searched by their names' vectors."""
 
     def match_hubs(self, collection: str, names: Sequence[str]) -> list[HubMatch]:
         """Hub nodes of any kind whose name is one of ``names`` (similarity 1.0),
@@ -399,7 +249,9 @@ class GraphStore(Protocol):
         kind then name."""
         ...
 
-    # -- graph ------------------------------------------------------------------
+
+class GraphRole(Protocol):
+    """The graph as recall walks it and as it is read and written edge by edge."""
 
     def expand(
         self,
@@ -416,6 +268,31 @@ class GraphStore(Protocol):
         ``paths=False`` the expansions carry no paths (``anchors`` still counts
         them): a recall that explains nothing need not build them."""
         ...
+
+    def iter_edges(self, collection: str) -> Iterator[Edge]:
+        """Every edge of the collection (each ASSOCIATED edge once)."""
+        ...
+
+    def iter_edge_ends(self, collection: str) -> Iterator[EdgeEnds]:
+        """``(source, type, target, weight)`` of every edge of the collection, as
+        :meth:`iter_edges` gives them (each ASSOCIATED edge once, ordered by
+        source, type, target), without building an :class:`Edge` of each: what
+        whole-graph figures read (graph health), where a million edges made into
+        objects cost more than the figures."""
+        ...
+
+    def edges_of(self, collection: str, memory_id: str) -> list[Edge]:
+        """Edges leaving the memory, and ASSOCIATED edges reaching it."""
+        ...
+
+    def upsert_edges(self, collection: str, edges: Sequence[Edge]) -> None:
+        """Create or overwrite edges (weights and counters as given). Hub nodes are
+        created when absent; edges whose memory does not exist are skipped."""
+        ...
+
+
+class LearningRole(Protocol):
+    """What learning writes: edges reinforced and decayed, and atomic learning updates."""
 
     def reinforce_edges(self, collection: str, updates: Sequence[EdgeUpdate]) -> None:
         """Apply reinforcements set-based, in one transaction. Updates whose
@@ -442,79 +319,6 @@ class GraphStore(Protocol):
             How many edges were decayed.
         """
         ...
-
-    def iter_edges(self, collection: str) -> Iterator[Edge]:
-        """Every edge of the collection (each ASSOCIATED edge once)."""
-        ...
-
-    def iter_edge_ends(self, collection: str) -> Iterator[EdgeEnds]:
-        """``(source, type, target, weight)`` of every edge of the collection, as
-        :meth:`iter_edges` gives them (each ASSOCIATED edge once, ordered by
-        source, type, target), without building an :class:`Edge` of each: what
-        whole-graph figures read (graph health), where a million edges made into
-        objects cost more than the figures."""
-        ...
-
-    # -- edges ------------------------------------------------------------------
-
-    def edges_of(self, collection: str, memory_id: str) -> list[Edge]:
-        """Edges leaving the memory, and ASSOCIATED edges reaching it."""
-        ...
-
-    def upsert_edges(self, collection: str, edges: Sequence[Edge]) -> None:
-        """Create or overwrite edges (weights and counters as given). Hub nodes are
-        created when absent; edges whose memory does not exist are skipped."""
-        ...
-
-    # -- events -----------------------------------------------------------------
-
-    def append_events(self, collection: str, events: Sequence[Event]) -> None:
-        """Append to the collection's event log."""
-        ...
-
-    def iter_events(self, collection: str) -> Iterator[Event]:
-        """The collection's event log, in the order it was appended."""
-        ...
-
-    def compact_events(
-        self, collection: str, *, before: datetime | None = None, keep: int | None = None
-    ) -> int:
-        """Drop events the log need not keep: those appended before ``before`` (by
-        the store's clock, whatever time the event itself names), and beyond the
-        newest ``keep`` (in the order they were appended) the older ones. ``None``
-        leaves a bound off. The totals :meth:`stats` reports (``events``,
-        ``events_by_type``) do not change: they count every event appended,
-        dropped or not; ``events_retained`` counts those still held.
-
-        Returns:
-            How many events were dropped.
-
-        Raises:
-            InvalidInputError: a negative ``keep``.
-        """
-        ...
-
-    # -- state ----------------------------------------------------------------------
-
-    def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Small JSON documents the engine keeps beside the graph (conversation
-        state, surfacings, learned models, the bookkeeping of maintenance
-        passes), by key; absent keys are left out. Kept in the store so that
-        several API processes share them."""
-        ...
-
-    def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
-        """Write state documents (replacing those with the same keys) in one
-        transaction."""
-        ...
-
-    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
-        """Keys of the collection's state documents that start with ``prefix``
-        (all of them with none), sorted. Lets a collection's learned state (its
-        conversations and surfacings, one document each) be listed and moved."""
-        ...
-
-    # -- learning -----------------------------------------------------------------
 
     def learn(
         self,
@@ -548,7 +352,68 @@ class GraphStore(Protocol):
         """
         ...
 
-    # -- collections ------------------------------------------------------------
+
+class EventRole(Protocol):
+    """The collection's append-only event log."""
+
+    def append_events(self, collection: str, events: Sequence[Event]) -> None:
+        """Append to the collection's event log."""
+        ...
+
+    def iter_events(self, collection: str) -> Iterator[Event]:
+        """The collection's event log, in the order it was appended."""
+        ...
+
+    def compact_events(
+        self, collection: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Drop events the log need not keep: those appended before ``before`` (by
+        the store's clock, whatever time the event itself names), and beyond the
+        newest ``keep`` (in the order they were appended) the older ones. ``None``
+        leaves a bound off. The totals :meth:`stats` reports (``events``,
+        ``events_by_type``) do not change: they count every event appended,
+        dropped or not; ``events_retained`` counts those still held.
+
+        Returns:
+            How many events were dropped.
+
+        Raises:
+            InvalidInputError: a negative ``keep``.
+        """
+        ...
+
+
+class StateRole(Protocol):
+    """Small JSON documents kept beside the graph."""
+
+    def get_states(self, collection: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Small JSON documents the engine keeps beside the graph (conversation
+        state, surfacings, learned models, the bookkeeping of maintenance
+        passes), by key; absent keys are left out. Kept in the store so that
+        several API processes share them."""
+        ...
+
+    def put_states(self, collection: str, items: Mapping[str, dict[str, Any]]) -> None:
+        """Write state documents (replacing those with the same keys) in one
+        transaction."""
+        ...
+
+    def list_state_keys(self, collection: str, prefix: str = "") -> list[str]:
+        """Keys of the collection's state documents that start with ``prefix``
+        (all of them with none), sorted. Lets a collection's learned state (its
+        conversations and surfacings, one document each) be listed and moved."""
+        ...
+
+
+class AdminRole(Protocol):
+    """The store as a whole: its collections, readiness, counts, leases and lifetime."""
+
+    parallel_reads: bool
+    """Whether two reads started at once finish sooner than one after the other:
+    true for a database server (the reads wait on the network and run on its
+    cores), false for a store that reads on the caller's own CPU. A recall then
+    does the reads that do not wait on each other side by side (the text search
+    beside the vector search, and more: :func:`hippocampus.retrieve.pipeline.retrieve`)."""
 
     def list_collections(self) -> list[str]:
         """Collections holding at least one memory."""
@@ -566,8 +431,6 @@ class GraphStore(Protocol):
         ...
 
     def stats(self, collection: str) -> StoreStats: ...
-
-    # -- leases -----------------------------------------------------------------
 
     def take_lease(self, name: str, holder: str, ttl_s: float) -> bool:
         """Take the lease ``name`` for ``holder`` for ``ttl_s`` seconds when no one
@@ -594,50 +457,17 @@ class GraphStore(Protocol):
         ...
 
 
-def check_learned(collection: str, read: Mapping[str, Memory], learned: Learned) -> None:
-    """What a :data:`LearnChange` returned, checked alike by every store against
-    the memories it was given.
-
-    Raises:
-        InvalidInputError: see :meth:`GraphStore.learn`.
-    """
-    for memory in learned.memories:
-        was = read.get(memory.id)
-        if was is None or memory.collection != collection:
-            raise InvalidInputError(
-                f"memory {memory.id!r} was not read for this update", field="memory_ids"
-            )
-        if (memory.content_hash, memory.content) != (was.content_hash, was.content):
-            raise InvalidInputError(
-                f"memory {memory.id!r}: a learning update cannot change its content",
-                field="memories",
-            )
-
-
-def check_decay_pass(period: str, step: float, floor: float) -> None:
-    """The arguments of :meth:`GraphStore.decay_edges`, checked alike by every store.
-
-    Raises:
-        InvalidInputError: an empty period, a negative step, or a floor outside
-            [0, 1].
-    """
-    if not period:
-        raise InvalidInputError("a decay pass needs a period", field="period")
-    if step < 0.0:
-        raise InvalidInputError("the decay step must not be negative", field="step")
-    if not 0.0 <= floor <= 1.0:
-        raise InvalidInputError("the decay floor must lie in [0, 1]", field="floor")
-
-
-def check_lease(name: str, holder: str, ttl_s: float) -> None:
-    """The arguments of :meth:`GraphStore.take_lease`, checked alike by every store.
-
-    Raises:
-        InvalidInputError: an empty name or holder, or a negative term.
-    """
-    if not name:
-        raise InvalidInputError("a lease needs a name", field="name")
-    if not holder:
-        raise InvalidInputError("a lease needs a holder", field="holder")
-    if not ttl_s >= 0.0:
-        raise InvalidInputError("a lease's term must not be negative", field="ttl_s")
+@runtime_checkable
+class GraphStore(
+    MemoryRole,
+    VectorRole,
+    TextRole,
+    HubRole,
+    GraphRole,
+    LearningRole,
+    EventRole,
+    StateRole,
+    AdminRole,
+    Protocol,
+):
+    """Durable storage of memories, their vectors, edges and the event log: every role."""
