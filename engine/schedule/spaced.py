@@ -4,30 +4,42 @@ The seed's rule: ``decay_score = days since last use / (usage_count + 1)``, due
 at 0.7 or more. It needs no state beyond the memory's usage, but it treats every
 use alike and never learns that a memory is easy or hard to keep.
 
-The FSRS-style scheduler keeps a small review state per memory: a stability
-(days until the chance of still knowing it falls to 90%), a difficulty (1-10),
-and the time of the last review. Each engagement is a rating: dismissed =
-again, ignored = hard, used = good, helpful = easy. The forgetting curve is
-``R(t) = (1 + t / (9 S)) ** -1``; a memory is due once R falls below the desired
-retention (0.9 by default), i.e. ``t >= S`` at 0.9. A successful review grows
-S, more when it came late (low R), for an easy memory, and while S is small; a
-lapse cuts S to a fraction of what it was. The constants are round numbers in
-the spirit of FSRS's published defaults, not a fitted model.
+The FSRS scheduler is FSRS-6 as the ``fsrs`` package (py-fsrs, the field's
+maintained reference) computes it, with its published default parameters. It
+keeps a small review state per memory: a stability (days until the chance of
+still knowing it falls to 90%), a difficulty (1-10), and the time of the last
+review. Each engagement is a rating: dismissed = again, ignored = hard, used =
+good, helpful = easy. The library updates stability and difficulty; a memory
+is due once FSRS-6's forgetting curve falls below the desired retention (0.9
+by default: one stability after the review). Unlike flashcards, a reminder has
+no minutes-long learning steps and no random fuzz: the first rating schedules
+by stability at once, and the same engagement always gives the same due date.
 """
 
 from __future__ import annotations
 
-import math
+import warnings
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Literal, NamedTuple, Protocol
+
+import fsrs
+from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from hippocampus.model import Memory, Review
 
 Engagement = Literal["used", "helpful", "ignored", "dismissed"]
 ENGAGEMENTS: tuple[Engagement, ...] = ("used", "helpful", "ignored", "dismissed")
 
-_RATING: dict[Engagement, int] = {"dismissed": 1, "ignored": 2, "used": 3, "helpful": 4}
-"""FSRS ratings: 1 again, 2 hard, 3 good, 4 easy."""
+_RATING: dict[Engagement, fsrs.Rating] = {
+    "dismissed": fsrs.Rating.Again,
+    "ignored": fsrs.Rating.Hard,
+    "used": fsrs.Rating.Good,
+    "helpful": fsrs.Rating.Easy,
+}
+"""What each engagement tells FSRS about the memory."""
+
+_MAX_STABILITY = 36500.0  # days: the longest interval FSRS schedules
 
 _DAY = 86400.0
 
@@ -78,11 +90,18 @@ class SeedScheduler:
 
 
 class FsrsScheduler:
-    """Stability-based scheduling with engagement as the rating.
+    """FSRS-6 scheduling (the ``fsrs`` package) with engagement as the rating.
 
     Args:
         retention: the recall probability at which a memory falls due (0-1).
-        initial_stability: days, by first rating (again, hard, good, easy).
+        first_interval_days: when a memory never engaged with first falls due,
+            counted from its last use or creation: before any rating there is
+            no stability to schedule by.
+        parameters: FSRS-6's 21 weights; the package's published defaults
+            unless given (e.g. fitted to a user's own history by its optimizer).
+        initial_stability: deprecated; its third entry (a first "good"
+            review's stability) was the first interval, now
+            ``first_interval_days``.
     """
 
     name = "fsrs"
@@ -90,21 +109,48 @@ class FsrsScheduler:
     def __init__(
         self,
         retention: float = 0.9,
-        initial_stability: tuple[float, float, float, float] = (0.5, 1.5, 4.0, 10.0),
+        first_interval_days: float = 4.0,
+        parameters: Sequence[float] = DEFAULT_PARAMETERS,
+        *,
+        initial_stability: tuple[float, float, float, float] | None = None,
     ) -> None:
         if not 0.0 < retention < 1.0:
             raise ValueError("retention must be between 0 and 1")
+        if initial_stability is not None:
+            warnings.warn(
+                "FsrsScheduler(initial_stability=) is deprecated: FSRS-6's parameters give"
+                " the first stabilities; pass first_interval_days for the first interval",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            first_interval_days = initial_stability[2]
+        if not first_interval_days > 0.0:
+            raise ValueError("first_interval_days must be positive")
         self.retention = retention
-        self.initial_stability = initial_stability
+        self.first_interval_days = first_interval_days
+        self._fsrs = fsrs.Scheduler(
+            parameters=parameters,
+            desired_retention=retention,
+            learning_steps=(),
+            relearning_steps=(),
+            maximum_interval=int(_MAX_STABILITY),
+            enable_fuzzing=False,
+        )
+        self.parameters = self._fsrs.parameters
+        # FSRS-6's forgetting curve R(t) = (1 + factor * t / S) ** -decay, which
+        # passes 0.9 at t = S; decay is its last weight.
+        self._decay = float(self.parameters[20])
+        self._factor = float(0.9 ** (-1.0 / self._decay)) - 1.0
 
     def interval_days(self, stability: float) -> float:
-        """Days after a review until recall probability reaches ``retention``."""
-        return 9.0 * stability * (1.0 / self.retention - 1.0)
+        """Days after a review until recall probability reaches ``retention``
+        (``stability`` itself at 0.9), on a continuous clock."""
+        stretch = float(self.retention ** (-1.0 / self._decay)) - 1.0
+        return stability / self._factor * stretch
 
-    @staticmethod
-    def retrievability(review: Review, now: datetime) -> float:
+    def retrievability(self, review: Review, now: datetime) -> float:
         elapsed = max(0.0, (now - review.last_review).total_seconds() / _DAY)
-        return 1.0 / (1.0 + elapsed / (9.0 * review.stability))
+        return float((1.0 + self._factor * elapsed / review.stability) ** -self._decay)
 
     def due_at(self, review: Review) -> datetime:
         return review.last_review + timedelta(days=self.interval_days(review.stability))
@@ -112,61 +158,50 @@ class FsrsScheduler:
     def window(self, memory: Memory) -> tuple[datetime, float]:
         """When the memory's interval runs from and how many days it lasts, as
         :meth:`urgency` counts them (its last review and the interval its
-        stability gives; never reviewed, its last use or creation and a "good"
-        first interval)."""
+        stability gives; never reviewed, its last use or creation and
+        ``first_interval_days``)."""
         review = memory.retrieval.review
         if review is None:
             start = memory.retrieval.last_used or memory.created_at
-            return start, max(self.interval_days(self.initial_stability[2]), 1e-9)
+            return start, self.first_interval_days
         return review.last_review, max(self.interval_days(review.stability), 1e-9)
 
     def urgency(self, memory: Memory, now: datetime) -> float:
-        review = memory.retrieval.review
-        if review is None:
-            # Never reviewed: the first interval of a "good" memory, from creation.
-            start = memory.retrieval.last_used or memory.created_at
-            review = Review(stability=self.initial_stability[2], difficulty=5.0, last_review=start)
-        elapsed = max(0.0, (now - review.last_review).total_seconds() / _DAY)
-        return elapsed / max(self.interval_days(review.stability), 1e-9)
+        start, days = self.window(memory)
+        return max(0.0, (now - start).total_seconds() / _DAY) / days
 
     def reviewed(self, memory: Memory, engagement: Engagement, now: datetime) -> Review:
         rating = _RATING[engagement]
         review = memory.retrieval.review
+        at = _as_utc(now)
         if review is None:
-            return Review(
-                stability=self.initial_stability[rating - 1],
-                difficulty=_clamp(7.0 - 1.5 * (rating - 1), 1.0, 10.0),
-                last_review=now,
-                lapses=1 if rating == 1 else 0,
-            )
-        r = self.retrievability(review, now)
-        # Difficulty drifts toward the rating: again/hard raise it, easy lowers it.
-        difficulty = _clamp(review.difficulty - 0.8 * (rating - 3), 1.0, 10.0)
-        if rating == 1:
-            stability = max(0.1, review.stability * 0.3 * (1.0 - 0.5 * r))
-            lapses = review.lapses + 1
+            card = fsrs.Card()
         else:
-            bonus = {2: 0.3, 3: 1.0, 4: 2.5}[rating]
-            growth = (
-                math.exp(1.5)
-                * (11.0 - difficulty)
-                * review.stability ** (-0.15)
-                * (math.exp(1.0 - r) - 1.0)
-                * bonus
+            card = fsrs.Card(
+                state=fsrs.State.Review,
+                step=None,
+                stability=review.stability,
+                difficulty=review.difficulty,
+                due=at,
+                last_review=_as_utc(review.last_review),
             )
-            stability = review.stability * (1.0 + max(growth, 0.05 * bonus))
-            lapses = review.lapses
+        card, _ = self._fsrs.review_card(card, rating, at)
+        assert card.stability is not None and card.difficulty is not None
+        lapse = 1 if rating == fsrs.Rating.Again else 0
         return Review(
-            stability=min(stability, 36500.0),
-            difficulty=difficulty,
+            stability=min(card.stability, _MAX_STABILITY),
+            difficulty=card.difficulty,
             last_review=now,
-            reviews=review.reviews + 1,
-            lapses=lapses,
+            reviews=1 if review is None else review.reviews + 1,
+            lapses=lapse if review is None else review.lapses + lapse,
         )
 
 
-def _clamp(value: float, low: float, high: float) -> float:
-    return max(low, min(high, value))
+def _as_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC, as the ``fsrs`` package requires (naive is taken as UTC)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 # -- the stored due dates ---------------------------------------------------------------
@@ -226,7 +261,8 @@ def indexed_as(scheduler: Scheduler) -> IndexedSchedule | None:
     if (
         type(scheduler) is FsrsScheduler
         and scheduler.retention == _STANDARD_FSRS.retention
-        and scheduler.initial_stability[2] == _STANDARD_FSRS.initial_stability[2]
+        and scheduler.first_interval_days == _STANDARD_FSRS.first_interval_days
+        and scheduler.parameters == _STANDARD_FSRS.parameters
     ):
         return "fsrs"
     return None

@@ -161,31 +161,64 @@ def test_seed_decay_score_is_days_since_use_over_uses_plus_one() -> None:
 def test_fsrs_helpful_pushes_the_next_due_date_out_and_a_dismissal_pulls_it_in() -> None:
     fsrs = FsrsScheduler()
     first = fsrs.reviewed(memory(), "used", T0)
-    assert first.stability == 4.0  # a first "good" review
+    assert first.stability == pytest.approx(fsrs.parameters[2])  # FSRS-6: a first "good"
+    assert (first.reviews, first.lapses) == (1, 0)
     m = memory(review=first.model_dump())
-    later = T0 + timedelta(days=3)
+    later = T0 + timedelta(days=2)
     helpful = fsrs.reviewed(m, "helpful", later)
     used = fsrs.reviewed(m, "used", later)
     dismissed = fsrs.reviewed(m, "dismissed", later)
     due_before = fsrs.due_at(first)
     assert fsrs.due_at(helpful) > fsrs.due_at(used) > due_before
-    assert fsrs.due_at(dismissed) < due_before
+    # A lapse: the next interval is shorter than the one before it.
+    assert dismissed.stability < first.stability
     assert dismissed.lapses == 1 and dismissed.difficulty > first.difficulty
-    # Retention 0.9: due exactly one stability after the review.
-    assert fsrs.urgency(m, T0 + timedelta(days=4)) == pytest.approx(1.0)
+    assert used.reviews == 2
+    # Retention 0.9: due exactly one stability after the review, when the
+    # forgetting curve reaches 0.9.
+    at_due = T0 + timedelta(days=first.stability)
+    assert fsrs.urgency(m, at_due) == pytest.approx(1.0)
+    assert fsrs.retrievability(first, at_due) == pytest.approx(0.9)
 
 
 def test_fsrs_grows_a_kept_memory_s_interval_and_more_the_later_the_review() -> None:
     fsrs = FsrsScheduler()
-    m = memory(review=fsrs.reviewed(memory(), "used", T0).model_dump())
-    on_time = fsrs.reviewed(m, "used", T0 + timedelta(days=4))  # at R = 0.9
-    late = fsrs.reviewed(m, "used", T0 + timedelta(days=12))
-    hard = fsrs.reviewed(m, "ignored", T0 + timedelta(days=4))
+    first = fsrs.reviewed(memory(), "used", T0)
+    m = memory(review=first.model_dump())
+    due = T0 + timedelta(days=first.stability)  # at R = 0.9
+    on_time = fsrs.reviewed(m, "used", due)
+    late = fsrs.reviewed(m, "used", due + timedelta(days=8))
+    hard = fsrs.reviewed(m, "ignored", due)
     # A good review on time more than doubles the interval, as FSRS's defaults do;
     # a hard one still grows it, by less.
-    assert on_time.stability > 2 * 4.0
+    assert on_time.stability > 2 * first.stability
     assert late.stability > on_time.stability
-    assert 4.0 < hard.stability < on_time.stability
+    assert first.stability < hard.stability < on_time.stability
+
+
+def test_fsrs_reviews_are_the_fsrs_package_s_own() -> None:
+    import fsrs as library
+
+    ours = FsrsScheduler()
+    theirs = library.Scheduler(learning_steps=(), relearning_steps=(), enable_fuzzing=False)
+    card, _ = theirs.review_card(library.Card(), library.Rating.Good, T0)
+    later = T0 + timedelta(days=5)
+    card, _ = theirs.review_card(card, library.Rating.Easy, later)
+    first = ours.reviewed(memory(), "used", T0)
+    second = ours.reviewed(memory(review=first.model_dump()), "helpful", later)
+    assert (second.stability, second.difficulty) == pytest.approx((card.stability, card.difficulty))
+
+
+def test_fsrs_never_engaged_memories_come_back_after_the_first_interval() -> None:
+    fsrs = FsrsScheduler(first_interval_days=6.0)
+    m = memory(last_used=T0)
+    assert fsrs.urgency(m, T0 + timedelta(days=3)) == pytest.approx(0.5)
+    assert fsrs.urgency(m, T0 + timedelta(days=6)) == pytest.approx(1.0)
+    with pytest.warns(DeprecationWarning, match="initial_stability"):
+        old = FsrsScheduler(initial_stability=(0.5, 1.5, 6.0, 10.0))
+    assert old.first_interval_days == 6.0
+    with pytest.raises(ValueError, match="first_interval_days"):
+        FsrsScheduler(first_interval_days=0.0)
 
 
 def test_topic_model_learns_what_follows_what() -> None:
