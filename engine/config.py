@@ -8,6 +8,7 @@ explicit arguments, and :class:`HippoSettings` is built by the entry points
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Literal
@@ -184,6 +185,19 @@ class HippoSettings(BaseSettings):
     def key_map(self) -> dict[str, frozenset[str] | None]:
         """The API keys and the collections each may touch (``None``: all)."""
         return parse_api_keys(self.api_keys)
+
+    def environment(self) -> dict[str, str]:
+        """These settings as ``HIPPO_*`` variables that read back as equal
+        settings: every field, a group as JSON. How a process hands its whole
+        configuration (flags included) to processes that build theirs from the
+        environment, as a server's worker processes do."""
+        variables: dict[str, str] = {}
+        for name, value in self.model_dump(mode="json").items():
+            if value is None:
+                continue
+            text = value if isinstance(value, str) else json.dumps(value)
+            variables[f"HIPPO_{name.upper()}"] = text
+        return variables
 
 
 def parse_api_keys(spec: str) -> dict[str, frozenset[str] | None]:

@@ -126,15 +126,17 @@ def serve(args: argparse.Namespace) -> int:
 def _serve_workers(args: argparse.Namespace, settings: HippoSettings, level: int) -> int:
     """Serve with several worker processes, each with an engine of its own over the
     one Neo4j database (uvicorn's workers build the app from its factory, reading
-    ``HIPPO_*`` like the server does; the flags given here are passed on that way)."""
+    ``HIPPO_*`` like the server does; these settings, flags included, are
+    passed on that way: :meth:`HippoSettings.environment`)."""
     import uvicorn
 
     # Reach the store once first, so that a wrong address or password is reported
     # here, plainly, not once per worker.
     with common.engine(settings):
         pass
-    if args.embedder is not None:
-        os.environ["HIPPO_EMBEDDER"] = args.embedder
+    # The workers are started by uvicorn, which passes them nothing but the
+    # environment: these settings (the flags on top of HIPPO_*) go whole.
+    os.environ.update(settings.environment())
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     print(f"hippo: store neo4j at {settings.neo4j.uri}, {args.workers} workers", flush=True)
     if not settings.key_map():

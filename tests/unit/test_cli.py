@@ -392,8 +392,10 @@ def test_setup_has_nothing_to_do_for_the_embedded_store(run: Runner, tmp_path: P
 def test_setup_reports_a_neo4j_it_cannot_reach(
     run: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # serve writes the workers' settings into the environment: a copy, restored after.
+    monkeypatch.setattr(os, "environ", dict(os.environ))
     monkeypatch.setenv("HIPPO_STORE", "neo4j")
-    monkeypatch.setenv("HIPPO_EMBEDDER", "minilm")  # restored after the test
+    monkeypatch.setenv("HIPPO_EMBEDDER", "minilm")
     monkeypatch.setenv("HIPPO_NEO4J__URI", "bolt://127.0.0.1:1")
     monkeypatch.setenv("HIPPO_NEO4J__MAX_RETRY_S", "0")
     code, _, err = _cli(run, tmp_path / "data", "setup")
@@ -839,8 +841,10 @@ def test_serve_workers_on_neo4j_run_the_app_factory_in_each_worker(
 
     monkeypatch.setattr(uvicorn, "run", lambda *a, **k: calls.append((a, k)))
     monkeypatch.setattr(common, "engine", reach)
+    # serve writes the workers' settings into the environment: a copy, restored after.
+    monkeypatch.setattr(os, "environ", dict(os.environ))
     monkeypatch.setenv("HIPPO_STORE", "neo4j")
-    monkeypatch.setenv("HIPPO_EMBEDDER", "minilm")  # restored after the test
+    monkeypatch.setenv("HIPPO_EMBEDDER", "minilm")
     code, out, _ = _cli(run, tmp_path / "data", "serve", "--workers", "3", "--port", "8123")
     assert code == 0
     assert opened == ["neo4j"]  # the store is reached once, before any worker starts
@@ -856,6 +860,9 @@ def test_serve_workers_on_neo4j_run_the_app_factory_in_each_worker(
             },
         )
     ]
-    # Each worker builds its engine from HIPPO_*: the flags travel that way.
+    # Each worker builds its engine from HIPPO_*: the settings, flags included,
+    # travel that way, whole.
     assert os.environ["HIPPO_EMBEDDER"] == "hashing"
+    worker = HippoSettings()
+    assert (worker.store, worker.embedder, worker.port) == ("neo4j", "hashing", 8123)
     assert "3 workers" in out

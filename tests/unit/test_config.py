@@ -130,3 +130,20 @@ def test_a_learning_or_surfacing_setting_out_of_range_is_refused_by_name(
     with pytest.raises(ValidationError) as raised:
         HippoSettings()
     assert field in str(raised.value)
+
+
+def test_settings_travel_whole_through_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "environ", {"HIPPO_LEARNING__DECAY__STEP": "0.02"})
+    given = HippoSettings(
+        store="neo4j",
+        embedder="hashing",
+        port=8123,
+        api_keys="key-0001=a,b",
+        neo4j={"uri": "bolt://db:7687", "password": "s3cret"},
+        surfacing={"max_insights": 2, "thresholds": {"debugging": 0.5}},
+    )
+    variables = given.environment()
+    assert variables["HIPPO_EMBEDDER"] == "hashing"
+    monkeypatch.setattr(os, "environ", variables)
+    assert HippoSettings() == given
+    assert HippoSettings().learning.decay.step == 0.02
