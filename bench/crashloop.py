@@ -48,14 +48,14 @@ from bench.workload import (
     Mix,
     counter,
     notes,
-    seed_memories,
+    preload,
     start_crew,
     verify,
 )
 from hippocampus.store.embedded import EmbeddedStore
 
 COLLECTION = "crashloop"
-SEEDED = 60
+PRELOADED = 60
 HOT = 6
 
 
@@ -138,11 +138,11 @@ def main() -> int:
     ):
         server.start()
         ledger = Ledger()
-        seeds = notes(SEEDED)
-        seed_memories(server.url, COLLECTION, seeds, ledger)
+        preloaded = notes(PRELOADED)
+        preload(server.url, COLLECTION, preloaded, ledger)
         with ledger.lock:
-            ledger.acknowledged += SEEDED
-        next_note = counter(start=SEEDED)
+            ledger.acknowledged += PRELOADED
+        next_note = counter(start=PRELOADED)
         # With --json the table goes to stderr, so stdout holds only the object.
         show = log if args.json else print
         show(
@@ -156,7 +156,7 @@ def main() -> int:
                 number=number,
                 clients=args.clients,
                 kill_after_s=rng.uniform(args.min_s, args.max_s),
-                hot=[m.id for m in seeds[:HOT]],
+                hot=[m.id for m in preloaded[:HOT]],
                 next_note=next_note,
             )
             rows.append(row)

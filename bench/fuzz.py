@@ -4,7 +4,7 @@
 
 The requests, the app and the checks are those of ``tests/fuzz`` (see
 ``tests/fuzz/harness.py``): the real app over a fresh embedded store, the hashing
-embedder and spaCy extraction, two seeded tenants; valid requests and requests
+embedder and spaCy extraction, two populated tenants; valid requests and requests
 with one fault each. Prints the cases per route by status class, the cases per
 fault, and every broken rule with one request that broke it. With ``--json``,
 one object: ``{"cases", "server_errors", "problems", "seconds"}``. Exits 1 when
@@ -45,7 +45,7 @@ def run(cases: int, seed_value: int) -> dict[str, Any]:
         target = FuzzTarget(Path(tmp) / "data", SpacyConceptExtractor())
         try:
             operations = load_operations(target.app)
-            strategy = st.sampled_from(operations).flatmap(lambda op: requests(op, target.seeds))
+            strategy = st.sampled_from(operations).flatmap(lambda op: requests(op, target.fixtures))
 
             @seed(seed_value)
             @settings(

@@ -11,10 +11,10 @@ through ``add_memories`` (cached under ``.bench-cache/``), then the store is ope
 afresh so the adjacency is rebuilt from SQLite as at a restart.
 
 Timed per query, for two anchor mixes (the recall pipeline's usual few query hubs
-plus 5 seeds, and a heavy one): ``store.expand`` with default ``ExpandParams`` (the
-contract: paths included), and the same walk without building paths. Beside them,
-a bare numpy brute-force top-10 over 100k × 384 float32 vectors, the yardstick
-recall latency is held to.
+plus 5 memories it starts from, and a heavy one): ``store.expand`` with default
+``ExpandParams`` (the contract: paths included), and the same walk without
+building paths. Beside them, a bare numpy brute-force top-10 over 100k × 384
+float32 vectors, the yardstick recall latency is held to.
 """
 
 from __future__ import annotations
@@ -111,11 +111,11 @@ def pct(values: list[float], q: float) -> float:
 
 
 def anchor_sets(
-    graph: CollectionGraph, n: int, hubs: int, seeds: int, queries: int, seed: int
+    graph: CollectionGraph, n: int, hubs: int, starts: int, queries: int, seed: int
 ) -> list[list[Anchor]]:
     """Query hubs drawn by popularity (queries name common concepts more often),
     among triggers and concepts (the pipeline does not anchor on domains), plus
-    random memory seeds with falling strengths."""
+    random memories to start from, with falling strengths."""
     rng = random.Random(seed)
     names = [
         (kind, name, degree)
@@ -130,7 +130,7 @@ def anchor_sets(
             kind, name, _ = rng.choices(names, weights)[0]
             chosen[(kind, name)] = Anchor(kind=kind, name=name, strength=rng.uniform(0.6, 1.0))
         anchors = list(chosen.values())
-        for r in range(seeds):
+        for r in range(starts):
             anchors.append(
                 Anchor(kind=MEMORY_NODE, name=f"g{rng.randrange(n):07d}", strength=1.0 / (1 + r))
             )
@@ -166,8 +166,8 @@ def run(n: int, queries: int, seed: int) -> dict[str, Any]:
         params = ExpandParams()
         filters = RecallFilters()
         rows = []
-        for label, hubs, seeds in (("5 hubs + 5 seeds", 5, 5), ("8 hubs + 10 seeds", 8, 10)):
-            sets = anchor_sets(graph, n, hubs, seeds, queries, seed)
+        for label, hubs, starts in (("5 hubs + 5 starts", 5, 5), ("8 hubs + 10 starts", 8, 10)):
+            sets = anchor_sets(graph, n, hubs, starts, queries, seed)
             for anchors in sets[:10]:  # warm up: scratch pool, caches
                 store.expand(COLLECTION, anchors, params=params, filters=filters)
             gc.collect()

@@ -52,7 +52,7 @@ from bench.workload import (
     counter,
     notes,
     percentile,
-    seed_memories,
+    preload,
     start_crew,
 )
 from hippocampus.config import HippoSettings
@@ -222,9 +222,9 @@ def main() -> int:
         if args.workers > 1:
             log(f"{args.workers} workers answered: pids {sorted(server.worker_pids())}")
         ledger = Ledger()
-        seeds = notes(args.memories)
-        seed_memories(server.url, collection, seeds, ledger)
-        hot = [m.id for m in seeds[:8]]
+        preloaded = notes(args.memories)
+        preload(server.url, collection, preloaded, ledger)
+        hot = [m.id for m in preloaded[:8]]
         next_note = counter(start=args.memories)
         log(f"{args.memories} memories remembered; warming up ...")
         run_level(server.url, collection, 2, 3.0, None, ledger=ledger, hot=hot, next_note=next_note)

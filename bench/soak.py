@@ -56,7 +56,7 @@ from bench.workload import (
     counter,
     notes,
     percentile,
-    seed_memories,
+    preload,
     start_crew,
     verify,
 )
@@ -160,9 +160,9 @@ def main() -> int:
         pid = server.pid
         ledger = Ledger()
         latencies = Latencies()
-        seeds = notes(args.memories)
-        seed_memories(server.url, COLLECTION, seeds, ledger)
-        hot = [m.id for m in seeds[:8]]
+        preloaded = notes(args.memories)
+        preload(server.url, COLLECTION, preloaded, ledger)
+        hot = [m.id for m in preloaded[:8]]
         next_note = counter(start=args.memories)
         stop = threading.Event()
         rows: list[dict[str, Any]] = []

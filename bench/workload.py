@@ -578,7 +578,7 @@ def counter(start: int = 0) -> Callable[[], int]:
     return take
 
 
-def seed_memories(url: str, collection: str, items: Sequence[Note], ledger: Ledger) -> None:
+def preload(url: str, collection: str, items: Sequence[Note], ledger: Ledger) -> None:
     """Remember ``items`` in batches and put them in the ledger.
 
     Raises:
@@ -594,7 +594,7 @@ def seed_memories(url: str, collection: str, items: Sequence[Note], ledger: Ledg
             }
             r = http.post(f"/v1/collections/{collection}/memories", json=body)
             if r.status_code != 201 or not all(x["created"] for x in r.json()["results"]):
-                raise RuntimeError(f"seeding failed: {r.status_code} {r.text[:300]}")
+                raise RuntimeError(f"preloading failed: {r.status_code} {r.text[:300]}")
             with ledger.lock:
                 ledger.memories.update((m.id, m.content) for m in batch)
                 ledger.created_ids.extend(x["id"] for x in r.json()["results"])

@@ -31,7 +31,7 @@ from bench.workload import (
     Mix,
     counter,
     notes,
-    seed_memories,
+    preload,
     start_crew,
     verify,
 )
@@ -93,10 +93,10 @@ def test_concurrent_clients_lose_and_double_nothing(server: Server) -> None:
     collection = f"{COLLECTION}-{uuid.uuid4().hex[:8]}"
     ledger = Ledger()
     latencies = Latencies()
-    seeds = notes(SEEDED)
-    seed_memories(server.url, collection, seeds, ledger)
+    preloaded = notes(SEEDED)
+    preload(server.url, collection, preloaded, ledger)
     next_note = counter(start=SEEDED)
-    hot = [m.id for m in seeds[:HOT]]
+    hot = [m.id for m in preloaded[:HOT]]
     crew = start_crew(
         CLIENTS,
         lambda n: Client(

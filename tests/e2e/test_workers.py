@@ -29,7 +29,7 @@ from bench.workload import (
     Mix,
     counter,
     notes,
-    seed_memories,
+    preload,
     start_crew,
     verify,
 )
@@ -101,9 +101,9 @@ def test_two_workers_on_one_neo4j_lose_no_learning_increment(tmp_path: Path) -> 
         assert len(pids) == WORKERS and server.pid not in pids
 
         ledger, latencies = Ledger(), Latencies()
-        seeds = notes(SEEDED)
-        seed_memories(server.url, collection, seeds, ledger)
-        hot = [m.id for m in seeds[:HOT]]
+        preloaded = notes(SEEDED)
+        preload(server.url, collection, preloaded, ledger)
+        hot = [m.id for m in preloaded[:HOT]]
         next_note = counter(start=SEEDED)
         served: Counter[int] = Counter()
         lock = threading.Lock()

@@ -76,7 +76,7 @@ _TRACE_MARKERS = ("Traceback (most recent call last)", 'File "/', '.py", line ')
 
 
 @dataclass(frozen=True)
-class Seeds:
+class Fixtures:
     """Ids that exist before fuzzing starts, in each tenant."""
 
     memories: Mapping[str, str]
@@ -87,14 +87,14 @@ class Seeds:
     """A second memory per tenant, for routes that take several ids."""
 
     def ids(self) -> list[str]:
-        """Every seeded id, of every kind and tenant."""
+        """Every fixture id, of every kind and tenant."""
         values: list[str] = []
         for kind in (self.memories, self.conversations, self.surfacings, self.resources):
             values.extend(kind.values())
         return values
 
     def ids_of(self, collection: str) -> list[str]:
-        """The seeded ids of one tenant."""
+        """The fixture ids of one tenant."""
         kinds = (self.memories, self.conversations, self.surfacings, self.resources)
         return [kind[collection] for kind in kinds if collection in kind]
 
@@ -127,7 +127,7 @@ class Outcome:
 
 
 class FuzzTarget:
-    """The app over a fresh embedded store in ``data_dir``, seeded with two tenants'
+    """The app over a fresh embedded store in ``data_dir``, populated with two tenants'
     memories, a conversation with a surfacing each, and a record each.
 
     Args:
@@ -148,7 +148,7 @@ class FuzzTarget:
         self._reader = sqlite3.connect(
             f"file:{data_dir / DB_FILE}?mode=ro", uri=True, check_same_thread=False
         )
-        self.seeds = self._seed()
+        self.fixtures = self._populate()
 
     def close(self) -> None:
         self._reader.close()
@@ -178,16 +178,16 @@ class FuzzTarget:
         return outcome
 
     def _restore(self) -> None:
-        """Put back the seeded memories and records a request deleted, so that later
+        """Put back the fixture memories and records a request deleted, so that later
         requests still find something to work on."""
-        for collection, memory_id in self.seeds.memories.items():
+        for collection, memory_id in self.fixtures.memories.items():
             if not self.service.store.get_memories(collection, [memory_id]):
                 self._remember_fix(collection)
-        for collection, resource_id in self.seeds.resources.items():
+        for collection, resource_id in self.fixtures.resources.items():
             if not self.service.store.get_memories(collection, [resource_id]):
                 self._put_resource(collection, resource_id)
 
-    def _seed(self) -> Seeds:
+    def _populate(self) -> Fixtures:
         memories: dict[str, str] = {}
         conversations: dict[str, str] = {}
         surfacings: dict[str, str] = {}
@@ -219,7 +219,7 @@ class FuzzTarget:
             self._put_resource(collection, resource)
             resources[collection] = resource
         assert set(surfacings) == {ALPHA_COLLECTION, BETA_COLLECTION}, surfacings
-        return Seeds(memories, conversations, surfacings, resources, partners)
+        return Fixtures(memories, conversations, surfacings, resources, partners)
 
     def _remember_fix(self, collection: str) -> str:
         tenant = collection.split(":")[1]
@@ -459,7 +459,7 @@ sent with the owner's key and existing ids), or one thing."""
 
 
 @st.composite
-def requests(draw: st.DrawFn, operation: APIOperation, seeds: Seeds) -> Request:
+def requests(draw: st.DrawFn, operation: APIOperation, fixtures: Fixtures) -> Request:
     """One request for ``operation``: drawn from its schema, steered to the tenants
     and ids that exist, then given one fault (or none) of :data:`VARIANTS`."""
     # "valid" weighs as much as all faults together: it is what reaches the engine.
@@ -474,10 +474,10 @@ def requests(draw: st.DrawFn, operation: APIOperation, seeds: Seeds) -> Request:
     for name in params:
         if name == "collection":
             continue
-        known = _ids_for(name, seeds, collection)
+        known = _ids_for(name, fixtures, collection)
         if variant == "tenant":
             # Another tenant's id, of any kind, under this tenant's name and key.
-            known = [i for i in seeds.ids() if i not in seeds.ids_of(collection)]
+            known = [i for i in fixtures.ids() if i not in fixtures.ids_of(collection)]
         if known and draw(st.integers(0, 4)) > 0:
             params[name] = quote(draw(st.sampled_from(known)), safe="")
     if variant == "path" and params:
@@ -490,7 +490,7 @@ def requests(draw: st.DrawFn, operation: APIOperation, seeds: Seeds) -> Request:
     query = dict(case.query or {})
     if "center" in query and draw(st.booleans()):
         # The graph around an existing memory, rather than around a made-up name.
-        query["center"] = seeds.memories[collection]
+        query["center"] = fixtures.memories[collection]
     if variant == "query":
         names = [p.name for p in operation.query] + ["unknown"]
         query[draw(st.sampled_from(names))] = draw(hostile_values())
@@ -515,7 +515,7 @@ def requests(draw: st.DrawFn, operation: APIOperation, seeds: Seeds) -> Request:
     body = case.body
     if isinstance(body, dict) and isinstance(body.get("ids"), list) and draw(st.integers(0, 4)):
         # Memories that exist, as a route taking several ids needs to do anything.
-        body = {**body, "ids": [seeds.memories[collection], seeds.partners[collection]]}
+        body = {**body, "ids": [fixtures.memories[collection], fixtures.partners[collection]]}
     content = None if isinstance(body, NotSet) else _json_bytes(body)
     if variant == "body":
         content = draw(_hostile_body(body))
@@ -551,12 +551,12 @@ def _hostile_body(draw: st.DrawFn, body: Any) -> bytes:
     return _json_bytes(mangled)
 
 
-def _ids_for(name: str, seeds: Seeds, collection: str) -> list[str]:
+def _ids_for(name: str, fixtures: Fixtures, collection: str) -> list[str]:
     kinds = {
-        "memory_id": seeds.memories,
-        "conversation_id": seeds.conversations,
-        "surfacing_id": seeds.surfacings,
-        "resource_id": seeds.resources,
+        "memory_id": fixtures.memories,
+        "conversation_id": fixtures.conversations,
+        "surfacing_id": fixtures.surfacings,
+        "resource_id": fixtures.resources,
     }
     found = kinds.get(name, {}).get(collection)
     return [] if found is None else [found]
@@ -587,6 +587,6 @@ def _query_string(query: Mapping[str, Any]) -> str:
     return "?" + "&".join(parts)
 
 
-def all_requests(operations: list[APIOperation], seeds: Seeds) -> st.SearchStrategy[Request]:
+def all_requests(operations: list[APIOperation], fixtures: Fixtures) -> st.SearchStrategy[Request]:
     """A request for any operation, the operation drawn uniformly."""
-    return st.sampled_from(operations).flatmap(lambda op: requests(op, seeds))
+    return st.sampled_from(operations).flatmap(lambda op: requests(op, fixtures))

@@ -85,7 +85,7 @@ def test_fuzzed_requests_get_well_formed_answers(
     statuses: set[int] = set()
 
     @_SETTINGS
-    @given(requests(operation, target.seeds))
+    @given(requests(operation, target.fixtures))
     def check(request: Request) -> None:
         outcome = target.send(request)
         statuses.add(outcome.status)
@@ -107,10 +107,10 @@ def test_malformed_bodies_on_every_body_route_are_refused_in_the_error_shape(
         path = operation.path
         for name, value in {
             "collection": "team:alpha",
-            "memory_id": target.seeds.memories["team:alpha"],
+            "memory_id": target.fixtures.memories["team:alpha"],
             "resource_id": "workItem:100",
             "conversation_id": "alpha-chat",
-            "surfacing_id": target.seeds.surfacings["team:alpha"],
+            "surfacing_id": target.fixtures.surfacings["team:alpha"],
         }.items():
             path = path.replace("{" + name + "}", value)
         headers = {k: v.encode() for k, v in ALPHA.items()}
