@@ -118,7 +118,7 @@ def test_a_retry_after_kill_9_applies_the_engagement_once(tmp_path: Path, point:
 
 def _engage_and_die(data: Path, surfacing_id: str, point: str) -> None:
     """The child: engage, and SIGKILL itself at ``point``."""
-    from hippocampus.store.embedded import store as embedded
+    from hippocampus.store.embedded import tables
 
     def die(*_: Any) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -126,13 +126,13 @@ def _engage_and_die(data: Path, surfacing_id: str, point: str) -> None:
     svc = service(data)
     if point == "before-commit":
         # The events are the last thing written inside the transaction.
-        real = embedded._insert_events
+        real = tables.insert_events
 
         def written_then_die(*args: Any) -> None:
             real(*args)
             die()
 
-        embedded._insert_events = written_then_die  # type: ignore[assignment]
+        tables.insert_events = written_then_die  # type: ignore[assignment]
     else:
         svc.surfacer.on_engaged = die  # called once the engagement has committed
     svc.engage(C, surfacing_id, "used", now=T0 + timedelta(minutes=1))

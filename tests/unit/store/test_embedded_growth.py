@@ -15,6 +15,8 @@ from hippocampus.model import Edge, EdgeType, Event, Memory, RetrievalMeta, Tier
 from hippocampus.schedule import DueKeys
 from hippocampus.store import MemoryRecord
 from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded import edges as edges_module
+from hippocampus.store.embedded import events as events_module
 from hippocampus.store.embedded import store as store_module
 from hippocampus.store.embedded.due import DueEntry, DueIndex
 from tests.unit.store.test_embedded_store_graph import V1_SCHEMA
@@ -51,19 +53,19 @@ def test_events_of_an_older_database_get_their_time_and_totals(tmp_path: Path) -
 def test_compaction_goes_a_bounded_batch_per_transaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "_COMPACT_BATCH", 7)
+    monkeypatch.setattr(events_module, "_COMPACT_BATCH", 7)
     with EmbeddedStore(tmp_path) as store:
         events = [Event(type="use", at=T0 + timedelta(minutes=i)) for i in range(30)]
         store.append_events(C, events)
         commits: list[int] = []
-        real = store_module.event_log.compact
+        real = events_module.compact
 
         def counted(*args: object, **kwargs: object) -> int:
             n = real(*args, **kwargs)  # type: ignore[arg-type]
             commits.append(n)
             return n
 
-        monkeypatch.setattr(store_module.event_log, "compact", counted)
+        monkeypatch.setattr(events_module, "compact", counted)
         assert store.compact_events(C, before=T0, keep=10) == 20
         assert commits == [7, 7, 6]
         assert list(store.iter_events(C)) == events[20:]
@@ -183,7 +185,7 @@ def _memory(
 
 
 def test_edge_ends_stream_page_after_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "_EDGE_PAGE", 3)
+    monkeypatch.setattr(edges_module, "_EDGE_PAGE", 3)
     with EmbeddedStore(tmp_path) as store:
         store.add_memories(
             C,

@@ -27,9 +27,8 @@ from hippocampus.errors import (
 from hippocampus.model import Edge, EdgeType, Event, Memory, RecallFilters, RetrievalMeta, Tier
 from hippocampus.model import content_hash as hash_of
 from hippocampus.store import GraphStore, MemoryRecord, Vector
-from hippocampus.store.embedded import EmbeddedStore
-from hippocampus.store.embedded import store as store_module
-from hippocampus.store.embedded.store import FIND_BY_HASH_SQL
+from hippocampus.store.embedded import EmbeddedStore, tables
+from hippocampus.store.embedded.memories import FIND_BY_HASH_SQL
 
 C = "org:acme"
 OTHER = "persona:ada"
@@ -308,7 +307,7 @@ def test_writes_survive_reopen_and_the_rebuilt_index_equals_the_live_one(tmp_pat
 def test_iter_memories_streams_oldest_first_across_pages(
     store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "_CHUNK", 4)
+    monkeypatch.setattr(tables, "CHUNK", 4)
     # Inserted newest first; two share a timestamp (insertion order breaks the tie).
     batch = [record(memory(f"m{i}", minutes=i // 2 * 2)) for i in reversed(range(11))]
     store.add_memories(C, batch)

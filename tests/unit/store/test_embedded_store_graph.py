@@ -29,7 +29,7 @@ from hippocampus.model.association import (
     GraphPath,
 )
 from hippocampus.store import MemoryRecord, Vector
-from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded import EmbeddedStore, tables
 from hippocampus.store.embedded import store as store_module
 from hippocampus.store.embedded import turns as turns_module
 from hippocampus.store.embedded.graph import degree_factor
@@ -819,7 +819,7 @@ def test_edges_are_dated_by_their_own_creation_else_their_memory(store: Embedded
 def test_iter_edges_gives_every_edge_once(
     store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "_CHUNK", 3)
+    monkeypatch.setattr(tables, "CHUNK", 3)
     ids = [f"m{i}" for i in range(5)]
     add(store, ids, [edge(m, ABOUT, f"c{i % 2}") for i, m in enumerate(ids)])
     store.upsert_edges(

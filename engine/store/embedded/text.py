@@ -1,0 +1,36 @@
+"""The embedded store's lexical search (:class:`~hippocampus.store.roles.TextRole`):
+BM25 over content, from the in-memory text index."""
+
+from __future__ import annotations
+
+from hippocampus.model import RecallFilters, Tier
+from hippocampus.store.embedded.base import EmbeddedBase
+
+
+class EmbeddedText(EmbeddedBase):
+    """BM25 search over the in-memory text index, filtered by the vector index."""
+
+    def search_text(
+        self, collection: str, query: str, *, k: int, filters: RecallFilters
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` memories by BM25 relevance of their content to ``query``, among
+        those that pass ``filters`` (applied as by :meth:`search_vectors`); best
+        first, scores > 0 only, ties by id.
+
+        Content is tokenized by :func:`hippocampus.lexical.tokenize` (case-folded,
+        stop words dropped, lightly stemmed); each distinct query term counts once.
+        """
+        self._check_open()
+        index = self._index(collection)
+        text = self._texts.get(collection)
+        if text is None:  # only when closed since _index() returned
+            self._check_open()
+            return []
+        with index.matching(filters) as passes:
+            return text.search(query, k=k, allowed=passes)
+
+    def text_neighbours(self, collection: str, text: str, *, k: int) -> list[str]:
+        """Up to ``k`` memories of any tier sharing words with ``text``, best first
+        by BM25 (:meth:`search_text`'s ranking, which costs nothing more here)."""
+        hits = self.search_text(collection, text, k=k, filters=RecallFilters(tiers=list(Tier)))
+        return [memory_id for memory_id, _ in hits]
