@@ -32,7 +32,7 @@ from hippocampus.store import MemoryRecord, Vector
 from hippocampus.store.embedded import EmbeddedStore, tables
 from hippocampus.store.embedded import store as store_module
 from hippocampus.store.embedded import turns as turns_module
-from hippocampus.store.embedded.graph import degree_factor
+from hippocampus.store.embedded.graph_walk import degree_factor
 
 C = "org:acme"
 OTHER = "persona:ada"
