@@ -338,8 +338,8 @@ def _mean_nearest(v: Vector, others: list[Vector], k: int) -> float:
 def test_crowding_of_a_large_partition_uses_an_even_sample_drawn_again_after_writes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("hippocampus.store.embedded.index.CROWDING_SAMPLE", 4)
-    monkeypatch.setattr("hippocampus.store.embedded.index.CROWDING_NEIGHBOURS", 4)
+    monkeypatch.setattr("hippocampus.store.embedded.index_search.CROWDING_SAMPLE", 4)
+    monkeypatch.setattr("hippocampus.store.embedded.index_search.CROWDING_NEIGHBOURS", 4)
     index, vectors = filled(8)
     ids = list(vectors)
     # Rows 0, 2, 4 and 7 (evenly spaced over eight); 4 neighbours of 8 are

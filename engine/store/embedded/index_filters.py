@@ -1,0 +1,211 @@
+"""The vector index's slots and filters: every memory's slot, its filter metadata
+in inverted indexes (tier, category, tags, domains, conversations, speaker) and
+when it happened, and recall filters evaluated over them as sets of slots, a
+predicate or a mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+import numpy.typing as npt
+
+from hippocampus.dense import VectorSample
+from hippocampus.model import RecallFilters, Tier, speaker_key
+from hippocampus.store.checks import micros
+from hippocampus.store.embedded.index_storage import (
+    MIN_CAPACITY,
+    NO_TIME,
+    TIERS,
+    IndexEntry,
+    Partition,
+    Passages,
+)
+from hippocampus.store.embedded.rwlock import RWLock
+
+
+class IndexFilters:
+    """The state of a :class:`~hippocampus.store.embedded.index.CollectionIndex`
+    (its vectors too), and its filters over slots."""
+
+    def __init__(self, collection: str) -> None:
+        self.collection = collection
+        self._lock = RWLock()
+        self._entries: dict[str, IndexEntry] = {}
+        self._slot_of: dict[str, int] = {}
+        self._free_slots: list[int] = []
+        self._model_of: dict[str, str] = {}
+        self._partitions: dict[str, Partition] = {}
+        self._dims: dict[str, int] = {}
+        # Passage vectors of long memories, per model; a memory's passages are
+        # indexed only beside its own vector, of the same model and dimension.
+        self._passages: dict[str, Passages] = {}
+        # Per model: (partition, its changes then, sample) for crowding, when the
+        # partition has more vectors than a sample holds.
+        self._samples: dict[str, tuple[Partition, int, VectorSample]] = {}
+        self._passage_model_of: dict[str, str] = {}
+        self._by_category: dict[str, set[int]] = {}
+        self._tier_counts = dict.fromkeys(TIERS, 0)
+        # Slots per tier: lets a filter mask be built from the few memories of the
+        # excluded tiers rather than from every memory of the searched ones.
+        self._by_tier: dict[Tier, set[int]] = {tier: set() for tier in TIERS}
+        # Memories with no stored vector at all (a vector kept out of the index for
+        # its dimension is still stored): the count stats() reports as pending.
+        self._vectorless: set[str] = set()
+        self._by_tag: dict[str, set[int]] = {}
+        self._by_domain: dict[str, set[int]] = {}
+        self._by_conversation: dict[str, set[int]] = {}
+        self._by_speaker: dict[str, set[int]] = {}
+        # occurred_at per slot (microseconds); NO_TIME where no memory holds the slot.
+        self._occurred: npt.NDArray[np.int64] = np.full(MIN_CAPACITY, NO_TIME, dtype=np.int64)
+
+    def _allowed(self, filters: RecallFilters) -> set[int] | None:
+        """Slots passing the domain, category, tag and speaker filters (any-of
+        within a list, lists AND-ed) and the occurred_at range; ``None`` when none
+        of them restricts."""
+        allowed: set[int] | None = None
+        for values, inverted in (
+            (filters.domains, self._by_domain),
+            (filters.categories, self._by_category),
+            (filters.tags, self._by_tag),
+            ([speaker_key(s) for s in filters.speakers], self._by_speaker),
+        ):
+            if not values:
+                continue
+            matching: set[int] = set().union(*(inverted.get(v, ()) for v in values))
+            allowed = matching if allowed is None else allowed & matching
+            if not allowed:
+                return set()
+        if filters.occurred_after is not None or filters.occurred_before is not None:
+            # Scanned rather than kept sorted: one vectorized pass over an int64 per
+            # memory, where a sorted structure would cost on every write.
+            occurred = self._occurred
+            ok = occurred != NO_TIME
+            if filters.occurred_after is not None:
+                ok &= occurred >= micros(filters.occurred_after)
+            if filters.occurred_before is not None:
+                ok &= occurred < micros(filters.occurred_before)
+            in_range = set(np.flatnonzero(ok).tolist())
+            allowed = in_range if allowed is None else allowed & in_range
+        return allowed
+
+    @contextmanager
+    def matching(self, filters: RecallFilters) -> Iterator[Callable[[str], bool] | None]:
+        """A predicate on memory ids applying ``filters`` exactly as :meth:`search`
+        does, for searches over another index of the collection (the store's BM25
+        index); ``None`` when every memory of the collection passes.
+
+        The read lock is held for the ``with`` block: the predicate works on slots,
+        which a write could hand to another memory. The block must not write to
+        this index.
+        """
+        with self._lock.read():
+            yield self._matcher(filters)
+
+    def _matcher(self, filters: RecallFilters) -> Callable[[str], bool] | None:
+        tiers = frozenset(filters.tiers or TIERS)
+        all_tiers_pass = sum(self._tier_counts[t] for t in tiers) == len(self._entries)
+        allowed = self._allowed(filters)
+        excluded: set[int] = set()
+        if filters.exclude_conversation_id is not None:
+            excluded = self._by_conversation.get(filters.exclude_conversation_id, set())
+        if allowed is None and all_tiers_pass and not excluded:
+            return None
+        slot_of, entries = self._slot_of, self._entries
+
+        def passes(memory_id: str) -> bool:
+            slot = slot_of.get(memory_id)
+            return (
+                slot is not None
+                and (allowed is None or slot in allowed)
+                and slot not in excluded
+                and (all_tiers_pass or entries[memory_id].tier in tiers)
+            )
+
+        return passes
+
+    # -- slots (for filtering other searches: the graph walk) -------------------------
+
+    def slot_items(self) -> list[tuple[str, int]]:
+        """``(memory id, slot)`` of every memory, in the order the index holds them."""
+        with self._lock.read():
+            return list(self._slot_of.items())
+
+    def slots_of(self, ids: Sequence[str]) -> list[int]:
+        """The slots of ``ids``; -1 for an id the index does not hold."""
+        with self._lock.read():
+            slot_of = self._slot_of
+            return [slot_of.get(memory_id, -1) for memory_id in ids]
+
+    def slot_mask(self, filters: RecallFilters) -> npt.NDArray[np.bool_] | None:
+        """Per slot, whether its memory passes ``filters`` (as :meth:`search` applies
+        them); ``None`` when every memory passes.
+
+        Built from the inverted indexes with set operations and one scatter per set,
+        so the cost follows the memories a filter names, not the collection size.
+        """
+        with self._lock.read():
+            return self._slot_mask(filters)
+
+    def _slot_mask(self, filters: RecallFilters) -> npt.NDArray[np.bool_] | None:
+        # Slots run from 0 to the live count plus the free ones, minus one.
+        size = len(self._slot_of) + len(self._free_slots)
+        mask: npt.NDArray[np.bool_] | None = None
+
+        def clear(slots: set[int]) -> None:
+            nonlocal mask
+            if slots:
+                if mask is None:
+                    mask = np.ones(size, dtype=bool)
+                mask[np.fromiter(slots, dtype=np.intp, count=len(slots))] = False
+
+        for tier in TIERS:
+            if tier not in filters.tiers:
+                clear(self._by_tier[tier])
+        allowed = self._allowed(filters)
+        if allowed is not None:
+            passing = np.zeros(size, dtype=bool)
+            passing[np.fromiter(allowed, dtype=np.intp, count=len(allowed))] = True
+            mask = passing if mask is None else mask & passing
+        if filters.exclude_conversation_id is not None:
+            clear(self._by_conversation.get(filters.exclude_conversation_id, set()))
+        return mask
+
+    def _link(self, entry: IndexEntry, slot: int) -> None:
+        self._tier_counts[entry.tier] += 1
+        self._by_tier[entry.tier].add(slot)
+        size = self._occurred.shape[0]
+        if slot >= size:
+            grown = np.full(max(slot + 1, size * 2), NO_TIME, dtype=np.int64)
+            grown[:size] = self._occurred
+            self._occurred = grown
+        self._occurred[slot] = entry.occurred
+        for inverted, keys in (
+            (self._by_category, (entry.category,)),
+            (self._by_tag, entry.tags),
+            (self._by_domain, entry.domains),
+            (self._by_conversation, entry.conversation_ids),
+            (self._by_speaker, (speaker_key(entry.speaker),) if entry.speaker is not None else ()),
+        ):
+            for key in keys:
+                inverted.setdefault(key, set()).add(slot)
+
+    def _unlink(self, entry: IndexEntry, slot: int) -> None:
+        self._tier_counts[entry.tier] -= 1
+        self._by_tier[entry.tier].discard(slot)
+        self._occurred[slot] = NO_TIME
+        for inverted, keys in (
+            (self._by_category, (entry.category,)),
+            (self._by_tag, entry.tags),
+            (self._by_domain, entry.domains),
+            (self._by_conversation, entry.conversation_ids),
+            (self._by_speaker, (speaker_key(entry.speaker),) if entry.speaker is not None else ()),
+        ):
+            for key in keys:
+                slots = inverted.get(key)
+                if slots is not None:
+                    slots.discard(slot)
+                    if not slots:
+                        del inverted[key]
