@@ -8,6 +8,8 @@ must keep the invariants the store maintains.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -39,15 +41,50 @@ def collection_problems(
 
     The caller holds the store's write lock, so nothing changes meanwhile.
     """
+    table = _memory_table(conn, collection)
+    ids = table.ids
     problems: list[str] = []
+    if table.bad_docs:
+        problems.append(
+            f"{collection}: {len(table.bad_docs)} memory documents disagree with their row, "
+            f"e.g. {table.bad_docs[:_SHOWN]}"
+        )
+    problems += _vector_index_problems(conn, collection, table, index)
+    problems += _differences(collection, "the text index", ids, text.ids())
+    problems += _differences(
+        collection, "the graph's memories", ids, {m for m in ids if graph.has_memory(m)}
+    )
+    edges = conn.execute(
+        "SELECT source, type, target, weight, used_at FROM edges WHERE collection = ?",
+        (collection,),
+    ).fetchall()
+    problems += _graph_problems(collection, edges, graph)
+    problems += _edge_problems(conn, collection, edges, ids)
+    return problems
 
-    def differ(what: str, expected: set[str], held: set[str]) -> None:
-        missing, extra = sorted(expected - held), sorted(held - expected)
-        if missing:
-            problems.append(f"{collection}: {what} lacks {len(missing)}, e.g. {missing[:_SHOWN]}")
-        if extra:
-            problems.append(f"{collection}: {what} has {len(extra)} extra, e.g. {extra[:_SHOWN]}")
 
+@dataclass(frozen=True, slots=True)
+class _MemoryTable:
+    """A collection's memory rows as the checks read them.
+
+    Attributes:
+        dims: each model's dimension (``vector_dims``).
+        rows: ``(id, tier, category, doc, vector model, vector bytes)`` per memory.
+        ids: the memories' ids.
+        vectors: the model of each memory whose vector has its model's dimension.
+        unvectored: rows with no vector at all (what stats() counts as pending).
+        bad_docs: memories whose document disagrees with their row.
+    """
+
+    dims: dict[str, int]
+    rows: list[Any]
+    ids: set[str]
+    vectors: dict[str, str]
+    unvectored: int
+    bad_docs: list[str]
+
+
+def _memory_table(conn: sqlite3.Connection, collection: str) -> _MemoryTable:
     dims = dict(
         conn.execute(
             "SELECT model, dim FROM vector_dims WHERE collection = ?", (collection,)
@@ -76,14 +113,18 @@ def collection_problems(
             bad_docs.append(memory_id)
         if model is not None and size is not None and size == 4 * dims.get(model, -1):
             vectors[memory_id] = model
-    if bad_docs:
-        problems.append(
-            f"{collection}: {len(bad_docs)} memory documents disagree with their row, "
-            f"e.g. {bad_docs[:_SHOWN]}"
-        )
+    return _MemoryTable(dims, rows, ids, vectors, unvectored, bad_docs)
 
+
+def _vector_index_problems(
+    conn: sqlite3.Connection, collection: str, table: _MemoryTable, index: CollectionIndex
+) -> list[str]:
+    """The vector index against the memory rows: its entries, vectors, models and
+    passages."""
+    rows, vectors = table.rows, table.vectors
+    problems: list[str] = []
     entries, indexed = index.snapshot()
-    differ("the vector index's memories", ids, set(entries))
+    problems += _differences(collection, "the vector index's memories", table.ids, set(entries))
     stale = sorted(
         memory_id
         for memory_id, tier, category, *_ in rows
@@ -92,27 +133,27 @@ def collection_problems(
     )
     if stale:
         problems.append(f"{collection}: stale index entries, e.g. {stale[:_SHOWN]}")
-    differ("the vector index's vectors", set(vectors), set(indexed))
+    problems += _differences(collection, "the vector index's vectors", set(vectors), set(indexed))
     vectorless = index.counts()[3]
-    if vectorless != unvectored:
+    if vectorless != table.unvectored:
         problems.append(
             f"{collection}: the vector index counts {vectorless} memories without a vector, "
-            f"the table {unvectored}"
+            f"the table {table.unvectored}"
         )
     wrong_model = sorted(m for m, v in indexed.items() if m in vectors and v.model != vectors[m])
     if wrong_model:
         problems.append(f"{collection}: vectors of the wrong model, e.g. {wrong_model[:_SHOWN]}")
-    problems += _passage_problems(conn, collection, index, vectors, dims)
-    differ("the text index", ids, text.ids())
-    differ("the graph's memories", ids, {m for m in ids if graph.has_memory(m)})
+    problems += _passage_problems(conn, collection, index, vectors, table.dims)
+    return problems
 
-    edges = conn.execute(
-        "SELECT source, type, target, weight, used_at FROM edges WHERE collection = ?",
-        (collection,),
-    ).fetchall()
+
+def _graph_problems(collection: str, edges: list[Any], graph: CollectionGraph) -> list[str]:
+    """The graph against the stored ``edges``: exactly the walked ones, with their
+    weights and use times, and its own invariants."""
+    problems: list[str] = []
     walked = {f"{s} {t} {g}": (float(w), int(u)) for s, t, g, w, u in edges if t in _WALKED}
     held = {f"{s} {t} {g}": (w, u) for s, t, g, w, u in graph.edges()}
-    differ("the graph's edges", set(walked), set(held))
+    problems += _differences(collection, "the graph's edges", set(walked), set(held))
     unequal = sorted(
         key
         for key, (w, u) in walked.items()
@@ -126,7 +167,15 @@ def collection_problems(
         graph.check()
     except AssertionError as e:
         problems.append(f"{collection}: the graph's invariants fail: {e}")
+    return problems
 
+
+def _edge_problems(
+    conn: sqlite3.Connection, collection: str, edges: list[Any], ids: set[str]
+) -> list[str]:
+    """The stored edges and hubs against each other and the memories: no edge to
+    or from nothing, no hub without an edge, ASSOCIATED from the smaller id."""
+    problems: list[str] = []
     hubs = {
         (kind, name)
         for kind, name in conn.execute(
@@ -158,6 +207,17 @@ def collection_problems(
             f"{collection}: ASSOCIATED edges not stored from the smaller id, "
             f"e.g. {backwards[:_SHOWN]}"
         )
+    return problems
+
+
+def _differences(collection: str, what: str, expected: set[str], held: set[str]) -> list[str]:
+    """What ``what`` lacks of ``expected``, and what it holds beyond it."""
+    problems: list[str] = []
+    missing, extra = sorted(expected - held), sorted(held - expected)
+    if missing:
+        problems.append(f"{collection}: {what} lacks {len(missing)}, e.g. {missing[:_SHOWN]}")
+    if extra:
+        problems.append(f"{collection}: {what} has {len(extra)} extra, e.g. {extra[:_SHOWN]}")
     return problems
 
 
