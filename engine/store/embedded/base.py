@@ -275,7 +275,7 @@ class EmbeddedBase:
         return index
 
 
-# -- helpers ------------------------------------------------------------------------
+# -- sqlite3 errors -----------------------------------------------------------------
 
 
 def _wrap(error: sqlite3.Error, action: str) -> StoreError:
