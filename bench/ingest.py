@@ -51,9 +51,9 @@ from bench.recall import connect_neo4j
 from bench.synth import memories
 from hippocampus.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from hippocampus.extract import Extraction, SpacyConceptExtractor
-from hippocampus.jobs.remembering import EMBED_RUN
 from hippocampus.model import NewMemory
 from hippocampus.service import Hippocampus
+from hippocampus.services.remembering import EMBED_RUN
 from hippocampus.store.embedded import EmbeddedStore
 
 COLLECTION = "bench"

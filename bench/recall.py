@@ -65,7 +65,6 @@ from bench.synth import QUERIES, SynthMemory, chat_messages, chat_queries, memor
 from hippocampus.config import HippoSettings
 from hippocampus.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from hippocampus.extract import Extraction, KeywordConceptExtractor, SpacyConceptExtractor
-from hippocampus.jobs.core import hub_edges
 from hippocampus.model import (
     Memory,
     NewMemory,
@@ -76,6 +75,7 @@ from hippocampus.model import (
 )
 from hippocampus.retrieve import DEFAULT_RECIPE
 from hippocampus.service import Hippocampus
+from hippocampus.services.core import hub_edges
 from hippocampus.store import GraphStore, MemoryRecord
 from hippocampus.store.embedded import EmbeddedStore
 from hippocampus.store.neo4j import Neo4jStore

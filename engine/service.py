@@ -4,9 +4,9 @@ Entry points (the API, the CLI, agents using the library) talk to this class
 only. It validates input, embeds and extracts outside the store's write lock,
 and hands the store complete records, so every write is all-or-nothing.
 
-The work itself is split by job, one mixin each under :mod:`hippocampus.jobs`:
+The work itself is split by job, one mixin each under :mod:`hippocampus.services`:
 remembering, records, recall, conversations (surfacing), feedback, maintenance
-and transfer, over the state and helpers of :mod:`hippocampus.jobs.core`. This
+and transfer, over the state and helpers of :mod:`hippocampus.services.core`. This
 module builds the engine and keeps the names callers import from it.
 """
 
@@ -23,35 +23,40 @@ from hippocampus.extract import ConceptExtractor, make_extractor
 from hippocampus.extract.dedup import DedupConfig
 from hippocampus.extract.lazy import LazyExtractor
 from hippocampus.extract.quality import QualityConfig
-from hippocampus.jobs.conversations import ConversationJobs
-from hippocampus.jobs.core import CONCEPT_WEIGHT as CONCEPT_WEIGHT
-from hippocampus.jobs.core import FEEDBACK_COUNT_KEY as FEEDBACK_COUNT_KEY
-from hippocampus.jobs.core import MEMBERSHIP_WEIGHT as MEMBERSHIP_WEIGHT
-from hippocampus.jobs.core import NAME_WEIGHT as NAME_WEIGHT
-from hippocampus.jobs.core import NOT_EMBEDDED_REASON as NOT_EMBEDDED_REASON
-from hippocampus.jobs.core import QUALITY_MODEL_KEY as QUALITY_MODEL_KEY
-from hippocampus.jobs.core import TIER_PASS_KEY as TIER_PASS_KEY
-from hippocampus.jobs.core import Embedded as Embedded
-from hippocampus.jobs.feedback import FeedbackJobs
-from hippocampus.jobs.maintenance import CollectionStats, MaintenanceJobs, QualityStats, TierReport
-from hippocampus.jobs.recall import ASSOCIATE_SORTS as ASSOCIATE_SORTS
-from hippocampus.jobs.recall import Association, Associations, GraphNode, RecallJobs, Subgraph
-from hippocampus.jobs.recall import Corroboration as Corroboration
-from hippocampus.jobs.recall import Latency as Latency
-from hippocampus.jobs.records import MAX_TURN_WINDOW as MAX_TURN_WINDOW
-from hippocampus.jobs.records import RecordsJobs, ResourceOutcome
-from hippocampus.jobs.records import TurnWindow as TurnWindow
-from hippocampus.jobs.remembering import EditOutcome, RememberingJobs, RememberOutcome
-from hippocampus.jobs.transfer import EXPORT_FORMAT, ImportReport, TransferJobs
-from hippocampus.jobs.transfer import LEARNED_SECTION as LEARNED_SECTION
-from hippocampus.jobs.transfer import LEARNED_VERSION as LEARNED_VERSION
-from hippocampus.jobs.transfer import PORTABLE_STATE as PORTABLE_STATE
-from hippocampus.jobs.transfer import PORTABLE_STATE_PREFIXES as PORTABLE_STATE_PREFIXES
 from hippocampus.learn import LearningConfig
 from hippocampus.learn.tiers import TierPolicy
 from hippocampus.locks import StripedLock
 from hippocampus.model import EventRetention
 from hippocampus.schedule import FsrsScheduler, Scheduler, SeedScheduler
+from hippocampus.services.conversations import ConversationJobs
+from hippocampus.services.core import CONCEPT_WEIGHT as CONCEPT_WEIGHT
+from hippocampus.services.core import FEEDBACK_COUNT_KEY as FEEDBACK_COUNT_KEY
+from hippocampus.services.core import MEMBERSHIP_WEIGHT as MEMBERSHIP_WEIGHT
+from hippocampus.services.core import NAME_WEIGHT as NAME_WEIGHT
+from hippocampus.services.core import NOT_EMBEDDED_REASON as NOT_EMBEDDED_REASON
+from hippocampus.services.core import QUALITY_MODEL_KEY as QUALITY_MODEL_KEY
+from hippocampus.services.core import TIER_PASS_KEY as TIER_PASS_KEY
+from hippocampus.services.core import Embedded as Embedded
+from hippocampus.services.feedback import FeedbackJobs
+from hippocampus.services.maintenance import (
+    CollectionStats,
+    MaintenanceJobs,
+    QualityStats,
+    TierReport,
+)
+from hippocampus.services.recall import ASSOCIATE_SORTS as ASSOCIATE_SORTS
+from hippocampus.services.recall import Association, Associations, GraphNode, RecallJobs, Subgraph
+from hippocampus.services.recall import Corroboration as Corroboration
+from hippocampus.services.recall import Latency as Latency
+from hippocampus.services.records import MAX_TURN_WINDOW as MAX_TURN_WINDOW
+from hippocampus.services.records import RecordsJobs, ResourceOutcome
+from hippocampus.services.records import TurnWindow as TurnWindow
+from hippocampus.services.remembering import EditOutcome, RememberingJobs, RememberOutcome
+from hippocampus.services.transfer import EXPORT_FORMAT, ImportReport, TransferJobs
+from hippocampus.services.transfer import LEARNED_SECTION as LEARNED_SECTION
+from hippocampus.services.transfer import LEARNED_VERSION as LEARNED_VERSION
+from hippocampus.services.transfer import PORTABLE_STATE as PORTABLE_STATE
+from hippocampus.services.transfer import PORTABLE_STATE_PREFIXES as PORTABLE_STATE_PREFIXES
 from hippocampus.store import GraphStore
 from hippocampus.stores import open_store
 from hippocampus.surface import SurfaceConfig

@@ -14,10 +14,10 @@ import pytest
 from hippocampus.embed import HashingEmbedder
 from hippocampus.errors import StoreUnavailableError
 from hippocampus.extract import SpacyConceptExtractor
-from hippocampus.jobs.core import QUEUE_KEPT
 from hippocampus.learn import LearningConfig
 from hippocampus.model import EdgeType, EdgeUpdate, NewMemory
 from hippocampus.service import Hippocampus
+from hippocampus.services.core import QUEUE_KEPT
 from hippocampus.store.embedded import EmbeddedStore
 
 C = "team:queue"

@@ -21,9 +21,9 @@ from hippocampus.embed import HashingEmbedder
 from hippocampus.errors import ConflictError, EmbeddingError, InvalidInputError
 from hippocampus.extract import SpacyConceptExtractor
 from hippocampus.extract.quality import QualityConfig
-from hippocampus.jobs import remembering
 from hippocampus.model import EdgeType, NewMemory
 from hippocampus.service import Hippocampus, RememberOutcome
+from hippocampus.services import remembering
 from hippocampus.store import MemoryRecord
 from hippocampus.store.embedded import EmbeddedStore
 

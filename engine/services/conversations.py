@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from hippocampus.errors import InvalidInputError
-from hippocampus.jobs.core import ServiceCore
 from hippocampus.model import Memory, Tier, utcnow
 from hippocampus.schedule import indexed_as
+from hippocampus.services.core import ServiceCore
 from hippocampus.surface import SurfaceMetrics
 from hippocampus.surface.outcomes import ConversationView, MessageOutcome
 

@@ -1,4 +1,4 @@
-"""Two stages on their own threads, results in order (engine.jobs.stages)."""
+"""Two stages on their own threads, results in order (engine.services.stages)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hippocampus.jobs.stages import staged
+from hippocampus.services.stages import staged
 
 
 def _threads() -> list[str]:

@@ -11,11 +11,11 @@ from typing import Any
 from hippocampus.errors import HippoError, InvalidInputError, NotFoundError
 from hippocampus.extract import unique_names
 from hippocampus.extract.quality import feedback_label
-from hippocampus.jobs.core import FEEDBACK_COUNT_KEY
-from hippocampus.jobs.maintenance import MaintenanceJobs
-from hippocampus.jobs.records import RecordsJobs
 from hippocampus.learn import REAL_USE, co_use_updates
 from hippocampus.model import HUB_EDGE, Edge, EdgeType, Event, HubKind, Memory, utcnow
+from hippocampus.services.core import FEEDBACK_COUNT_KEY
+from hippocampus.services.maintenance import MaintenanceJobs
+from hippocampus.services.records import RecordsJobs
 from hippocampus.store import Learned
 from hippocampus.surface.outcomes import EngagementOutcome
 

@@ -19,8 +19,6 @@ from hippocampus.extract import Extraction, merge_given
 from hippocampus.extract.dedup import Verdict, compare, merge_duplicate
 from hippocampus.extract.quality import QualityAssessment, QualityModel, assess
 from hippocampus.extract.sanitize import sanitize_text
-from hippocampus.jobs.core import NOT_EMBEDDED_REASON, Embedded, ServiceCore, hub_edges
-from hippocampus.jobs.stages import staged
 from hippocampus.model import (
     Edge,
     EdgeType,
@@ -33,6 +31,8 @@ from hippocampus.model import (
     content_hash,
     utcnow,
 )
+from hippocampus.services.core import NOT_EMBEDDED_REASON, Embedded, ServiceCore, hub_edges
+from hippocampus.services.stages import staged
 from hippocampus.store import Learned, MemoryRecord, Vector
 
 # The service's one logger name, as before the split: log configuration keyed on

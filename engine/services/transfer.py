@@ -12,14 +12,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from hippocampus.errors import InvalidInputError
 from hippocampus.extract.quality import QualityModel
-from hippocampus.jobs.core import (
+from hippocampus.model import Edge, Memory
+from hippocampus.services.core import (
     FEEDBACK_COUNT_KEY,
     QUALITY_MODEL_KEY,
     ServiceCore,
     hub_edges,
     retrieval_extraction,
 )
-from hippocampus.model import Edge, Memory
 from hippocampus.store import MemoryRecord, Vector
 from hippocampus.surface.conversation import ConversationState
 from hippocampus.surface.metrics import SurfaceCounters

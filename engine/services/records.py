@@ -13,8 +13,6 @@ from hippocampus.errors import ConflictError, InvalidInputError, NotFoundError
 from hippocampus.extract import merge_given
 from hippocampus.extract.quality import assess
 from hippocampus.extract.records import RecordLimits, build_document, indexed_text
-from hippocampus.jobs.core import NOT_EMBEDDED_REASON, hub_edges, retrieval_extraction
-from hippocampus.jobs.remembering import EditOutcome, RememberingJobs
 from hippocampus.model import (
     HUB_EDGE,
     Edge,
@@ -26,6 +24,8 @@ from hippocampus.model import (
     utcnow,
 )
 from hippocampus.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
+from hippocampus.services.core import NOT_EMBEDDED_REASON, hub_edges, retrieval_extraction
+from hippocampus.services.remembering import EditOutcome, RememberingJobs
 from hippocampus.store import Learned, MemoryRecord, Vector
 
 # The service's one logger name, as before the split: log configuration keyed on

@@ -15,7 +15,6 @@ from pydantic import BaseModel
 from hippocampus.dense import passage_score
 from hippocampus.errors import EmbeddingError, InvalidInputError, LimitExceededError, NotFoundError
 from hippocampus.extract import unique_names
-from hippocampus.jobs.core import ServiceCore
 from hippocampus.learn import BARE_RETRIEVAL, co_use_updates
 from hippocampus.model import (
     MEMORY_NODE,
@@ -53,6 +52,7 @@ from hippocampus.retrieve.pipeline import (
 )
 from hippocampus.retrieve.present import asks_about_present, present_first
 from hippocampus.retrieve.summary import context_summary
+from hippocampus.services.core import ServiceCore
 from hippocampus.store import Vector
 
 # The service's one logger name, as before the split: log configuration keyed on

@@ -21,11 +21,16 @@ from hippocampus.extract.quality import (
     quality_features,
     retrain,
 )
-from hippocampus.jobs.core import FEEDBACK_COUNT_KEY, QUALITY_MODEL_KEY, TIER_PASS_KEY, ServiceCore
 from hippocampus.learn import decay_period
 from hippocampus.learn.tiers import TierChange, tier_change
 from hippocampus.metrics import CachedGraphHealth, GraphHealth, graph_health
 from hippocampus.model import Event, HubKind, Memory, Tier, utcnow
+from hippocampus.services.core import (
+    FEEDBACK_COUNT_KEY,
+    QUALITY_MODEL_KEY,
+    TIER_PASS_KEY,
+    ServiceCore,
+)
 from hippocampus.store import LearnChange, Learned
 
 # The service's one logger name, as before the split: log configuration keyed on
