@@ -178,7 +178,7 @@ def run(
                 brought = dict.fromkeys(name for t in chunk for name in _names(extractions[t]))
                 new = [name for name in brought if name not in seen]
                 seen.update(new)
-                embedded = service._encode([*chunk, *new])
+                embedded = service.features.encode([*chunk, *new])
                 vectors.update(zip([*chunk, *new], embedded.heads, strict=True))
 
         seconds["embed"], _ = _timed(embed_all)

@@ -75,7 +75,7 @@ from hippocampus.model import (
 )
 from hippocampus.retrieve import DEFAULT_RECIPE
 from hippocampus.service import Hippocampus
-from hippocampus.services.core import hub_edges
+from hippocampus.services.hubs import hub_edges
 from hippocampus.store import GraphStore, MemoryRecord
 from hippocampus.store.embedded import EmbeddedStore
 from hippocampus.store.neo4j import Neo4jStore

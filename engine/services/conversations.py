@@ -8,10 +8,12 @@ from datetime import datetime, timedelta
 
 from hippocampus.errors import InvalidInputError
 from hippocampus.model import Memory, Tier, utcnow
-from hippocampus.schedule import indexed_as
-from hippocampus.services.core import ServiceCore
+from hippocampus.schedule import Scheduler, indexed_as
+from hippocampus.services.checks import Checks
+from hippocampus.services.context import Context
 from hippocampus.surface import SurfaceMetrics
 from hippocampus.surface.outcomes import ConversationView, MessageOutcome
+from hippocampus.surface.surfacer import Surfacer
 
 _EDGE = timedelta(milliseconds=1)
 """How far past ``now`` the store's due dates are read: they are rounded to the
@@ -21,10 +23,23 @@ _SPARE = 8
 after all (at most the memories within ``_EDGE`` of falling due)."""
 
 
-class ConversationJobs(ServiceCore):
-    """Messages in, insights out; conversations, resurfacing and their metrics."""
+class ConversationService:
+    """Messages in, insights out; conversations, resurfacing and their metrics.
 
-    # -- proactive surfacing and spaced repetition ------------------------------------
+    Args:
+        context: the shared parts.
+        checks: validation of what callers give.
+        surfacer: proactive surfacing itself.
+        scheduler: spaced repetition, for :meth:`resurface`.
+    """
+
+    def __init__(
+        self, context: Context, checks: Checks, surfacer: Surfacer, scheduler: Scheduler
+    ) -> None:
+        self._context = context
+        self._checks = checks
+        self._surfacer = surfacer
+        self.scheduler = scheduler
 
     def message(
         self,
@@ -42,15 +57,15 @@ class ConversationJobs(ServiceCore):
         Raises:
             InvalidInputError: bad id, text, role, type or time.
         """
-        self.check_collection(collection)
-        return self.surfacer.message(
+        self._checks.check_collection(collection)
+        return self._surfacer.message(
             collection,
             conversation_id,
             text,
             role=role,
             at=at or utcnow(),
             conversation_type=conversation_type,
-            max_chars=self.limits.max_content_chars,
+            max_chars=self._context.limits.max_content_chars,
         )
 
     def conversation(self, collection: str, conversation_id: str) -> ConversationView:
@@ -59,8 +74,8 @@ class ConversationJobs(ServiceCore):
         Raises:
             NotFoundError: no such conversation in the collection.
         """
-        self.check_collection(collection)
-        return self.surfacer.conversation(collection, conversation_id)
+        self._checks.check_collection(collection)
+        return self._surfacer.conversation(collection, conversation_id)
 
     def resurface(
         self, collection: str, *, limit: int = 10, now: datetime | None = None
@@ -74,9 +89,11 @@ class ConversationJobs(ServiceCore):
         Raises:
             InvalidInputError: a bad limit.
         """
-        self.check_collection(collection)
-        if not 1 <= limit <= self.limits.max_recall_limit:
-            raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
+        self._checks.check_collection(collection)
+        if not 1 <= limit <= self._context.limits.max_recall_limit:
+            raise InvalidInputError(
+                f"limit is 1-{self._context.limits.max_recall_limit}", field="limit"
+            )
         at = now or utcnow()
         schedule = indexed_as(self.scheduler)
         candidates: Iterable[Memory]
@@ -84,11 +101,11 @@ class ConversationJobs(ServiceCore):
             # The store's due dates pick the candidates; each is checked here with
             # the scheduler itself, so a memory at the edge (a microsecond's
             # rounding) is judged as a scan would judge it.
-            candidates = self.store.due_memories(
+            candidates = self._context.store.due_memories(
                 collection, schedule=schedule, now=at + _EDGE, limit=limit + _SPARE
             )
         else:
-            candidates = self.store.iter_memories(collection)
+            candidates = self._context.store.iter_memories(collection)
         due = []
         for memory in candidates:
             if memory.tier != Tier.ACTIVE:
@@ -102,5 +119,5 @@ class ConversationJobs(ServiceCore):
 
     def surfacing_metrics(self, collection: str) -> SurfaceMetrics:
         """Precision, dismissal rates, recall-before-search and lead time."""
-        self.check_collection(collection)
-        return self.surfacer.metrics(collection)
+        self._checks.check_collection(collection)
+        return self._surfacer.metrics(collection)

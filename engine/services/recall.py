@@ -1,4 +1,4 @@
-"""Recall: searching memories and records, association, subgraphs and latency."""
+"""Recall: searching memories and records, and how recalls have fared."""
 
 from __future__ import annotations
 
@@ -6,31 +6,21 @@ import logging
 import statistics
 import time
 from collections import deque
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from pydantic import BaseModel
 
 from hippocampus.dense import passage_score
-from hippocampus.errors import EmbeddingError, InvalidInputError, LimitExceededError, NotFoundError
-from hippocampus.extract import unique_names
+from hippocampus.errors import EmbeddingError, InvalidInputError, LimitExceededError
 from hippocampus.learn import BARE_RETRIEVAL, co_use_updates
 from hippocampus.model import (
-    MEMORY_NODE,
-    Anchor,
-    Edge,
     Event,
-    ExpandParams,
-    GraphPath,
-    HubKind,
     Memory,
     RecallFilters,
     RecallHit,
     RecallResult,
     SurfacedBefore,
-    Tier,
-    target_kind,
     utcnow,
 )
 from hippocampus.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE
@@ -41,7 +31,6 @@ from hippocampus.retrieve.config import (
     SearchConfig,
     without_dense,
 )
-from hippocampus.retrieve.context import TAG_STRENGTH, Reach, context_forms, through_context
 from hippocampus.retrieve.fusion import uncorroborated_lean
 from hippocampus.retrieve.pipeline import (
     Candidate,
@@ -52,11 +41,14 @@ from hippocampus.retrieve.pipeline import (
 )
 from hippocampus.retrieve.present import asks_about_present, present_first
 from hippocampus.retrieve.summary import context_summary
-from hippocampus.services.core import ServiceCore
+from hippocampus.services.checks import Checks
+from hippocampus.services.context import Context
+from hippocampus.services.learning import LearningQueue
 from hippocampus.store import Vector
+from hippocampus.surface.surfacer import Surfacer
 
-# The service's one logger name, as before the split: log configuration keyed on
-# "hippocampus.service" keeps covering every job.
+# The engine's one logger name: log configuration keyed on "hippocampus.service"
+# covers every service.
 logger = logging.getLogger("hippocampus.service")
 
 
@@ -73,45 +65,6 @@ need not wait on each other beside one another (the text search and the
 query's hubs beside the dense search, and more:
 :func:`~hippocampus.retrieve.pipeline.retrieve`); shared by every service of the
 process, whose recalls are on many threads anyway."""
-_ASSOCIATE_REACH = 1000
-"""How many of a context hub's members associate follows (strongest edges
-first), and how many memories its walk returns: enough for every sort to choose
-from, bounded as a hub visit must be."""
-ASSOCIATE_SORTS = ("strength", "confidence")
-"""Orders :meth:`Hippocampus.associate` offers: path strength (default) or the
-memory's confidence (the seed's)."""
-
-
-class Association(BaseModel):
-    """A memory found by :meth:`Hippocampus.associate`, and why."""
-
-    memory: Memory
-    strength: float
-    anchors: int
-    paths: list[GraphPath]
-
-
-class Associations(BaseModel):
-    """What :meth:`Hippocampus.associate` found, best first, and what it could not
-    follow (a concept naming nothing, a hub too common to walk)."""
-
-    results: list[Association]
-    warnings: list[str] = []
-
-
-class GraphNode(BaseModel):
-    id: str
-    kind: str
-    label: str
-    confidence: float | None = None
-
-
-class Subgraph(BaseModel):
-    """Nodes and edges around a center, for drawing."""
-
-    center: str
-    nodes: list[GraphNode]
-    edges: list[Edge]
 
 
 class Latency(BaseModel):
@@ -139,8 +92,38 @@ class Corroboration(BaseModel):
     lexical_lean: float
 
 
-class RecallJobs(ServiceCore):
-    """Recalling memories, associating and exploring the graph."""
+class RecallService:
+    """Recalling memories and records, and measuring recalls.
+
+    Args:
+        context: the shared parts.
+        checks: validation of what callers give.
+        learning: where bare retrievals queue what they teach.
+        surfacer: reports the results a conversation had been offered before.
+        records_min_score: the least similarity a record needs to be found by
+            :meth:`search_records`.
+        summary_min_score: the least similarity a result needs to be in a
+            :meth:`context_summary` (the seed's 0.7).
+    """
+
+    def __init__(
+        self,
+        context: Context,
+        checks: Checks,
+        learning: LearningQueue,
+        surfacer: Surfacer,
+        *,
+        records_min_score: float = 0.3,
+        summary_min_score: float = 0.7,
+    ) -> None:
+        self._context = context
+        self._checks = checks
+        self._learning = learning
+        self._surfacer = surfacer
+        self.records_min_score = records_min_score
+        self.summary_min_score = summary_min_score
+        self._latencies: dict[str, deque[float]] = {}
+        self._corroborations: dict[str, deque[float]] = {}
 
     # -- records and summaries --------------------------------------------------
 
@@ -182,7 +165,7 @@ class RecallJobs(ServiceCore):
         hits = [h for h in result.hits if h.similarity is None or h.similarity >= least]
         return context_summary(
             hits,
-            self.store.stats(collection).memories,
+            self._context.store.stats(collection).memories,
             left_out=len(result.hits) - len(hits),
             min_score=least,
         )
@@ -234,10 +217,12 @@ class RecallJobs(ServiceCore):
         at = now or utcnow()
         started = time.perf_counter()
         warnings: list[str] = []
-        reading = read_query(_QUERY_READERS, self.extractor, text) if config.graph else None
+        reading = (
+            read_query(_QUERY_READERS, self._context.extractor, text) if config.graph else None
+        )
         if query_vector is None and (config.dense or config.graph):
             try:
-                query_vector = self.embedder.encode([text])[0]
+                query_vector = self._context.embedder.encode([text])[0]
             except EmbeddingError:
                 logger.warning("query embedding failed; recalling by text and graph only")
                 warnings.append(EMBEDDER_DOWN_WARNING)
@@ -246,19 +231,19 @@ class RecallJobs(ServiceCore):
                     warnings.append("min_score was not applied: the query has no vector")
                     min_score = None
         found = retrieve(
-            self.store,
-            self.extractor,
+            self._context.store,
+            self._context.extractor,
             collection,
             text,
             query_vector,
-            model=self.embedder.name,
+            model=self._context.embedder.name,
             config=config,
             filters=filters or RecallFilters(),
             limit=limit,
             now=as_of or at,
             explain=explain,
             extraction=reading,
-            pool=_QUERY_READERS if self.store.parallel_reads else None,
+            pool=_QUERY_READERS if self._context.store.parallel_reads else None,
             typical_corroboration=self._typical_corroboration(collection),
         )
         if found.corroboration is not None:
@@ -277,15 +262,15 @@ class RecallJobs(ServiceCore):
             )
         before: list[SurfacedBefore] = []
         if conversation_id is not None:
-            shown = [h.memory for h in hits[: self.surfacer.config.max_insights]]
+            shown = [h.memory for h in hits[: self._surfacer.config.max_insights]]
             before = [
                 SurfacedBefore(memory_id=mid, lead=lead)
-                for mid, lead in self.surfacer.explicit_recall(collection, conversation_id, shown)
+                for mid, lead in self._surfacer.explicit_recall(collection, conversation_id, shown)
             ]
         return RecallResult(
             query=text,
             hits=hits,
-            embedder=self.embedder.name,
+            embedder=self._context.embedder.name,
             recipe=config.name,
             warnings=warnings,
             surfaced_before=before,
@@ -294,17 +279,18 @@ class RecallJobs(ServiceCore):
 
     def _checked_query(self, collection: str, query: str, limit: int) -> str:
         """The query, stripped, once the collection, the query and the limit pass."""
-        self.check_collection(collection)
+        self._checks.check_collection(collection)
+        limits = self._context.limits
         text = query.strip()
         if not text:
             raise InvalidInputError("query is empty", field="query")
-        if len(text) > self.limits.max_query_chars:
+        if len(text) > limits.max_query_chars:
             raise LimitExceededError(
-                f"query has {len(text)} characters; the limit is {self.limits.max_query_chars}",
+                f"query has {len(text)} characters; the limit is {limits.max_query_chars}",
                 field="query",
             )
-        if not 1 <= limit <= self.limits.max_recall_limit:
-            raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
+        if not 1 <= limit <= limits.max_recall_limit:
+            raise InvalidInputError(f"limit is 1-{limits.max_recall_limit}", field="limit")
         return text
 
     def _hits(
@@ -321,7 +307,7 @@ class RecallJobs(ServiceCore):
         the present first when the recipe says so, none below ``min_score``."""
         candidates = found.candidates
         missing = [c.memory_id for c in candidates if c.memory_id not in found.memories]
-        memories = {**found.memories, **self.store.get_memories(collection, missing)}
+        memories = {**found.memories, **self._context.store.get_memories(collection, missing)}
         if config.present_first and asks_about_present(text):
             candidates = _present_first(candidates, memories)
         if min_score is not None:
@@ -351,8 +337,8 @@ class RecallJobs(ServiceCore):
     ) -> None:
         """Queue what a bare retrieval teaches (counts on the edges its top
         results and their hubs share) and its event."""
-        top = [h.memory.id for h in hits[: self.learning.co_retrieved]]
-        self._learn(
+        top = [h.memory.id for h in hits[: self._context.learning.co_retrieved]]
+        self._learning.learn(
             collection,
             co_use_updates(top, at, BARE_RETRIEVAL, anchors=hub_anchor_edges(found.hubs)),
             Event(
@@ -369,15 +355,7 @@ class RecallJobs(ServiceCore):
         Raises:
             InvalidInputError: no recipe by that name.
         """
-        if isinstance(recipe, SearchConfig):
-            return recipe
-        config = RECIPES.get(recipe.upper())
-        if config is None:
-            raise InvalidInputError(
-                f"unknown recipe {recipe!r}; known: {', '.join(sorted(RECIPES))}",
-                field="recipe",
-            )
-        return config
+        return search_config(recipe)
 
     def _above(
         self,
@@ -392,8 +370,8 @@ class RecallJobs(ServiceCore):
         if query_vector is None:
             return []
         unscored = [c.memory_id for c in candidates if c.similarity is None]
-        vectors = self.store.get_vectors(collection, unscored) if unscored else {}
-        passage_vectors = self.store.get_passages(collection, unscored) if unscored else {}
+        vectors = self._context.store.get_vectors(collection, unscored) if unscored else {}
+        passage_vectors = self._context.store.get_passages(collection, unscored) if unscored else {}
         kept = []
         for c in candidates:
             sim = c.similarity
@@ -405,246 +383,6 @@ class RecallJobs(ServiceCore):
             if sim is not None and sim >= min_score:
                 kept.append(c)
         return kept
-
-    def associate(
-        self,
-        collection: str,
-        context: Sequence[str],
-        *,
-        min_path_strength: float = 0.5,
-        max_depth: int = 3,
-        limit: int = 10,
-        filters: RecallFilters | None = None,
-        sort: str = "strength",
-    ) -> Associations:
-        """Memories associated with a set of concepts (the seed's
-        retrieveAssociatedInsights): the memories that hold a hub (or tag) the
-        concepts name, and those reached from them through other memories that
-        pass the multi-path gate: paths from at least two of the concepts, or one
-        path whose edge weights multiply to ``min_path_strength``. Strength is
-        measured as recall's walk measures it: a hub passes on 1/degree of what
-        reaches it (see :mod:`hippocampus.retrieve.context`).
-
-        Args:
-            sort: ``strength`` (default: the strongest connection to the context
-                first) or ``confidence`` (the seed's order: the memory's own
-                confidence first, path strength breaking ties). Either way the
-                ``limit`` best are chosen from everything that passed the gate.
-
-        Returns:
-            The associations, and warnings: a concept that names no hub and no
-            tag, a hub too common to walk.
-
-        Raises:
-            InvalidInputError: no concept given, or a bad depth, limit or sort.
-        """
-        self.check_collection(collection)
-        names = unique_names(context, 50)
-        if not names:
-            raise InvalidInputError("give at least one concept", field="context")
-        if not 1 <= max_depth <= 3:
-            raise InvalidInputError("max_depth is 1-3", field="max_depth")
-        if not 1 <= limit <= self.limits.max_recall_limit:
-            raise InvalidInputError(f"limit is 1-{self.limits.max_recall_limit}", field="limit")
-        if sort not in ASSOCIATE_SORTS:
-            raise InvalidInputError(f"sort is one of {', '.join(ASSOCIATE_SORTS)}", field="sort")
-        # The context is matched as memories are extracted: by name and by the
-        # extractor's forms, to hubs of every kind; and to memories' tags.
-        forms = context_forms(names, self.extractor.extract_many(list(names)))
-        base = filters or RecallFilters()
-        params = self.recipe(DEFAULT_RECIPE).expand.model_copy(
-            # The caller named these hubs: each is walked however common, up to
-            # the ceiling that bounds what one hub visit reads.
-            update={
-                "max_depth": max_depth,
-                "hub_min_factor": 0.0,
-                "hub_fanout": _ASSOCIATE_REACH,
-                "max_results": _ASSOCIATE_REACH,
-            }
-        )
-        warnings: list[str] = []
-        hubs = []
-        matched = self.store.match_hubs(collection, list(forms))
-        for hub in matched:
-            if params.max_hub_degree is not None and hub.degree > params.max_hub_degree:
-                warnings.append(
-                    f"{hub.kind}:{hub.name} links {hub.degree} memories, more than the "
-                    f"{params.max_hub_degree} a walk follows: left out"
-                )
-            else:
-                hubs.append(hub)
-        reached: dict[str, Reach] = {}
-        if hubs:
-            origin = {(h.kind, h.name): forms[h.name] for h in hubs}
-            for e in self.store.expand(
-                collection,
-                [Anchor(kind=h.kind, name=h.name) for h in hubs],
-                params=params,
-                filters=base,
-            ):
-                if (kept := through_context(e, origin, damping=params.damping)) is not None:
-                    reached[e.memory_id] = kept
-        tagged = self._add_tagged(collection, names, base, reached)
-        named = {forms[h.name] for h in matched} | tagged
-        generic: frozenset[str] = getattr(self.extractor, "generic", frozenset())
-        warnings += [
-            f"{name!r} names no hub and no tag in this collection"
-            + (" (a word this common is no hub)" if name in generic else "")
-            for name in names
-            if name not in named
-        ]
-        passed = sorted(
-            (r for r in reached.values() if r.passes(min_path_strength)),
-            key=lambda r: (-r.expansion().strength, r.memory_id),
-        )
-        ranked = [r.expansion() for r in passed]
-        if sort == "strength":
-            ranked = ranked[:limit]
-        memories = self.store.get_memories(collection, [e.memory_id for e in ranked])
-        if sort == "confidence":
-            ranked = sorted(
-                (e for e in ranked if e.memory_id in memories),
-                key=lambda e: (
-                    -memories[e.memory_id].retrieval.confidence,
-                    -e.strength,
-                    e.memory_id,
-                ),
-            )[:limit]
-        return Associations(
-            results=[
-                Association(
-                    memory=memories[e.memory_id],
-                    strength=e.strength,
-                    anchors=e.anchors,
-                    paths=e.paths[:3],
-                )
-                for e in ranked
-                if e.memory_id in memories
-            ],
-            warnings=warnings,
-        )
-
-    def _add_tagged(
-        self,
-        collection: str,
-        names: Sequence[str],
-        filters: RecallFilters,
-        reached: dict[str, Reach],
-    ) -> set[str]:
-        """Credit each context name to the memories tagged with it, as a hub's
-        members are credited: :data:`TAG_STRENGTH` divided by how many carry the
-        tag (tags are not hubs: no path is drawn for them). Returns the names
-        some memory is tagged with."""
-        vector = self._embed_query(" ".join(names))
-        if vector is None:
-            return set()
-        found: set[str] = set()
-        for name in names:
-            tagged = filters.model_copy(update={"tags": [name]})
-            hits = self.store.search_vectors(
-                collection,
-                vector,
-                model=self.embedder.name,
-                k=self.limits.max_recall_limit,
-                filters=tagged,
-            )
-            for memory_id, _ in hits:
-                reach = reached.setdefault(memory_id, Reach(memory_id))
-                reach.add(name, TAG_STRENGTH / len(hits))
-                reach.held = True
-            if hits:
-                found.add(name)
-        return found
-
-    def subgraph(
-        self, collection: str, center: str, *, depth: int = 1, max_nodes: int = 200
-    ) -> Subgraph:
-        """The graph around a memory (its id) or a hub (``Kind:name``, e.g.
-        ``Concept:connection pool``), breadth first, for drawing.
-
-        Raises:
-            NotFoundError: no such memory or hub.
-            InvalidInputError: a bad depth or node cap.
-        """
-        self.check_collection(collection)
-        if not 1 <= depth <= 3:
-            raise InvalidInputError("depth is 1-3", field="depth")
-        if not 1 <= max_nodes <= 2000:
-            raise InvalidInputError("max_nodes is 1-2000", field="max_nodes")
-        start = self._node_of(collection, center)
-        nodes: dict[tuple[str, str], None] = {start: None}
-        edges: dict[tuple[str, str, str], Edge] = {}
-        frontier = [start]
-        # A drawing shows a hub's strongest members however common the hub is:
-        # no degree ceiling (each call walks one hub and keeps at most
-        # max_nodes of its members).
-        fanout = ExpandParams(
-            max_depth=1,
-            hub_fanout=max_nodes,
-            frontier=max_nodes,
-            hub_degree_penalty=False,
-            max_hub_degree=None,
-            damping=1.0,
-            max_results=max_nodes,
-        )
-        all_tiers = RecallFilters(tiers=list(Tier))
-        for _ in range(depth):
-            reached: list[tuple[str, str]] = []
-            for kind, name in frontier:
-                if kind == MEMORY_NODE:
-                    for edge in self.store.edges_of(collection, name):
-                        other = (target_kind(edge.type), edge.target)
-                        edges[(edge.type.value, edge.source, edge.target)] = edge
-                        reached.append(other)
-                else:
-                    for e in self.store.expand(
-                        collection, [Anchor(kind=kind, name=name)], params=fanout, filters=all_tiers
-                    ):
-                        step = e.paths[0].steps[0]
-                        edge = Edge(
-                            source=e.memory_id, type=step.type, target=name, weight=step.weight
-                        )
-                        edges[(edge.type.value, edge.source, edge.target)] = edge
-                        reached.append((MEMORY_NODE, e.memory_id))
-            frontier = []
-            for node in reached:
-                if node not in nodes and len(nodes) < max_nodes:
-                    nodes[node] = None
-                    frontier.append(node)
-        memory_ids = [name for kind, name in nodes if kind == MEMORY_NODE]
-        memories = self.store.get_memories(collection, memory_ids)
-        kept = [
-            e
-            for e in edges.values()
-            if (MEMORY_NODE, e.source) in nodes and (target_kind(e.type), e.target) in nodes
-        ]
-        return Subgraph(
-            center=f"{start[0]}:{start[1]}",
-            nodes=[
-                GraphNode(
-                    id=f"{kind}:{name}",
-                    kind=kind,
-                    label=(memories[name].content[:80] if name in memories else name)
-                    if kind == MEMORY_NODE
-                    else name,
-                    confidence=memories[name].retrieval.confidence if name in memories else None,
-                )
-                for kind, name in nodes
-            ],
-            edges=kept,
-        )
-
-    def _node_of(self, collection: str, center: str) -> tuple[str, str]:
-        kind, sep, name = center.partition(":")
-        if sep and kind in {k.value for k in HubKind}:
-            if any(h.kind == kind for h in self.store.match_hubs(collection, [name])):
-                return (kind, name)
-            raise NotFoundError(f"no {kind} {name!r} in this collection")
-        if sep and kind == MEMORY_NODE and self.store.get_memories(collection, [name]):
-            return (MEMORY_NODE, name)  # a node id as /graph gives it: Memory:<id>
-        if not self.store.get_memories(collection, [center]):
-            raise NotFoundError(f"no memory {center!r} in this collection")
-        return (MEMORY_NODE, center)
 
     def _typical_corroboration(self, collection: str) -> float | None:
         """The median corroboration of this process's recent recalls of the
@@ -659,7 +397,7 @@ class RecallJobs(ServiceCore):
     def corroboration(self, collection: str) -> Corroboration:
         """How well similarity has corroborated the words in this process's recent
         recalls of the collection, and the lean on words that follows."""
-        self.check_collection(collection)
+        self._checks.check_collection(collection)
         typical = self._typical_corroboration(collection)
         threshold = self.recipe(DEFAULT_RECIPE).collection_uncorroborated
         return Corroboration(
@@ -670,7 +408,7 @@ class RecallJobs(ServiceCore):
 
     def latency(self, collection: str) -> Latency:
         """p50 / p95 of this process's recent recalls of the collection."""
-        self.check_collection(collection)
+        self._checks.check_collection(collection)
         samples = sorted(self._latencies.get(collection, ()))
         if not samples:
             return Latency(recalls=0, p50_ms=None, p95_ms=None)
@@ -679,6 +417,23 @@ class RecallJobs(ServiceCore):
             return round(samples[min(len(samples) - 1, int(q * len(samples)))], 3)
 
         return Latency(recalls=len(samples), p50_ms=at(0.5), p95_ms=at(0.95))
+
+
+def search_config(recipe: str | SearchConfig) -> SearchConfig:
+    """The search config a recipe name stands for (a config stands for itself).
+
+    Raises:
+        InvalidInputError: no recipe by that name.
+    """
+    if isinstance(recipe, SearchConfig):
+        return recipe
+    config = RECIPES.get(recipe.upper())
+    if config is None:
+        raise InvalidInputError(
+            f"unknown recipe {recipe!r}; known: {', '.join(sorted(RECIPES))}",
+            field="recipe",
+        )
+    return config
 
 
 def _present_first(candidates: list[Candidate], memories: dict[str, Memory]) -> list[Candidate]:

@@ -13,13 +13,10 @@ from pydantic import BaseModel, Field, ValidationError
 from hippocampus.errors import InvalidInputError
 from hippocampus.extract.quality import QualityModel
 from hippocampus.model import Edge, Memory
-from hippocampus.services.core import (
-    FEEDBACK_COUNT_KEY,
-    QUALITY_MODEL_KEY,
-    ServiceCore,
-    hub_edges,
-    retrieval_extraction,
-)
+from hippocampus.services.checks import Checks
+from hippocampus.services.context import Context
+from hippocampus.services.hubs import hub_edges, retrieval_extraction
+from hippocampus.services.quality import FEEDBACK_COUNT_KEY, QUALITY_MODEL_KEY
 from hippocampus.store import MemoryRecord, Vector
 from hippocampus.surface.conversation import ConversationState
 from hippocampus.surface.metrics import SurfaceCounters
@@ -81,10 +78,17 @@ class _ExportedState(BaseModel):
     value: dict[str, Any]
 
 
-class TransferJobs(ServiceCore):
-    """Exporting and importing collections."""
+class TransferService:
+    """Exporting and importing collections.
 
-    # -- backup -----------------------------------------------------------------
+    Args:
+        context: the shared parts.
+        checks: validation of what callers give.
+    """
+
+    def __init__(self, context: Context, checks: Checks) -> None:
+        self._context = context
+        self._checks = checks
 
     def export_lines(self, collection: str) -> Iterator[str]:
         """:meth:`export` as the file holds it: one JSON object a line, each ended
@@ -97,15 +101,15 @@ class TransferJobs(ServiceCore):
         vector (tier, provenance and counts included), then every edge (conflicts
         included), then the learned quality model. :meth:`import_records` restores
         it exactly."""
-        self.check_collection(collection)
+        self._checks.check_collection(collection)
         yield {"type": "header", "format": EXPORT_FORMAT, "collection": collection}
         edge_ids: list[str] = []
         batch: list[Memory] = []
 
         def flush() -> Iterator[dict[str, Any]]:
             ids = [m.id for m in batch]
-            vectors = self.store.get_vectors(collection, ids)
-            passage_vectors = self.store.get_passages(collection, ids)
+            vectors = self._context.store.get_vectors(collection, ids)
+            passage_vectors = self._context.store.get_passages(collection, ids)
             for m in batch:
                 vec = vectors.get(m.id)
                 record: dict[str, Any] = {
@@ -120,14 +124,14 @@ class TransferJobs(ServiceCore):
             edge_ids.extend(m.id for m in batch)
             batch.clear()
 
-        for memory in self.store.iter_memories(collection):
+        for memory in self._context.store.iter_memories(collection):
             batch.append(memory)
             if len(batch) >= 500:
                 yield from flush()
         yield from flush()
         seen: set[tuple[str, str, str]] = set()
         for mid in edge_ids:
-            for edge in self.store.edges_of(collection, mid):
+            for edge in self._context.store.edges_of(collection, mid):
                 key = (edge.type.value, edge.source, edge.target)
                 if key not in seen:
                     seen.add(key)
@@ -138,7 +142,7 @@ class TransferJobs(ServiceCore):
         keys = self.portable_state_keys(collection)
         for i in range(0, len(keys), 500):
             chunk = keys[i : i + 500]
-            stored = self.store.get_states(collection, chunk)
+            stored = self._context.store.get_states(collection, chunk)
             for state_key in chunk:
                 if state_key in stored:
                     if section:
@@ -152,7 +156,7 @@ class TransferJobs(ServiceCore):
         :data:`PORTABLE_STATE_PREFIXES` families it holds."""
         keys = list(PORTABLE_STATE)
         for prefix in PORTABLE_STATE_PREFIXES:
-            keys.extend(self.store.list_state_keys(collection, prefix))
+            keys.extend(self._context.store.list_state_keys(collection, prefix))
         return keys
 
     def import_records(
@@ -170,7 +174,7 @@ class TransferJobs(ServiceCore):
         Raises:
             InvalidInputError: a record is malformed (``field`` names its line).
         """
-        self.check_collection(collection)
+        self._checks.check_collection(collection)
         report = ImportReport()
         pending: list[MemoryRecord] = []
         edges: list[Edge] = []
@@ -180,11 +184,11 @@ class TransferJobs(ServiceCore):
             if not pending:
                 return
             ids = [r.memory.id for r in pending]
-            existing = self.store.get_memories(collection, ids)
+            existing = self._context.store.get_memories(collection, ids)
             fresh = [r for r in pending if r.memory.id not in existing]
             report.skipped_existing += len(pending) - len(fresh)
             if fresh:
-                self.store.add_memories(collection, fresh)
+                self._context.store.add_memories(collection, fresh)
             report.memories += len(fresh)
             if progress is not None:
                 progress(len(pending))
@@ -238,12 +242,14 @@ class TransferJobs(ServiceCore):
                 raise InvalidInputError(f"line {line}: {e}", field=f"line {line}") from e
         flush()
         for i in range(0, len(edges), 1000):
-            self.store.upsert_edges(collection, edges[i : i + 1000])
+            self._context.store.upsert_edges(collection, edges[i : i + 1000])
         report.edges = len(edges)
         for i in range(0, len(states), 500):
             chunk = states[i : i + 500]
-            held = self.store.get_states(collection, [s.key for s in chunk])
-            self.store.put_states(collection, {s.key: s.value for s in chunk if s.key not in held})
+            held = self._context.store.get_states(collection, [s.key for s in chunk])
+            self._context.store.put_states(
+                collection, {s.key: s.value for s in chunk if s.key not in held}
+            )
         return report
 
 

@@ -17,7 +17,7 @@ from hippocampus.extract import SpacyConceptExtractor
 from hippocampus.learn import LearningConfig
 from hippocampus.model import EdgeType, EdgeUpdate, NewMemory
 from hippocampus.service import Hippocampus
-from hippocampus.services.core import QUEUE_KEPT
+from hippocampus.services.learning import QUEUE_KEPT
 from hippocampus.store.embedded import EmbeddedStore
 
 C = "team:queue"
@@ -108,8 +108,8 @@ def test_while_writes_keep_failing_the_queue_stays_bounded(
         raise StoreUnavailableError("the disk is full")
 
     def queued() -> int:
-        svc._learning_writer.submit(lambda: None).result()  # its flush is done
-        return sum(len(updates) for updates, _ in svc._pending.values())
+        svc.learning_queue._writer.submit(lambda: None).result()  # its flush is done
+        return sum(len(updates) for updates, _ in svc.learning_queue._pending.values())
 
     monkeypatch.setattr(svc.store, "reinforce_edges", refuse)
     svc.learning = LearningConfig(flush_at=5)

@@ -579,7 +579,7 @@ def test_a_retraining_that_fails_loses_no_feedback_and_is_tried_again(
         def store_away(collection: str, *, now: datetime | None = None) -> None:
             raise StoreUnavailableError("the store is away")
 
-        monkeypatch.setattr(svc, "retrain_quality", store_away)
+        monkeypatch.setattr(svc.quality_gate, "retrain_quality", store_away)
         rated = svc.feedback(C, "fb-0", helpful=True, now=T0)
         assert rated.retrieval.usage_count == 1
         assert svc.get(C, "fb-0").retrieval.usage_count == 1

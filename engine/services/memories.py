@@ -1,65 +1,30 @@
-"""Reading and editing memories, and the records (resources) they index."""
+"""Reading, editing and forgetting memories."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from hippocampus.errors import ConflictError, InvalidInputError, NotFoundError
+from hippocampus.errors import InvalidInputError, NotFoundError
 from hippocampus.extract import merge_given
 from hippocampus.extract.quality import assess
-from hippocampus.extract.records import RecordLimits, build_document, indexed_text
-from hippocampus.model import (
-    HUB_EDGE,
-    Edge,
-    EdgeType,
-    Memory,
-    MemoryPatch,
-    NewMemory,
-    content_hash,
-    utcnow,
-)
-from hippocampus.model.resource import RESOURCE_CATEGORY, RESOURCE_SOURCE, Resource
-from hippocampus.services.core import NOT_EMBEDDED_REASON, hub_edges, retrieval_extraction
-from hippocampus.services.remembering import EditOutcome, RememberingJobs
+from hippocampus.locks import StripedLock
+from hippocampus.model import HUB_EDGE, Edge, EdgeType, Memory, MemoryPatch, NewMemory, utcnow
+from hippocampus.services.checks import Checks
+from hippocampus.services.context import Context
+from hippocampus.services.features import TextFeatures
+from hippocampus.services.hubs import hub_edges, retrieval_extraction
+from hippocampus.services.judging import EditOutcome, Judge
+from hippocampus.services.quality import QualityGate
 from hippocampus.store import Learned, MemoryRecord, Vector
 
-# The service's one logger name, as before the split: log configuration keyed on
-# "hippocampus.service" keeps covering every job.
+# The engine's one logger name: log configuration keyed on "hippocampus.service"
+# covers every service.
 logger = logging.getLogger("hippocampus.service")
-
-
-@dataclass(frozen=True)
-class ResourceOutcome:
-    """What :meth:`Hippocampus.put_resource` did.
-
-    Attributes:
-        action: ``created``, ``updated`` (re-indexed), ``unchanged`` (nothing to
-            re-index: at most the status, priority or fields the document leaves
-            out changed), ``deleted`` (archived) or ``absent`` (archived, and not
-            indexed anyway).
-        memory: the memory indexing the record (``None`` once deleted).
-        reasons: what sanitizing changed, or why nothing was re-indexed.
-    """
-
-    resource_id: str
-    action: str
-    memory: Memory | None
-    reasons: list[str] = field(default_factory=list)
-
-    @property
-    def reindexed(self) -> bool:
-        return self.action in ("created", "updated")
-
-    @property
-    def embedded(self) -> bool | None:
-        """Whether the record's document has a vector (``False``: it waits for
-        re-embedding); ``None`` once deleted."""
-        return None if self.memory is None else not self.memory.needs_embedding
 
 
 @dataclass(frozen=True)
@@ -76,15 +41,40 @@ MAX_TURN_WINDOW = 50
 """The most turns :meth:`Hippocampus.turns` reads on either side."""
 
 
-class RecordsJobs(RememberingJobs):
-    """Reading, editing and forgetting memories; putting and deleting records."""
+class MemoryService:
+    """Reading, editing and forgetting memories.
 
-    # -- reading and editing ----------------------------------------------------
+    Args:
+        context: the shared parts.
+        checks: validation of what callers give.
+        features: embedding and extraction of edited content.
+        quality: the quality gate's model, to score edited content.
+        judge: what edited content contradicts.
+    """
+
+    def __init__(
+        self,
+        context: Context,
+        checks: Checks,
+        features: TextFeatures,
+        quality: QualityGate,
+        judge: Judge,
+    ) -> None:
+        self._context = context
+        self._checks = checks
+        self._features = features
+        self._quality = quality
+        self._judge = judge
+        # Held by an edit from reading a memory to writing it back, so that two
+        # edits of one memory in this process apply one after another. Learning
+        # (engagement, feedback, tier moves) is atomic in the store, and an edit
+        # keeps what it recorded meanwhile (MemoryRecord.keep_learned).
+        self._memory_lock = StripedLock()
 
     def get(self, collection: str, memory_id: str) -> Memory:
         """The memory, or NotFoundError (also for ids of other collections)."""
-        self.check_collection(collection)
-        found = self.store.get_memories(collection, [memory_id])
+        self._checks.check_collection(collection)
+        found = self._context.store.get_memories(collection, [memory_id])
         if memory_id not in found:
             raise NotFoundError(f"no memory {memory_id!r} in this collection")
         return found[memory_id]
@@ -100,7 +90,7 @@ class RecordsJobs(RememberingJobs):
         self.get(collection, memory_id)
         order = {t: i for i, t in enumerate(HUB_EDGE.values())}
         return sorted(
-            (e for e in self.store.edges_of(collection, memory_id) if e.type in order),
+            (e for e in self._context.store.edges_of(collection, memory_id) if e.type in order),
             key=lambda e: (order[e.type], -e.weight, e.target),
         )
 
@@ -128,13 +118,15 @@ class RecordsJobs(RememberingJobs):
         changes is re-embedded, re-extracted (its hub edges follow) and re-scored
         for quality; unchanged content is never re-embedded. If the embedder fails
         on the new content, the old vector is dropped and the memory is flagged for
-        re-embedding (``embedding_model`` is ``None``), as :meth:`remember` does.
+        re-embedding (``embedding_model`` is ``None``), as remembering does
+        (:meth:`~hippocampus.services.remembering.RememberingService.remember`).
 
         New content is judged against the other memories as a new memory is
-        (:meth:`remember_many`): one it contradicts is linked by
-        ``CONFLICTS_WITH`` and, by when each happened, one supersedes the other.
-        Links its old content made stay. One it nearly repeats is named in the
-        reasons, never merged: the edit names this memory.
+        (:meth:`~hippocampus.services.remembering.RememberingService.remember_many`):
+        one it contradicts is linked by ``CONFLICTS_WITH`` and, by when each
+        happened, one supersedes the other. Links its old content made stay. One
+        it nearly repeats is named in the reasons, never merged: the edit names
+        this memory.
 
         Raises:
             NotFoundError: no such memory.
@@ -145,7 +137,7 @@ class RecordsJobs(RememberingJobs):
             memory, vector, content_changed = self._update(collection, memory_id, patch, at)
             if not content_changed:
                 return EditOutcome(memory=memory)
-            return self._judge_edit(collection, memory, vector, at)
+            return self._judge.judge_edit(collection, memory, vector, at)
 
     def _update(
         self, collection: str, memory_id: str, patch: MemoryPatch, at: datetime
@@ -161,10 +153,12 @@ class RecordsJobs(RememberingJobs):
         for name in ("tags", "domains", "triggers", "concepts"):
             given_names = getattr(patch, name)
             if given_names is not None:
-                self._check_names(given_names, name)
-        source = self._check_source(patch.source, "source") if patch.source is not None else None
+                self._checks.check_names(given_names, name)
+        source = (
+            self._checks.check_source(patch.source, "source") if patch.source is not None else None
+        )
         if patch.content is not None:
-            checked = self._prepare(NewMemory(content=patch.content), "")
+            checked = self._checks.prepare(NewMemory(content=patch.content), "")
             if checked.changes:
                 logger.info(
                     "memory %s in %s: content sanitized on edit (%s)",
@@ -177,12 +171,14 @@ class RecordsJobs(RememberingJobs):
                 content_changed = True
                 update["content"] = text
                 update["content_hash"] = checked.digest
-                embedded = self._embed([text])
+                embedded = self._features.embed([text])
                 vector = embedded.heads[0] if embedded is not None else None
                 passage_vectors = embedded.passages[0] if embedded is not None else None
-                update["embedding_model"] = self.embedder.name if vector is not None else None
+                update["embedding_model"] = (
+                    self._context.embedder.name if vector is not None else None
+                )
                 update["embedding_generated_at"] = at if vector is not None else None
-                extraction = self._extract([text])[0]
+                extraction = self._features.extract([text])[0]
                 retrieval.domains = list(extraction.domains)
                 retrieval.triggers = list(extraction.triggers)
                 retrieval.concepts = list(extraction.concepts)
@@ -190,11 +186,11 @@ class RecordsJobs(RememberingJobs):
                 retrieval.quality_score = assess(
                     text,
                     source if source is not None else current.source,
-                    self.quality_model(collection),
-                    self.quality_config,
+                    self._quality.quality_model(collection),
+                    self._context.quality_config,
                 ).score
         if patch.category is not None:
-            update["category"] = self._check_new(
+            update["category"] = self._checks.check_new(
                 NewMemory(content="x", category=patch.category), ""
             ).category
         if patch.importance is not None:
@@ -204,11 +200,11 @@ class RecordsJobs(RememberingJobs):
         if source is not None:
             update["source"] = source
         if patch.tags is not None:
-            update["tags"] = self._check_names(patch.tags, "tags")
+            update["tags"] = self._checks.check_names(patch.tags, "tags")
         if patch.occurred_at is not None:
             update["occurred_at"] = patch.occurred_at
         if patch.speaker is not None:
-            update["speaker"] = self._check_speaker(patch.speaker, "speaker")
+            update["speaker"] = self._checks.check_speaker(patch.speaker, "speaker")
         given = merge_given(
             retrieval_extraction(retrieval),
             domains=patch.domains,
@@ -237,7 +233,7 @@ class RecordsJobs(RememberingJobs):
             memory = memory.model_copy(
                 update={"embedding_model": None, "embedding_generated_at": None}
             )
-        self.store.replace_memory(
+        self._context.store.replace_memory(
             collection,
             MemoryRecord(
                 memory=memory,
@@ -253,7 +249,7 @@ class RecordsJobs(RememberingJobs):
             replace_edges=hubs_changed,
         )
         if hubs_changed and memory.embedding_model is not None:
-            self.embed_hubs(collection)
+            self._features.embed_hubs(collection)
         return memory, vector, content_changed
 
     def turns(
@@ -271,10 +267,10 @@ class RecordsJobs(RememberingJobs):
             if not 0 <= value <= MAX_TURN_WINDOW:
                 raise InvalidInputError(f"{name} is 0-{MAX_TURN_WINDOW}", field=name)
         memory = self.get(collection, memory_id)
-        earlier, later = self.store.neighbour_turns(
+        earlier, later = self._context.store.neighbour_turns(
             collection, [memory_id], before=before, after=after
         ).get(memory_id, ([], []))
-        found = self.store.get_memories(collection, [*earlier, *later])
+        found = self._context.store.get_memories(collection, [*earlier, *later])
         return TurnWindow(
             memory=memory,
             before=[found[i] for i in earlier if i in found],
@@ -293,150 +289,22 @@ class RecordsJobs(RememberingJobs):
         Raises:
             NotFoundError: no such memory.
         """
-        self.check_collection(collection)
+        self._checks.check_collection(collection)
         superseded = [
             e.target
-            for e in self.store.edges_of(collection, memory_id)
+            for e in self._context.store.edges_of(collection, memory_id)
             if e.type == EdgeType.SUPERSEDES
         ]
         if superseded:
-            self.store.learn(
+            self._context.store.learn(
                 collection,
                 memory_ids=superseded,
                 change=lambda stored, _states: Learned(
                     memories=[_unsuperseded(m, memory_id) for m in stored.values()]
                 ),
             )
-        if not self.store.delete_memory(collection, memory_id):
+        if not self._context.store.delete_memory(collection, memory_id):
             raise NotFoundError(f"no memory {memory_id!r} in this collection")
-
-    # -- records ----------------------------------------------------------------
-
-    def put_resource(
-        self,
-        collection: str,
-        resource_id: str,
-        resource: Resource,
-        *,
-        now: datetime | None = None,
-    ) -> ResourceOutcome:
-        """Index an application's record under its own id, as the deterministic
-        document :func:`~hippocampus.extract.records.build_document` builds.
-
-        Indexed again only when what the document indexes changed (title,
-        description, category, a meaningful custom field); a change of status,
-        priority, or of fields the document leaves out (numbers, ids, dates,
-        assignees) re-embeds nothing. A record whose status is ``ARCHIVED`` is
-        removed. Records skip the quality gate and duplicate merging: the
-        application's records are its truth, and two alike records are two.
-
-        Raises:
-            InvalidInputError: a bad id, an empty title or status, an oversized
-                field (``field`` names it); nothing is written.
-            ConflictError: the id belongs to a memory that is not a record.
-        """
-        self.check_collection(collection)
-        self.check_id(resource_id, "resource_id")
-        at = now or utcnow()
-        existing = self.store.get_memories(collection, [resource_id]).get(resource_id)
-        if existing is not None and existing.source != RESOURCE_SOURCE:
-            raise ConflictError(
-                f"{resource_id!r} is the id of a memory that is not a record",
-                field="resource_id",
-            )
-        if resource.archived:
-            if existing is None:
-                return ResourceOutcome(resource_id, "absent", None)
-            self.store.delete_memory(collection, resource_id)
-            logger.info("deleted resource %s from %s (archived)", resource_id, collection)
-            return ResourceOutcome(resource_id, "deleted", None)
-        document = build_document(
-            resource,
-            RecordLimits(
-                max_title_chars=self.limits.max_title_chars,
-                max_document_chars=self.limits.max_content_chars,
-                max_custom_fields=self.limits.max_custom_fields,
-                max_field_name_chars=self.limits.max_tag_chars,
-                max_field_value_chars=self.limits.max_custom_field_chars,
-            ),
-        )
-        reasons = list(document.changes)
-        if existing is not None:
-            if existing.content == document.text:
-                reasons.append("the document is unchanged: not re-indexed")
-                return ResourceOutcome(resource_id, "unchanged", existing, reasons)
-            if indexed_text(existing.content) == indexed_text(document.text):
-                reasons.append(
-                    "only the status, priority or fields the document leaves out changed: "
-                    "not re-indexed"
-                )
-                return ResourceOutcome(resource_id, "unchanged", existing, reasons)
-            memory = self.update(
-                collection,
-                resource_id,
-                MemoryPatch(
-                    content=document.text, category=RESOURCE_CATEGORY, source=RESOURCE_SOURCE
-                ),
-                now=at,
-            )
-            if memory.needs_embedding:
-                reasons.append(NOT_EMBEDDED_REASON)
-            logger.info("updated resource %s in %s", resource_id, collection)
-            return ResourceOutcome(resource_id, "updated", memory, reasons)
-
-        first = self.store.stats(collection).memories == 0
-        item = NewMemory(
-            content=document.text,
-            id=resource_id,
-            category=RESOURCE_CATEGORY,
-            source=RESOURCE_SOURCE,
-        )
-        embedded = self._embed([item.content])
-        extraction = self._extract([item.content])[0]
-        score = assess(
-            item.content, item.source, self.quality_model(collection), self.quality_config
-        ).score
-        memory = self._new_memory(
-            collection,
-            item,
-            content_hash(item.content),
-            extraction,
-            score,
-            at,
-            embedded=embedded is not None,
-        )
-        self.store.add_memories(
-            collection,
-            [
-                MemoryRecord(
-                    memory=memory,
-                    vector=embedded.heads[0] if embedded is not None else None,
-                    edges=hub_edges(memory.id, extraction, at),
-                    passages=embedded.passages[0] if embedded is not None else None,
-                )
-            ],
-        )
-        if embedded is not None:
-            self.embed_hubs(collection)
-        else:
-            reasons.append(NOT_EMBEDDED_REASON)
-        if first:
-            logger.info("created collection %s", collection)
-        logger.info("added resource %s to %s", resource_id, collection)
-        return ResourceOutcome(resource_id, "created", memory, reasons)
-
-    def delete_resource(self, collection: str, resource_id: str) -> None:
-        """Remove a record from the index.
-
-        Raises:
-            NotFoundError: no such record in the collection.
-        """
-        self.check_collection(collection)
-        found = self.store.get_memories(collection, [resource_id]).get(resource_id)
-        if found is None or found.source != RESOURCE_SOURCE:
-            raise NotFoundError(f"no resource {resource_id!r} in this collection")
-        self.store.delete_memory(collection, resource_id)
-        logger.info("deleted resource %s from %s", resource_id, collection)
 
 
 def _unsuperseded(memory: Memory, by: str) -> Memory:
