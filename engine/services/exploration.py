@@ -3,7 +3,7 @@ the graph around a memory or a hub, for drawing."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -14,8 +14,10 @@ from hippocampus.model import (
     Anchor,
     Edge,
     ExpandParams,
+    Expansion,
     GraphPath,
     HubKind,
+    HubMatch,
     Memory,
     RecallFilters,
     Tier,
@@ -115,18 +117,7 @@ class ExplorationService:
         Raises:
             InvalidInputError: no concept given, or a bad depth, limit or sort.
         """
-        self._checks.check_collection(collection)
-        names = unique_names(context, 50)
-        if not names:
-            raise InvalidInputError("give at least one concept", field="context")
-        if not 1 <= max_depth <= 3:
-            raise InvalidInputError("max_depth is 1-3", field="max_depth")
-        if not 1 <= limit <= self._context.limits.max_recall_limit:
-            raise InvalidInputError(
-                f"limit is 1-{self._context.limits.max_recall_limit}", field="limit"
-            )
-        if sort not in ASSOCIATE_SORTS:
-            raise InvalidInputError(f"sort is one of {', '.join(ASSOCIATE_SORTS)}", field="sort")
+        names = self._checked_context(collection, context, max_depth, limit, sort)
         # The context is matched as memories are extracted: by name and by the
         # extractor's forms, to hubs of every kind; and to memories' tags.
         forms = context_forms(names, self._context.extractor.extract_many(list(names)))
@@ -142,8 +133,63 @@ class ExplorationService:
             }
         )
         warnings: list[str] = []
-        hubs = []
         matched = self._context.store.match_hubs(collection, list(forms))
+        reached = self._walk_hubs(collection, matched, forms, params, base, warnings)
+        tagged = self._add_tagged(collection, names, base, reached)
+        named = {forms[h.name] for h in matched} | tagged
+        generic: frozenset[str] = getattr(self._context.extractor, "generic", frozenset())
+        warnings += [
+            f"{name!r} names no hub and no tag in this collection"
+            + (" (a word this common is no hub)" if name in generic else "")
+            for name in names
+            if name not in named
+        ]
+        ranked, memories = self._ranked(collection, reached, min_path_strength, limit, sort)
+        return Associations(
+            results=[
+                Association(
+                    memory=memories[e.memory_id],
+                    strength=e.strength,
+                    anchors=e.anchors,
+                    paths=e.paths[:3],
+                )
+                for e in ranked
+                if e.memory_id in memories
+            ],
+            warnings=warnings,
+        )
+
+    def _checked_context(
+        self, collection: str, context: Sequence[str], max_depth: int, limit: int, sort: str
+    ) -> tuple[str, ...]:
+        """The context's names, once the collection, the names, the depth, the
+        limit and the sort pass."""
+        self._checks.check_collection(collection)
+        names = unique_names(context, 50)
+        if not names:
+            raise InvalidInputError("give at least one concept", field="context")
+        if not 1 <= max_depth <= 3:
+            raise InvalidInputError("max_depth is 1-3", field="max_depth")
+        if not 1 <= limit <= self._context.limits.max_recall_limit:
+            raise InvalidInputError(
+                f"limit is 1-{self._context.limits.max_recall_limit}", field="limit"
+            )
+        if sort not in ASSOCIATE_SORTS:
+            raise InvalidInputError(f"sort is one of {', '.join(ASSOCIATE_SORTS)}", field="sort")
+        return names
+
+    def _walk_hubs(
+        self,
+        collection: str,
+        matched: Sequence[HubMatch],
+        forms: Mapping[str, str],
+        params: ExpandParams,
+        base: RecallFilters,
+        warnings: list[str],
+    ) -> dict[str, Reach]:
+        """How the context reaches each memory from the hubs it names: each hub
+        walked but one too common to walk (said in ``warnings``)."""
+        hubs = []
         for hub in matched:
             if params.max_hub_degree is not None and hub.degree > params.max_hub_degree:
                 warnings.append(
@@ -163,15 +209,18 @@ class ExplorationService:
             ):
                 if (kept := through_context(e, origin, damping=params.damping)) is not None:
                     reached[e.memory_id] = kept
-        tagged = self._add_tagged(collection, names, base, reached)
-        named = {forms[h.name] for h in matched} | tagged
-        generic: frozenset[str] = getattr(self._context.extractor, "generic", frozenset())
-        warnings += [
-            f"{name!r} names no hub and no tag in this collection"
-            + (" (a word this common is no hub)" if name in generic else "")
-            for name in names
-            if name not in named
-        ]
+        return reached
+
+    def _ranked(
+        self,
+        collection: str,
+        reached: Mapping[str, Reach],
+        min_path_strength: float,
+        limit: int,
+        sort: str,
+    ) -> tuple[list[Expansion], dict[str, Memory]]:
+        """The ``limit`` best of what passed the gate, in the ``sort`` order, with
+        their memories."""
         passed = sorted(
             (r for r in reached.values() if r.passes(min_path_strength)),
             key=lambda r: (-r.expansion().strength, r.memory_id),
@@ -189,19 +238,7 @@ class ExplorationService:
                     e.memory_id,
                 ),
             )[:limit]
-        return Associations(
-            results=[
-                Association(
-                    memory=memories[e.memory_id],
-                    strength=e.strength,
-                    anchors=e.anchors,
-                    paths=e.paths[:3],
-                )
-                for e in ranked
-                if e.memory_id in memories
-            ],
-            warnings=warnings,
-        )
+        return ranked, memories
 
     def _add_tagged(
         self,

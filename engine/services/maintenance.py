@@ -202,21 +202,7 @@ class MaintenanceService:
         self._checks.check_collection(collection)
         at = now or utcnow()
         self._learning.flush()
-        examined = 0
-        feedback = 0
-        changes: list[TierChange] = []
-        for memory in self._context.store.iter_memories(collection):
-            examined += 1
-            if feedback_label(memory) is not None:
-                feedback += 1
-            change = tier_change(
-                memory,
-                at,
-                self.tiers,
-                quality_exempt=self._context.quality_config.exempt(memory.source),
-            )
-            if change is not None:
-                changes.append(change)
+        examined, feedback, changes = self._tier_changes(collection, at)
         applied: list[TierChange] = []
         for change in changes:
             # Moved in one learning update, which reads the memory again: it may
@@ -273,6 +259,26 @@ class MaintenanceService:
             feedback=feedback,
             retrained=retrained,
         )
+
+    def _tier_changes(self, collection: str, at: datetime) -> tuple[int, int, list[TierChange]]:
+        """One scan of the collection: how many memories it holds, how many have
+        feedback, and the tier moves the policy makes."""
+        examined = 0
+        feedback = 0
+        changes: list[TierChange] = []
+        for memory in self._context.store.iter_memories(collection):
+            examined += 1
+            if feedback_label(memory) is not None:
+                feedback += 1
+            change = tier_change(
+                memory,
+                at,
+                self.tiers,
+                quality_exempt=self._context.quality_config.exempt(memory.source),
+            )
+            if change is not None:
+                changes.append(change)
+        return examined, feedback, changes
 
     def tier_pass_due(self, collection: str, *, now: datetime | None = None) -> bool:
         """Whether the tier policy has not run on the collection this (UTC) day."""

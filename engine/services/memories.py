@@ -13,7 +13,16 @@ from hippocampus.errors import InvalidInputError, NotFoundError
 from hippocampus.extract import merge_given
 from hippocampus.extract.quality import assess
 from hippocampus.locks import StripedLock
-from hippocampus.model import HUB_EDGE, Edge, EdgeType, Memory, MemoryPatch, NewMemory, utcnow
+from hippocampus.model import (
+    HUB_EDGE,
+    Edge,
+    EdgeType,
+    Memory,
+    MemoryPatch,
+    NewMemory,
+    RetrievalMeta,
+    utcnow,
+)
 from hippocampus.services.checks import Checks
 from hippocampus.services.context import Context
 from hippocampus.services.features import TextFeatures
@@ -158,53 +167,10 @@ class MemoryService:
             self._checks.check_source(patch.source, "source") if patch.source is not None else None
         )
         if patch.content is not None:
-            checked = self._checks.prepare(NewMemory(content=patch.content), "")
-            if checked.changes:
-                logger.info(
-                    "memory %s in %s: content sanitized on edit (%s)",
-                    memory_id,
-                    collection,
-                    "; ".join(checked.changes),
-                )
-            text = checked.item.content
-            if checked.digest != current.content_hash:
-                content_changed = True
-                update["content"] = text
-                update["content_hash"] = checked.digest
-                embedded = self._features.embed([text])
-                vector = embedded.heads[0] if embedded is not None else None
-                passage_vectors = embedded.passages[0] if embedded is not None else None
-                update["embedding_model"] = (
-                    self._context.embedder.name if vector is not None else None
-                )
-                update["embedding_generated_at"] = at if vector is not None else None
-                extraction = self._features.extract([text])[0]
-                retrieval.domains = list(extraction.domains)
-                retrieval.triggers = list(extraction.triggers)
-                retrieval.concepts = list(extraction.concepts)
-                retrieval.names = list(extraction.names)
-                retrieval.quality_score = assess(
-                    text,
-                    source if source is not None else current.source,
-                    self._quality.quality_model(collection),
-                    self._context.quality_config,
-                ).score
-        if patch.category is not None:
-            update["category"] = self._checks.check_new(
-                NewMemory(content="x", category=patch.category), ""
-            ).category
-        if patch.importance is not None:
-            update["importance"] = patch.importance
-        if patch.tier is not None:
-            update["tier"] = patch.tier
-        if source is not None:
-            update["source"] = source
-        if patch.tags is not None:
-            update["tags"] = self._checks.check_names(patch.tags, "tags")
-        if patch.occurred_at is not None:
-            update["occurred_at"] = patch.occurred_at
-        if patch.speaker is not None:
-            update["speaker"] = self._checks.check_speaker(patch.speaker, "speaker")
+            vector, passage_vectors, content_changed = self._new_content(
+                collection, memory_id, current, patch.content, source, update, retrieval, at
+            )
+        self._patch_fields(patch, source, update)
         given = merge_given(
             retrieval_extraction(retrieval),
             domains=patch.domains,
@@ -219,12 +185,7 @@ class MemoryService:
         retrieval.concepts = list(given.concepts)
         retrieval.names = list(given.names)
         update["retrieval"] = retrieval
-        try:
-            memory = Memory.model_validate({**current.model_dump(), **update})
-        except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise InvalidInputError(f"{where}: {first['msg']}", field=where) from e
+        memory = _validated(current, update)
         # New content the embedder failed on: the old vector describes the old text,
         # so it is dropped (recall would match the new text by it) and the memory
         # waits for re-embedding like one remembered while the embedder is down.
@@ -251,6 +212,70 @@ class MemoryService:
         if hubs_changed and memory.embedding_model is not None:
             self._features.embed_hubs(collection)
         return memory, vector, content_changed
+
+    def _new_content(
+        self,
+        collection: str,
+        memory_id: str,
+        current: Memory,
+        content: str,
+        source: str | None,
+        update: dict[str, Any],
+        retrieval: RetrievalMeta,
+        at: datetime,
+    ) -> tuple[Vector | None, Vector | None, bool]:
+        """An edit's content, sanitized; when it differs from the stored one, put in
+        ``update`` and ``retrieval`` with its vector, extraction and quality score.
+        Returns the new vector, its passages' and whether the content changed."""
+        checked = self._checks.prepare(NewMemory(content=content), "")
+        if checked.changes:
+            logger.info(
+                "memory %s in %s: content sanitized on edit (%s)",
+                memory_id,
+                collection,
+                "; ".join(checked.changes),
+            )
+        text = checked.item.content
+        if checked.digest == current.content_hash:
+            return None, None, False
+        update["content"] = text
+        update["content_hash"] = checked.digest
+        embedded = self._features.embed([text])
+        vector = embedded.heads[0] if embedded is not None else None
+        passage_vectors = embedded.passages[0] if embedded is not None else None
+        update["embedding_model"] = self._context.embedder.name if vector is not None else None
+        update["embedding_generated_at"] = at if vector is not None else None
+        extraction = self._features.extract([text])[0]
+        retrieval.domains = list(extraction.domains)
+        retrieval.triggers = list(extraction.triggers)
+        retrieval.concepts = list(extraction.concepts)
+        retrieval.names = list(extraction.names)
+        retrieval.quality_score = assess(
+            text,
+            source if source is not None else current.source,
+            self._quality.quality_model(collection),
+            self._context.quality_config,
+        ).score
+        return vector, passage_vectors, True
+
+    def _patch_fields(self, patch: MemoryPatch, source: str | None, update: dict[str, Any]) -> None:
+        """The fields other than content an edit sets, checked, put in ``update``."""
+        if patch.category is not None:
+            update["category"] = self._checks.check_new(
+                NewMemory(content="x", category=patch.category), ""
+            ).category
+        if patch.importance is not None:
+            update["importance"] = patch.importance
+        if patch.tier is not None:
+            update["tier"] = patch.tier
+        if source is not None:
+            update["source"] = source
+        if patch.tags is not None:
+            update["tags"] = self._checks.check_names(patch.tags, "tags")
+        if patch.occurred_at is not None:
+            update["occurred_at"] = patch.occurred_at
+        if patch.speaker is not None:
+            update["speaker"] = self._checks.check_speaker(patch.speaker, "speaker")
 
     def turns(
         self, collection: str, memory_id: str, *, before: int = 2, after: int = 2
@@ -313,3 +338,17 @@ def _unsuperseded(memory: Memory, by: str) -> Memory:
     return memory.model_copy(
         update={"retrieval": memory.retrieval.model_copy(update={"superseded_by": names})}
     )
+
+
+def _validated(current: Memory, update: dict[str, Any]) -> Memory:
+    """``current`` with ``update`` applied, validated as a memory.
+
+    Raises:
+        InvalidInputError: a field the edit sets is invalid (``field`` names it).
+    """
+    try:
+        return Memory.model_validate({**current.model_dump(), **update})
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidInputError(f"{where}: {first['msg']}", field=where) from e

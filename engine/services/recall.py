@@ -6,13 +6,14 @@ import logging
 import statistics
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 
 from pydantic import BaseModel
 
 from hippocampus.dense import passage_score
 from hippocampus.errors import EmbeddingError, InvalidInputError, LimitExceededError
+from hippocampus.extract import Extraction
 from hippocampus.learn import BARE_RETRIEVAL, co_use_updates
 from hippocampus.model import (
     Event,
@@ -221,34 +222,10 @@ class RecallService:
             read_query(_QUERY_READERS, self._context.extractor, text) if config.graph else None
         )
         if query_vector is None and (config.dense or config.graph):
-            try:
-                query_vector = self._context.embedder.encode([text])[0]
-            except EmbeddingError:
-                logger.warning("query embedding failed; recalling by text and graph only")
-                warnings.append(EMBEDDER_DOWN_WARNING)
-                config = without_dense(config)
-                if min_score is not None:
-                    warnings.append("min_score was not applied: the query has no vector")
-                    min_score = None
-        found = retrieve(
-            self._context.store,
-            self._context.extractor,
-            collection,
-            text,
-            query_vector,
-            model=self._context.embedder.name,
-            config=config,
-            filters=filters or RecallFilters(),
-            limit=limit,
-            now=as_of or at,
-            explain=explain,
-            extraction=reading,
-            pool=_QUERY_READERS if self._context.store.parallel_reads else None,
-            typical_corroboration=self._typical_corroboration(collection),
+            query_vector, config, min_score = self._embed_query(text, config, min_score, warnings)
+        found = self._retrieve(
+            collection, text, query_vector, config, filters, limit, as_of or at, explain, reading
         )
-        if found.corroboration is not None:
-            kept = self._corroborations.setdefault(collection, deque(maxlen=_CORROBORATIONS_KEPT))
-            kept.append(found.corroboration)
         hits = self._hits(collection, text, found, config, query_vector, min_score, explain)
         if learn and hits:
             self._learn_from_recall(collection, text, hits, found, config, at)
@@ -262,11 +239,7 @@ class RecallService:
             )
         before: list[SurfacedBefore] = []
         if conversation_id is not None:
-            shown = [h.memory for h in hits[: self._surfacer.config.max_insights]]
-            before = [
-                SurfacedBefore(memory_id=mid, lead=lead)
-                for mid, lead in self._surfacer.explicit_recall(collection, conversation_id, shown)
-            ]
+            before = self._surfaced_before(collection, conversation_id, hits)
         return RecallResult(
             query=text,
             hits=hits,
@@ -276,6 +249,67 @@ class RecallService:
             surfaced_before=before,
             times=found.times,
         )
+
+    def _retrieve(
+        self,
+        collection: str,
+        text: str,
+        query_vector: Vector | None,
+        config: SearchConfig,
+        filters: RecallFilters | None,
+        limit: int,
+        now: datetime,
+        explain: bool,
+        reading: Future[Extraction] | None,
+    ) -> Retrieval:
+        """The retrieval pipeline's candidates for the query, its corroboration
+        kept for the collection's typical one."""
+        found = retrieve(
+            self._context.store,
+            self._context.extractor,
+            collection,
+            text,
+            query_vector,
+            model=self._context.embedder.name,
+            config=config,
+            filters=filters or RecallFilters(),
+            limit=limit,
+            now=now,
+            explain=explain,
+            extraction=reading,
+            pool=_QUERY_READERS if self._context.store.parallel_reads else None,
+            typical_corroboration=self._typical_corroboration(collection),
+        )
+        if found.corroboration is not None:
+            kept = self._corroborations.setdefault(collection, deque(maxlen=_CORROBORATIONS_KEPT))
+            kept.append(found.corroboration)
+        return found
+
+    def _embed_query(
+        self, text: str, config: SearchConfig, min_score: float | None, warnings: list[str]
+    ) -> tuple[Vector | None, SearchConfig, float | None]:
+        """The query's vector, the config and the least similarity to recall by:
+        without the dense search and ``min_score`` when the embedder fails (said
+        in ``warnings``)."""
+        try:
+            return self._context.embedder.encode([text])[0], config, min_score
+        except EmbeddingError:
+            logger.warning("query embedding failed; recalling by text and graph only")
+            warnings.append(EMBEDDER_DOWN_WARNING)
+            if min_score is not None:
+                warnings.append("min_score was not applied: the query has no vector")
+            return None, without_dense(config), None
+
+    def _surfaced_before(
+        self, collection: str, conversation_id: str, hits: list[RecallHit]
+    ) -> list[SurfacedBefore]:
+        """The top results the conversation had been offered before, with how long
+        before (counted for recall-before-search and lead time)."""
+        shown = [h.memory for h in hits[: self._surfacer.config.max_insights]]
+        return [
+            SurfacedBefore(memory_id=mid, lead=lead)
+            for mid, lead in self._surfacer.explicit_recall(collection, conversation_id, shown)
+        ]
 
     def _checked_query(self, collection: str, query: str, limit: int) -> str:
         """The query, stripped, once the collection, the query and the limit pass."""

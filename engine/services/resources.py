@@ -112,11 +112,7 @@ class ResourceService:
                 field="resource_id",
             )
         if resource.archived:
-            if existing is None:
-                return ResourceOutcome(resource_id, "absent", None)
-            self._context.store.delete_memory(collection, resource_id)
-            logger.info("deleted resource %s from %s (archived)", resource_id, collection)
-            return ResourceOutcome(resource_id, "deleted", None)
+            return self._archive(collection, resource_id, existing)
         document = build_document(
             resource,
             RecordLimits(
@@ -129,31 +125,57 @@ class ResourceService:
         )
         reasons = list(document.changes)
         if existing is not None:
-            if existing.content == document.text:
-                reasons.append("the document is unchanged: not re-indexed")
-                return ResourceOutcome(resource_id, "unchanged", existing, reasons)
-            if indexed_text(existing.content) == indexed_text(document.text):
-                reasons.append(
-                    "only the status, priority or fields the document leaves out changed: "
-                    "not re-indexed"
-                )
-                return ResourceOutcome(resource_id, "unchanged", existing, reasons)
-            memory = self._memories.update(
-                collection,
-                resource_id,
-                MemoryPatch(
-                    content=document.text, category=RESOURCE_CATEGORY, source=RESOURCE_SOURCE
-                ),
-                now=at,
-            )
-            if memory.needs_embedding:
-                reasons.append(NOT_EMBEDDED_REASON)
-            logger.info("updated resource %s in %s", resource_id, collection)
-            return ResourceOutcome(resource_id, "updated", memory, reasons)
+            return self._reindex(collection, resource_id, existing, document.text, reasons, at)
+        return self._create(collection, resource_id, document.text, reasons, at)
 
+    def _archive(
+        self, collection: str, resource_id: str, existing: Memory | None
+    ) -> ResourceOutcome:
+        """An archived record: removed, if it was indexed."""
+        if existing is None:
+            return ResourceOutcome(resource_id, "absent", None)
+        self._context.store.delete_memory(collection, resource_id)
+        logger.info("deleted resource %s from %s (archived)", resource_id, collection)
+        return ResourceOutcome(resource_id, "deleted", None)
+
+    def _reindex(
+        self,
+        collection: str,
+        resource_id: str,
+        existing: Memory,
+        text: str,
+        reasons: list[str],
+        at: datetime,
+    ) -> ResourceOutcome:
+        """A record indexed before, edited when what its document indexes changed."""
+        if existing.content == text:
+            reasons.append("the document is unchanged: not re-indexed")
+            return ResourceOutcome(resource_id, "unchanged", existing, reasons)
+        if indexed_text(existing.content) == indexed_text(text):
+            reasons.append(
+                "only the status, priority or fields the document leaves out changed: "
+                "not re-indexed"
+            )
+            return ResourceOutcome(resource_id, "unchanged", existing, reasons)
+        memory = self._memories.update(
+            collection,
+            resource_id,
+            MemoryPatch(content=text, category=RESOURCE_CATEGORY, source=RESOURCE_SOURCE),
+            now=at,
+        )
+        if memory.needs_embedding:
+            reasons.append(NOT_EMBEDDED_REASON)
+        logger.info("updated resource %s in %s", resource_id, collection)
+        return ResourceOutcome(resource_id, "updated", memory, reasons)
+
+    def _create(
+        self, collection: str, resource_id: str, text: str, reasons: list[str], at: datetime
+    ) -> ResourceOutcome:
+        """A record not indexed before, stored as a new memory (no quality gate, no
+        merging)."""
         first = self._context.store.stats(collection).memories == 0
         item = NewMemory(
-            content=document.text,
+            content=text,
             id=resource_id,
             category=RESOURCE_CATEGORY,
             source=RESOURCE_SOURCE,

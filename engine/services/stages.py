@@ -111,49 +111,19 @@ def staged(
     # None ends a queue.
     firsts: queue.SimpleQueue[_Slot[T] | None] = queue.SimpleQueue()
     done: queue.SimpleQueue[_Slot[T] | None] = queue.SimpleQueue()
-
-    def run_first() -> None:
-        try:
-            for item in source:
-                n = size(item)
-                if not budget.take(n):
-                    return
-                try:
-                    slot: _Slot[T] = _Slot(n, first(item))
-                except BaseException as e:  # raised to the consumer at this item's turn
-                    firsts.put(_Slot(n, _Failed(e)))
-                    return
-                firsts.put(slot)
-        except BaseException as e:  # the source itself failed
-            firsts.put(_Slot(0, _Failed(e)))
-        finally:
-            firsts.put(None)
-
-    def run_second() -> None:
-        ended = False
-        while not ended:
-            got = firsts.get()
-            if got is None:
-                break
-            run = [got]
-            texts = got.size
-            while texts < group:
-                try:
-                    more = firsts.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    ended = True
-                    break
-                run.append(more)
-                texts += more.size
-            if not budget.closed:  # else the consumer is gone: drain, do nothing
-                _complete(run, second, done)
-        done.put(None)
-
     threads = [
-        threading.Thread(target=run_first, name=f"{name}-1", daemon=True),
-        threading.Thread(target=run_second, name=f"{name}-2", daemon=True),
+        threading.Thread(
+            target=_run_first,
+            args=(source, first, size, budget, firsts),
+            name=f"{name}-1",
+            daemon=True,
+        ),
+        threading.Thread(
+            target=_run_second,
+            args=(second, group, budget, firsts, done),
+            name=f"{name}-2",
+            daemon=True,
+        ),
     ]
     for thread in threads:
         thread.start()
@@ -172,6 +142,63 @@ def staged(
         budget.close()
         for thread in threads:
             thread.join()
+
+
+def _run_first(
+    source: Iterable[S],
+    first: Callable[[S], T],
+    size: Callable[[S], int],
+    budget: _Budget,
+    firsts: queue.SimpleQueue[_Slot[T] | None],
+) -> None:
+    """The first stage's thread: ``first`` on each item of ``source``, as the
+    budget lets it read ahead, into ``firsts`` (``None`` ends it)."""
+    try:
+        for item in source:
+            n = size(item)
+            if not budget.take(n):
+                return
+            try:
+                slot: _Slot[T] = _Slot(n, first(item))
+            except BaseException as e:  # raised to the consumer at this item's turn
+                firsts.put(_Slot(n, _Failed(e)))
+                return
+            firsts.put(slot)
+    except BaseException as e:  # the source itself failed
+        firsts.put(_Slot(0, _Failed(e)))
+    finally:
+        firsts.put(None)
+
+
+def _run_second(
+    second: Callable[[list[T]], None],
+    group: int,
+    budget: _Budget,
+    firsts: queue.SimpleQueue[_Slot[T] | None],
+    done: queue.SimpleQueue[_Slot[T] | None],
+) -> None:
+    """The second stage's thread: ``second`` on each run of what waits in
+    ``firsts`` (at most ``group`` texts), passed on to ``done`` in order."""
+    ended = False
+    while not ended:
+        got = firsts.get()
+        if got is None:
+            break
+        run = [got]
+        texts = got.size
+        while texts < group:
+            try:
+                more = firsts.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                ended = True
+                break
+            run.append(more)
+            texts += more.size
+        if not budget.closed:  # else the consumer is gone: drain, do nothing
+            _complete(run, second, done)
+    done.put(None)
 
 
 def _complete(

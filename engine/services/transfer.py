@@ -198,40 +198,15 @@ class TransferService:
             kind = record.get("type") if isinstance(record, dict) else None
             try:
                 if kind == "header":
-                    if record.get("format") not in _READABLE_FORMATS:
-                        raise InvalidInputError(
-                            f"unknown export format {record.get('format')!r}", field=f"line {line}"
-                        )
+                    _check_header(record, line)
                 elif kind == "memory":
-                    item = _ExportedMemory.model_validate(record)
-                    mem = item.memory.model_copy(update={"collection": collection})
-                    vec = _decode_vector(item.vector) if item.vector is not None else None
-                    rows = None
-                    if vec is None:
-                        mem = mem.model_copy(
-                            update={"embedding_model": None, "embedding_generated_at": None}
-                        )
-                    elif item.passages:
-                        rows = np.vstack([_decode_vector(p) for p in item.passages])
-                    pending.append(
-                        MemoryRecord(
-                            memory=mem, vector=vec, edges=_hub_edges_of(mem), passages=rows
-                        )
-                    )
+                    pending.append(_imported_memory(record, collection))
                     if len(pending) >= 500:
                         flush()
                 elif kind == "edge":
                     edges.append(_ExportedEdge.model_validate(record).edge)
                 elif kind == "section":
-                    if (
-                        record.get("name") != LEARNED_SECTION
-                        or record.get("version") != LEARNED_VERSION
-                    ):
-                        raise InvalidInputError(
-                            f"unknown section {record.get('name')!r} version "
-                            f"{record.get('version')!r}",
-                            field=f"line {line}",
-                        )
+                    _check_section(record, line)
                 elif kind == "state":
                     state = _ExportedState.model_validate(record)
                     _check_portable_state(state.key, state.value, f"line {line}")
@@ -241,16 +216,21 @@ class TransferService:
             except (ValidationError, ValueError) as e:
                 raise InvalidInputError(f"line {line}: {e}", field=f"line {line}") from e
         flush()
+        report.edges = self._import_rest(collection, edges, states)
+        return report
+
+    def _import_rest(self, collection: str, edges: list[Edge], states: list[_ExportedState]) -> int:
+        """Write an import's edges, then its state documents the collection does
+        not hold yet; returns how many edges were written."""
         for i in range(0, len(edges), 1000):
             self._context.store.upsert_edges(collection, edges[i : i + 1000])
-        report.edges = len(edges)
         for i in range(0, len(states), 500):
             chunk = states[i : i + 500]
             held = self._context.store.get_states(collection, [s.key for s in chunk])
             self._context.store.put_states(
                 collection, {s.key: s.value for s in chunk if s.key not in held}
             )
-        return report
+        return len(edges)
 
 
 _PORTABLE_SHAPES: dict[str, type[BaseModel]] = {
@@ -274,6 +254,49 @@ def _check_portable_state(key: str, value: dict[str, Any], where: str) -> None:
     shape = _PORTABLE_SHAPES.get(family)
     if shape is not None:
         shape.model_validate(value)
+
+
+def _check_header(record: dict[str, Any], line: int) -> None:
+    """An export's header names a format this version reads.
+
+    Raises:
+        InvalidInputError: another format.
+    """
+    if record.get("format") not in _READABLE_FORMATS:
+        raise InvalidInputError(
+            f"unknown export format {record.get('format')!r}", field=f"line {line}"
+        )
+
+
+def _check_section(record: dict[str, Any], line: int) -> None:
+    """A section header names the learned section, at the version this reads.
+
+    Raises:
+        InvalidInputError: another section or version.
+    """
+    if record.get("name") != LEARNED_SECTION or record.get("version") != LEARNED_VERSION:
+        raise InvalidInputError(
+            f"unknown section {record.get('name')!r} version {record.get('version')!r}",
+            field=f"line {line}",
+        )
+
+
+def _imported_memory(record: dict[str, Any], collection: str) -> MemoryRecord:
+    """An exported memory as the record that stores it in ``collection``: without
+    a vector, it waits for re-embedding.
+
+    Raises:
+        ValidationError, ValueError: a malformed record or vector.
+    """
+    item = _ExportedMemory.model_validate(record)
+    mem = item.memory.model_copy(update={"collection": collection})
+    vec = _decode_vector(item.vector) if item.vector is not None else None
+    rows = None
+    if vec is None:
+        mem = mem.model_copy(update={"embedding_model": None, "embedding_generated_at": None})
+    elif item.passages:
+        rows = np.vstack([_decode_vector(p) for p in item.passages])
+    return MemoryRecord(memory=mem, vector=vec, edges=_hub_edges_of(mem), passages=rows)
 
 
 def _hub_edges_of(memory: Memory) -> list[Edge]:
