@@ -7,7 +7,7 @@ project use?") shares little with the rule's wording, most of which says what
 to do, not when. The clause that says when ("when I ask about software
 dependencies") is what such a request resembles, so a memory that names one is
 embedded leaning toward it: :func:`toward_scope`, applied wherever the service
-embeds a memory (``hippocampus.services.core``).
+embeds a memory (``hippocampus.services.features``).
 
 Pure text and vector arithmetic: no model, no I/O.
 """

@@ -13,9 +13,9 @@ which the graph walk spreads a little credit to all of them.
 
 So the service embeds a memory's content, and extracts its concepts, without a
 leading role label (:func:`said`, applied wherever it embeds or reads a memory,
-``hippocampus.services.core``). The stored content keeps it, and lexical search still
-reads it. Only role words count as labels: "Error:" or "Note:" open content,
-not a turn.
+``hippocampus.services.features``). The stored content keeps it, and lexical
+search still reads it. Only role words count as labels: "Error:" or "Note:"
+open content, not a turn.
 
 Pure text: no model, no I/O.
 """

@@ -73,7 +73,7 @@ class RetrievalMeta(BaseModel):
     """How a memory is found and how useful it has been.
 
     ``names`` are the concepts that are proper names (their edges start at
-    ``NAME_WEIGHT``, see :mod:`hippocampus.services.core`).
+    ``NAME_WEIGHT``, see :mod:`hippocampus.services.hubs`).
 
     ``duplicates`` counts the times the same (or nearly the same) content was
     remembered again and merged into this memory; ``conversation_ids`` then

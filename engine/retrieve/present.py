@@ -2,7 +2,7 @@
 
 When a newer memory reverses or replaces an older one on the same subject, it
 supersedes it (``Memory.retrieval.superseded_by``, a ``SUPERSEDES`` edge; see
-:mod:`hippocampus.services.remembering`). The older one still answers questions about
+:mod:`hippocampus.services.judging`). The older one still answers questions about
 the past ("why did we freeze Friday deploys in June?"), but a question about
 the present ("can we deploy on Friday?", "what do we use now for CI?", "do we
 still cache prices?") wants what holds now: there, each result ranks above
