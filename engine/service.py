@@ -209,7 +209,6 @@ class Hippocampus:
     def from_settings(cls, settings: HippoSettings, *, lazy_model: bool = False) -> Hippocampus:
         """Build the engine the settings describe (store, embedder, extractor: see
         :func:`~hippocampus.services.context.open_parts`, and ``lazy_model`` there)."""
-
         store, embedder, extractor = open_parts(settings, lazy_model=lazy_model)
         return cls(
             store,

@@ -25,7 +25,7 @@ class EngagementService:
     Args:
         context: the shared parts.
         checks: validation of what callers give.
-        learning: flushed before each write of learning, which applies after it.
+        learning: flushed before use and feedback are written.
         surfacer: what an engagement teaches surfacing, and the memory.
         quality: counts feedback and retrains the quality model on it.
     """

@@ -19,10 +19,10 @@ updates; what fails beyond that is dropped (see ``_requeue``)."""
 
 
 class LearningQueue:
-    """Edge updates and events of bare retrievals, queued per collection until
-    ``learning.flush_at`` of them wait, then written by a writer thread of the
-    queue's own; every write of other learning flushes it first, so that it
-    applies after what was queued before it."""
+    """Edge updates and events of bare retrievals, queued per collection and
+    written in batches: by a writer thread of the queue's own once
+    ``learning.flush_at`` of them wait, and by :meth:`flush`, which use,
+    feedback, decay and the tier pass call before their own writes."""
 
     def __init__(self, context: Context) -> None:
         self._context = context

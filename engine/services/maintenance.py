@@ -54,7 +54,7 @@ class MaintenanceService:
         context: the shared parts.
         checks: validation of what callers give.
         features: embeds the memories waiting for vectors.
-        learning: flushed before a pass, which applies after it.
+        learning: flushed before decay and the tier pass.
         quality: retrained when a tier pass counts enough more feedback.
         tiers: when memories are archived or quarantined.
         event_retention: how much of each collection's event log is kept.
