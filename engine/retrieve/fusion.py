@@ -23,6 +23,11 @@ def ranks(scores: Mapping[str, float]) -> dict[str, int]:
     return {mid: i for i, (mid, _) in enumerate(ordered, start=1)}
 
 
+def top(scores: Mapping[str, float], k: int) -> list[tuple[str, float]]:
+    """The ``k`` best ids with their scores, best first (ties by id)."""
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+
+
 def rrf(
     signals: Mapping[str, Mapping[str, float]],
     weights: Mapping[str, float],

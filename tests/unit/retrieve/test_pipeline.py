@@ -277,31 +277,31 @@ def test_a_seed_no_other_anchor_reaches_keeps_its_place(tmp_path: Path) -> None:
 
 
 def test_the_lexical_weight_leans_further_when_dense_and_lexical_disagree() -> None:
-    from hippocampus.retrieve.pipeline import _lexical_weight
+    from hippocampus.retrieve.leans import lexical_weight
 
     dense = {f"m{i}": 0.9 - i / 100 for i in range(20)}
     agreeing = {f"m{i}": 20.0 - i for i in range(20)}
     apart = {f"t{i}": 20.0 - i for i in range(20)}
     query = "how do we roll out schema changes"
     base = ASSOCIATIVE.weights["lexical"]
-    assert _lexical_weight(query, dense, agreeing, ASSOCIATIVE, None, None) == pytest.approx(base)
+    assert lexical_weight(query, dense, agreeing, ASSOCIATIVE, None, None) == pytest.approx(base)
     leaning = 1.0 + ASSOCIATIVE.lexical_disagreement
-    weight = _lexical_weight(query, dense, apart, ASSOCIATIVE, None, None)
+    weight = lexical_weight(query, dense, apart, ASSOCIATIVE, None, None)
     assert weight == pytest.approx(base * leaning)
     # A recipe without the lean keeps its weight whatever the signals say.
     fixed = ASSOCIATIVE.model_copy(update={"lexical_disagreement": 0.0})
-    assert _lexical_weight(query, dense, apart, fixed, None, None) == pytest.approx(base)
+    assert lexical_weight(query, dense, apart, fixed, None, None) == pytest.approx(base)
     # Names and dates lean first; disagreement scales the whole.
     named = "what did Caroline say on 7 May"
     with_names = base + 2 * ASSOCIATIVE.lexical_lean
-    weight = _lexical_weight(named, dense, apart, ASSOCIATIVE, None, None)
+    weight = lexical_weight(named, dense, apart, ASSOCIATIVE, None, None)
     assert weight == pytest.approx(with_names * leaning)
 
 
 def test_the_lexical_weight_leans_further_when_similarity_does_not_corroborate_the_words() -> None:
     from hippocampus.retrieve.config import MAX_UNCORROBORATED
     from hippocampus.retrieve.fusion import corroboration
-    from hippocampus.retrieve.pipeline import _lexical_weight
+    from hippocampus.retrieve.leans import lexical_weight
 
     best = {f"m{i}": 0.9 - i / 100 for i in range(20)}
     lexical = {"t0": 9.0, "t1": 8.0, "t2": 7.0, "m0": 1.0}
@@ -312,8 +312,8 @@ def test_the_lexical_weight_leans_further_when_similarity_does_not_corroborate_t
         dense = {**best, "t0": similarity, "t1": similarity, "t2": similarity}
         found = corroboration(dense, lexical, top=ASSOCIATIVE.spread_top)
         assert found is not None
-        leaning = _lexical_weight(query, dense, lexical, ASSOCIATIVE, found, None)
-        return found, leaning / _lexical_weight(query, dense, lexical, off, found, None)
+        leaning = lexical_weight(query, dense, lexical, ASSOCIATIVE, found, None)
+        return found, leaning / lexical_weight(query, dense, lexical, off, found, None)
 
     # Within three deviations below the best similarities' mean: as before.
     found, ratio = lean(0.75)
@@ -331,16 +331,16 @@ def test_the_lexical_weight_leans_further_when_similarity_does_not_corroborate_t
 
 def test_a_collection_whose_similarity_seldom_corroborates_leans_to_words_again() -> None:
     from hippocampus.retrieve.config import MAX_UNCORROBORATED
-    from hippocampus.retrieve.pipeline import _lexical_weight
+    from hippocampus.retrieve.leans import lexical_weight
 
     dense = {f"m{i}": 0.9 - i / 100 for i in range(20)}
     lexical = {f"m{i}": 20.0 - i for i in range(20)}
     query = "how do we roll out schema changes"
     threshold = ASSOCIATIVE.collection_uncorroborated
-    alone = _lexical_weight(query, dense, lexical, ASSOCIATIVE, -1.0, None)
+    alone = lexical_weight(query, dense, lexical, ASSOCIATIVE, -1.0, None)
 
     def ratio(typical: float | None) -> float:
-        return _lexical_weight(query, dense, lexical, ASSOCIATIVE, -1.0, typical) / alone
+        return lexical_weight(query, dense, lexical, ASSOCIATIVE, -1.0, typical) / alone
 
     # Typical corroboration within the threshold, or not known yet: as before.
     assert ratio(None) == pytest.approx(1.0)
@@ -350,10 +350,10 @@ def test_a_collection_whose_similarity_seldom_corroborates_leans_to_words_again(
     assert ratio(-2 * threshold) == pytest.approx(2.0)
     assert ratio(-10 * threshold) == pytest.approx(MAX_UNCORROBORATED)
     # The query's own measure and the collection's each lean, one on the other.
-    both = _lexical_weight(query, dense, lexical, ASSOCIATIVE, -6.0, -2 * threshold)
+    both = lexical_weight(query, dense, lexical, ASSOCIATIVE, -6.0, -2 * threshold)
     assert both / alone == pytest.approx(2.0 * 6.0 / ASSOCIATIVE.uncorroborated)
     off = ASSOCIATIVE.model_copy(update={"collection_uncorroborated": 0.0})
-    assert _lexical_weight(query, dense, lexical, off, -1.0, -10.0) == pytest.approx(alone)
+    assert lexical_weight(query, dense, lexical, off, -1.0, -10.0) == pytest.approx(alone)
 
 
 QUERY = "who ruled the austrian composer's country"
