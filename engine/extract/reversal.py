@@ -364,6 +364,30 @@ def _cues(clause: list[str]) -> tuple[list[int], list[_Cue]]:
             if tuple(clause[i : i + len(idiom)]) == idiom:
                 for j in range(i, i + len(idiom)):
                     inert[j] = True
+    cues, dampened = _scan(clause, inert)
+    for i in range(n):
+        for phrase in _IN_FAVOR:
+            if tuple(clause[i : i + len(phrase)]) == phrase:
+                for j in range(i, i + len(phrase)):
+                    inert[j] = True
+    for start, end in dampened:
+        for j in range(start, end):
+            inert[j] = True
+    flips = [0] * n
+    for cue in cues:
+        for j in range(cue.start, cue.end):
+            flips[j] += 1
+    for j in range(n):
+        if inert[j]:
+            flips[j] = -1
+    return flips, cues
+
+
+def _scan(clause: list[str], inert: list[bool]) -> tuple[list[_Cue], list[tuple[int, int]]]:
+    """The cues of ``clause``, word by word, and the spans its dampeners cover.
+    Marks in ``inert`` the words that are cues (those already marked, idioms, are
+    passed over)."""
+    n = len(clause)
     cues: list[_Cue] = []
     ends = _span_ends(clause)
     lifted = _lifted_restriction(clause, inert)
@@ -424,22 +448,7 @@ def _cues(clause: list[str]) -> tuple[list[int], list[_Cue]]:
                     i = start - 1
                     break
         i += 1
-    for i in range(n):
-        for phrase in _IN_FAVOR:
-            if tuple(clause[i : i + len(phrase)]) == phrase:
-                for j in range(i, i + len(phrase)):
-                    inert[j] = True
-    for start, end in dampened:
-        for j in range(start, end):
-            inert[j] = True
-    flips = [0] * n
-    for cue in cues:
-        for j in range(cue.start, cue.end):
-            flips[j] += 1
-    for j in range(n):
-        if inert[j]:
-            flips[j] = -1
-    return flips, cues
+    return cues, dampened
 
 
 def _negation(
