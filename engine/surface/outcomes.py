@@ -9,11 +9,21 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from hippocampus.model import Memory
+from hippocampus.surface.conversation import ConversationState
 
 SURFACE_MODEL_KEY = "surface:model"
 SURFACE_COUNTERS_KEY = "surface:counters"
 CONVERSATION_PREFIX = "conversation:"
 SURFACING_PREFIX = "surfacing:"
+
+
+def conversation_key(conversation_id: str) -> str:
+    return f"{CONVERSATION_PREFIX}{conversation_id}"
+
+
+def surfacing_key(surfacing_id: str) -> str:
+    return f"{SURFACING_PREFIX}{surfacing_id}"
+
 
 class Gate(BaseModel):
     """One gate an insight passed: its measured value and the limit."""
@@ -67,6 +77,22 @@ class ConversationView(BaseModel):
     recent_topics: list[str]
     predicted_topics: list[str]
     participants: list[str]
+
+
+def conversation_view(state: ConversationState, predicted: list[str]) -> ConversationView:
+    """The view of ``state`` callers get, with the topics ``predicted`` for it."""
+    recent = [t for topics in reversed(state.topics[-3:]) for t in topics]
+    return ConversationView(
+        id=state.id,
+        messages=state.messages,
+        type=state.type,
+        type_given=state.given_type is not None,
+        domain=state.domain,
+        momentum=round(state.momentum, 3),
+        recent_topics=list(dict.fromkeys(recent))[:20],
+        predicted_topics=predicted,
+        participants=state.participants,
+    )
 
 
 class MessageOutcome(BaseModel):

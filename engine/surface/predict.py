@@ -12,6 +12,9 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hippocampus.surface.conversation import ConversationState
+from hippocampus.surface.rules import SurfaceConfig
+
 FEATURES = (
     "bias",
     "similarity",
@@ -358,3 +361,22 @@ class SurfaceModel(BaseModel):
     kinds: KindBandit = Field(default_factory=KindBandit)
     confidence: ConfidenceModel = Field(default_factory=ConfidenceModel)
     thresholds: ThresholdTuner = Field(default_factory=ThresholdTuner)
+
+
+def predicted_topics(
+    learned: SurfaceModel, state: ConversationState, config: SurfaceConfig
+) -> tuple[list[str], list[str]]:
+    """The predicted topics (the coming messages' likeliest, then those the
+    conversation will come to need), and the latter alone."""
+    if config.learn:
+        ranked = learned.topics.predict(state.topics, config.predicted_topics)
+        heading = [
+            t
+            for t, _ in learned.needs.predict(
+                state.topics, config.ahead_topics, weight=learned.topics.specificity
+            )
+        ]
+        return list(dict.fromkeys([*(t for t, _ in ranked), *heading])), heading
+    # The baseline expects the conversation to stay on what was just said.
+    recent = [t for topics in state.topics[-2:] for t in topics]
+    return list(dict.fromkeys(reversed(recent)))[: config.predicted_topics], []
