@@ -15,7 +15,7 @@ from hippocampus.api.app import create_app
 from hippocampus.extract import SpacyConceptExtractor
 from hippocampus.service import Hippocampus
 from hippocampus.store.neo4j import Neo4jStore
-from hippocampus.store.neo4j.store import SCHEMA_VERSION
+from hippocampus.store.neo4j.schema import SCHEMA_VERSION
 from tests.api.helpers import ALPHA, AuditingClient, CountingEmbedder, make_settings
 from tests.unit.store.neo4j_fake import FakeDriver
 

@@ -110,9 +110,9 @@ def test_a_version_1_collection_is_migrated_a_bounded_page_per_transaction(
         _cypher(neo4j_store, strip, c=c)
     assert _cypher(neo4j_store, _NEXT_EDGES, c=c) == []
 
-    from hippocampus.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import schema
 
-    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    monkeypatch.setattr(schema, "WRITE_BATCH", 2)
     migrations = frozenset({"schema/migrate_turns", "schema/number_events"})
     driver, store = planning(neo4j_store, "EXPLAIN", migrations)
     store._migrate_turns(c)

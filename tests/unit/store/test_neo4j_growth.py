@@ -13,7 +13,7 @@ from hippocampus.model import Memory, RetrievalMeta, content_hash
 from hippocampus.schedule import due_keys
 from hippocampus.store import MemoryRecord
 from hippocampus.store.neo4j import Neo4jStore
-from hippocampus.store.neo4j.store import _WRITE_BATCH
+from hippocampus.store.neo4j.connection import WRITE_BATCH
 from tests.unit.store.neo4j_fake import FakeDriver
 
 C = "org:acme"
@@ -25,17 +25,17 @@ def make(driver: FakeDriver) -> Neo4jStore:
 
 
 def test_compaction_goes_a_bounded_batch_per_transaction_until_done() -> None:
-    counts = iter([_WRITE_BATCH, _WRITE_BATCH, 12])
+    counts = iter([WRITE_BATCH, WRITE_BATCH, 12])
     driver = FakeDriver(
         answers={"memory/compact_events": lambda params: [{"dropped": next(counts)}]}
     )
-    assert make(driver).compact_events(C, before=T0, keep=50) == 2 * _WRITE_BATCH + 12
+    assert make(driver).compact_events(C, before=T0, keep=50) == 2 * WRITE_BATCH + 12
     assert [[name for name, _ in tx] for tx in driver.committed] == [["memory/compact_events"]] * 3
     assert driver.params_of("memory/compact_events") == {
         "collection": C,
         "before": T0,
         "keep": 50,
-        "limit": _WRITE_BATCH,
+        "limit": WRITE_BATCH,
     }
 
 
@@ -122,10 +122,10 @@ def test_due_memories_ask_the_index_for_the_schedule_and_read_the_documents() ->
 def test_setup_dates_the_memories_of_a_version_4_database_page_by_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hippocampus.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import schema
     from tests.unit.store.test_neo4j_store import _indexes
 
-    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    monkeypatch.setattr(schema, "WRITE_BATCH", 2)
     olds = [_memory(f"m{i}", usage_count=i) for i in range(3)]
 
     def undated(params: dict[str, object]) -> list[dict[str, object]]:
@@ -223,10 +223,10 @@ def test_setup_counts_the_collections_of_a_version_5_database_once() -> None:
 def test_setup_ranks_the_hub_edges_of_a_version_6_database_page_by_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hippocampus.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import schema
     from tests.unit.store.test_neo4j_store import _indexes
 
-    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    monkeypatch.setattr(schema, "WRITE_BATCH", 2)
     ids = ["m0", "m1", "m2"]
 
     def page(params: dict[str, object]) -> list[dict[str, object]]:
@@ -252,17 +252,17 @@ def test_setup_ranks_the_hub_edges_of_a_version_6_database_page_by_page(
 
 
 def test_edge_ends_come_page_by_page_as_plain_tuples() -> None:
-    from hippocampus.store.neo4j.store import _PAGE
+    from hippocampus.store.neo4j.connection import PAGE
 
     def page(params: dict[str, object]) -> list[dict[str, object]]:
         start = 0 if params["after"] == "" else int(str(params["after"])[1:]) + 1
         return [
             {"source": f"m{i:04d}", "edges": [["ABOUT", "redis", 0.5]] if i % 2 else []}
-            for i in range(start, min(start + _PAGE, _PAGE + 2))
+            for i in range(start, min(start + PAGE, PAGE + 2))
         ]
 
     driver = FakeDriver(answers={"memory/iter_edge_ends": page})
     ends = list(make(driver).iter_edge_ends(C))
-    assert len(ends) == (_PAGE + 2) // 2
+    assert len(ends) == (PAGE + 2) // 2
     assert ends[0] == ("m0001", "ABOUT", "redis", 0.5)
     assert driver.ran() == ["memory/iter_edge_ends"] * 2

@@ -14,13 +14,8 @@ from hippocampus.model import Memory, RecallFilters
 from hippocampus.model import content_hash as hash_of
 from hippocampus.store import MemoryRecord
 from hippocampus.store.neo4j import Neo4jStore
-from hippocampus.store.neo4j.store import (
-    _INDEXES,
-    _MAX_CANDIDATES,
-    _MIN_CANDIDATES,
-    PASSAGE_INDEX,
-    VECTOR_INDEX,
-)
+from hippocampus.store.neo4j.schema import _INDEXES, PASSAGE_INDEX, VECTOR_INDEX
+from hippocampus.store.neo4j.vectors import _MIN_CANDIDATES, MAX_CANDIDATES
 from tests.unit.store.neo4j_fake import FakeDriver, counted_vectors
 
 C = "org:acme"
@@ -174,7 +169,7 @@ def test_passages_the_index_answers_short_are_searched_exhaustively() -> None:
         ("d", round(0.3 - PASSAGE_MARGIN, 6)),
     ]
     widths = [p["candidates"] for _, p in driver.committed[0] if p.get("index") == PASSAGE_INDEX]
-    assert widths == [_MIN_CANDIDATES * 4**i for i in range(4)] + [_MAX_CANDIDATES]
+    assert widths == [_MIN_CANDIDATES * 4**i for i in range(4)] + [MAX_CANDIDATES]
     assert driver.ran()[-1] == "recall/search_passages_exact"
     assert len(driver.committed) == 1
 

@@ -41,7 +41,7 @@ from hippocampus.model import content_hash as hash_of
 from hippocampus.model.association import Anchor, ExpandParams
 from hippocampus.store import GraphStore, Learned, MemoryRecord
 from hippocampus.store.neo4j import Neo4jStore
-from hippocampus.store.neo4j.store import SCHEMA_OWNER, SCHEMA_VERSION
+from hippocampus.store.neo4j.schema import SCHEMA_OWNER, SCHEMA_VERSION
 from tests.unit.store.neo4j_fake import FakeDriver, counted_vectors
 
 C = "org:acme"
@@ -199,7 +199,7 @@ def test_a_closed_store_is_unavailable_and_closes_its_driver_once() -> None:
 
 
 def _indexes(state: str, dimensions: int = 8) -> list[dict[str, object]]:
-    from hippocampus.store.neo4j.store import _INDEXES, VECTOR_INDEX
+    from hippocampus.store.neo4j.schema import _INDEXES, VECTOR_INDEX
 
     rows: list[dict[str, object]] = []
     for name in _INDEXES:
@@ -414,19 +414,19 @@ def test_a_memory_deleted_while_it_is_read_is_left_out() -> None:
 
     # A page whose last row was deleted (nulls sort last) pages on from the last
     # row still there, not from the start.
-    from hippocampus.store.neo4j.store import _PAGE
+    from hippocampus.store.neo4j.connection import PAGE
 
-    first = [row(f"m{i:04d}") for i in range(_PAGE - 1)] + [gone]
+    first = [row(f"m{i:04d}") for i in range(PAGE - 1)] + [gone]
     pages = iter([first, [row("z")]])
     paged = FakeDriver(answers={"memory/iter_memories": lambda params: next(pages)})
     ids = [m.id for m in make(paged).iter_memories(C)]
-    assert ids == [f"m{i:04d}" for i in range(_PAGE - 1)] + ["z"]
+    assert ids == [f"m{i:04d}" for i in range(PAGE - 1)] + ["z"]
     second = [params for tx in paged.committed for name, params in tx][-1]
-    assert second["after_id"] == f"m{_PAGE - 2:04d}" and second["after_at"] == T0
+    assert second["after_id"] == f"m{PAGE - 2:04d}" and second["after_at"] == T0
 
 
 def test_dense_search_widens_then_falls_back_to_an_exact_scan_when_the_index_runs_short() -> None:
-    from hippocampus.store.neo4j.store import _MAX_CANDIDATES, _MIN_CANDIDATES
+    from hippocampus.store.neo4j.vectors import _MIN_CANDIDATES, MAX_CANDIDATES
 
     query = [1.0] + [0.0] * 7
     enough = FakeDriver(
@@ -468,7 +468,7 @@ def test_dense_search_widens_then_falls_back_to_an_exact_scan_when_the_index_run
     )
     assert hits == [("a", 0.9), ("b", 0.5)]
     widths = [p["candidates"] for _, p in short.committed[0] if "candidates" in p]
-    assert widths == [_MIN_CANDIDATES, 400, 1_600, 6_400, _MAX_CANDIDATES]
+    assert widths == [_MIN_CANDIDATES, 400, 1_600, 6_400, MAX_CANDIDATES]
     assert short.ran()[-1] == "recall/search_vectors_exact"
 
 
@@ -505,7 +505,7 @@ def test_a_first_dense_search_asks_for_what_the_collections_share_of_the_index_n
 def test_the_databases_size_is_read_again_only_when_its_last_read_is_old(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hippocampus.store.neo4j.store import INDEX_SIZE_MAX_AGE_S
+    from hippocampus.store.neo4j.vectors import INDEX_SIZE_MAX_AGE_S
 
     query = [1.0] + [0.0] * 7
     hits = [{"id": f"m{i}", "similarity": 0.9 - i / 100} for i in range(50)]
@@ -518,7 +518,7 @@ def test_the_databases_size_is_read_again_only_when_its_last_read_is_old(
         }
     )
     clock = [1000.0]
-    monkeypatch.setattr("hippocampus.store.neo4j.store.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("hippocampus.store.neo4j.vectors.time.monotonic", lambda: clock[0])
     store = make(driver)
 
     def first_width() -> int:
@@ -566,7 +566,7 @@ def test_dense_search_with_a_filter_the_index_cannot_serve_scans_at_once() -> No
 
 
 def test_many_dense_searches_share_one_statement_and_one_transaction() -> None:
-    from hippocampus.store.neo4j.store import _MIN_CANDIDATES
+    from hippocampus.store.neo4j.vectors import _MIN_CANDIDATES
 
     queries = [[1.0] + [0.0] * 7, [0.0] * 8, [0.0, 1.0] + [0.0] * 6]
     driver = FakeDriver(
@@ -807,9 +807,9 @@ def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
 def test_a_version_1_database_gets_its_turns_linked_at_setup_page_by_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hippocampus.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import schema
 
-    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    monkeypatch.setattr(schema, "WRITE_BATCH", 2)
     olds = [memory(f"m{i}") for i in range(3)]
     olds[1].retrieval.conversation_ids = ["talk"]
 
@@ -845,9 +845,9 @@ def test_a_version_1_database_gets_its_turns_linked_at_setup_page_by_page(
 def test_a_schema_of_version_one_gets_its_events_numbered_on_setup_batch_by_batch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hippocampus.store.neo4j import store as store_module
+    from hippocampus.store.neo4j import schema
 
-    monkeypatch.setattr(store_module, "_WRITE_BATCH", 2)
+    monkeypatch.setattr(schema, "WRITE_BATCH", 2)
     lasts = iter([T0.isoformat(), (T0 + timedelta(minutes=1)).isoformat()])
     driver = FakeDriver(
         answers={
@@ -884,11 +884,11 @@ def test_a_schema_of_version_one_gets_its_events_numbered_on_setup_batch_by_batc
 
 
 def test_the_event_log_is_read_by_event_number_page_after_page() -> None:
-    from hippocampus.store.neo4j.store import _PAGE
+    from hippocampus.store.neo4j.connection import PAGE
 
     def page(params: dict[str, object]) -> list[dict[str, object]]:
         after = int(params["after"])  # type: ignore[call-overload]
-        numbers = range(after + 1, min(after + 1 + _PAGE, _PAGE + 3))
+        numbers = range(after + 1, min(after + 1 + PAGE, PAGE + 3))
         return [
             {"type": "retrieval", "at": T0, "memory_ids": [], "payload": "", "seq": n}
             for n in numbers
@@ -896,9 +896,9 @@ def test_the_event_log_is_read_by_event_number_page_after_page() -> None:
 
     driver = FakeDriver(answers={"memory/iter_events": page})
     events = list(make(driver).iter_events(C))
-    assert len(events) == _PAGE + 3
+    assert len(events) == PAGE + 3
     afters = [params["after"] for tx in driver.committed for _, params in tx]
-    assert afters == [-1, _PAGE - 1]
+    assert afters == [-1, PAGE - 1]
 
 
 def test_appended_events_carry_no_client_side_order() -> None:
@@ -954,10 +954,10 @@ def test_a_decay_pass_already_recorded_changes_nothing() -> None:
 
 
 def test_dropping_a_collection_deletes_in_bounded_transactions_until_done() -> None:
-    from hippocampus.store.neo4j.store import _WRITE_BATCH
+    from hippocampus.store.neo4j.connection import WRITE_BATCH
 
-    counts = iter([_WRITE_BATCH, _WRITE_BATCH, 17])
-    passages = iter([_WRITE_BATCH, 3])
+    counts = iter([WRITE_BATCH, WRITE_BATCH, 17])
+    passages = iter([WRITE_BATCH, 3])
     driver = FakeDriver(
         answers={
             "memory/drop_collection": lambda params: [{"deleted": next(counts)}],
@@ -969,7 +969,7 @@ def test_dropping_a_collection_deletes_in_bounded_transactions_until_done() -> N
         *[["memory/drop_passages"]] * 2,
         *[["memory/drop_collection"]] * 3,
     ]
-    assert driver.params_of("memory/drop_collection")["limit"] == _WRITE_BATCH
+    assert driver.params_of("memory/drop_collection")["limit"] == WRITE_BATCH
 
 
 def test_updates_that_may_not_create_go_to_the_statement_that_creates_nothing() -> None:
@@ -1320,7 +1320,7 @@ def test_crowding_measures_against_a_sample_read_once_a_minute(
         }
     )
     clock = [1000.0]
-    monkeypatch.setattr("hippocampus.store.neo4j.store.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("hippocampus.store.neo4j.crowding.time.monotonic", lambda: clock[0])
     store = make(driver)
     crowding = store.crowding(C, ["a", "c", "missing"], model="m")
     # Three memories: each one's neighbours are the two others, itself never
@@ -1336,7 +1336,7 @@ def test_crowding_measures_against_a_sample_read_once_a_minute(
 
 
 def test_a_sample_goes_round_the_hashes_from_a_random_one_and_estimates_the_total() -> None:
-    from hippocampus.store.neo4j.store import _sample_total
+    from hippocampus.store.neo4j.crowding import _sample_total
 
     def rows(*hashes: str) -> list[dict[str, str]]:
         return [{"hash": h} for h in hashes]
@@ -1358,7 +1358,7 @@ def test_a_sample_goes_round_the_hashes_from_a_random_one_and_estimates_the_tota
 
 
 def test_samples_are_kept_for_the_most_recently_used_collections_only() -> None:
-    from hippocampus.store.neo4j.store import SAMPLES_KEPT
+    from hippocampus.store.neo4j.crowding import SAMPLES_KEPT
 
     e = np.eye(8, dtype=np.float32)
     vectors = {"a": e[1], "b": e[2]}
