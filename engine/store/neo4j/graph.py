@@ -47,72 +47,19 @@ class Neo4jGraph(Neo4jConnection):
         kinds than Memory, Domain, Trigger and Concept, and unknown nodes, are
         ignored.
         """
-        merged: dict[tuple[str, str], Anchor] = {}
-        for anchor in anchors:
-            if anchor.kind not in NODE_KINDS:
-                logger.debug("anchor kind %r is not a node kind; ignored", anchor.kind)
-                continue
-            key = (anchor.kind, anchor.name)
-            held = merged.get(key)
-            if held is None or anchor.strength > held.strength:
-                merged[key] = anchor
-        ordered = sorted(merged.values(), key=lambda a: (a.kind, a.name))
+        ordered = _merged_anchors(anchors)
         if not ordered:
             return []
-        query = {
-            "anchors": [{"kind": a.kind, "name": a.name, "strength": a.strength} for a in ordered],
-            "max_depth": params.max_depth,
-            "damping": params.damping,
-            "fanout": params.hub_fanout,
-            "frontier": params.frontier,
-            "penalty": params.hub_degree_penalty,
-            "degree_mode": params.hub_degree_mode,
-            "pivot": params.hub_degree_pivot,
-            "min_factor": params.hub_min_factor,
-            "max_hub_degree": params.max_hub_degree,
-            "max_results": params.max_results,
-            "paths": paths,
-            **convert.filter_params(filters),
-        }
+        query = _expand_params(ordered, params, filters, paths)
         rows = self._read("expand", one_statement("recall/expand", query, collection))
         found = []
         for row in one_list(rows, "found"):
-            reached = row["reached"]
-            if row["memory_id"] is None or _through_deleted(reached):
+            if row["memory_id"] is None or _through_deleted(row["reached"]):
                 # A node the walk reached was deleted while it ran (reads see
                 # committed deletes at once): that memory is gone, or its path
                 # no longer exists. The next recall walks the graph as it is.
                 continue
-            strongest = min(reached, key=lambda r: (-r["strength"], r["anchor"]), default=None)
-            walked: list[GraphPath] = []
-            if paths:
-                ranked = sorted(reached, key=lambda r: (-r["strength"], r["anchor"]))
-                walked = [
-                    GraphPath(
-                        anchor=ordered[r["anchor"]],
-                        steps=[
-                            PathStep(
-                                type=EdgeType(s["type"]),
-                                weight=s["weight"],
-                                kind=s["kind"],
-                                name=s["name"],
-                            )
-                            for s in r["steps"]
-                        ],
-                        strength=r["strength"],
-                    )
-                    for r in ranked
-                ]
-            found.append(
-                Expansion(
-                    memory_id=row["memory_id"],
-                    strength=float(row["strength"]),
-                    anchors=len(reached),
-                    best=float(strongest["strength"]) if strongest else 0.0,
-                    best_anchor=ordered[strongest["anchor"]] if strongest else None,
-                    paths=walked,
-                )
-            )
+            found.append(_expansion_of(row, ordered, paths))
         return found
 
     def iter_edges(self, collection: str) -> Iterator[Edge]:
@@ -174,6 +121,80 @@ class Neo4jGraph(Neo4jConnection):
             tally.write(tx, collection)
 
         self._write("write edges", work)
+
+
+def _merged_anchors(anchors: Sequence[Anchor]) -> list[Anchor]:
+    """The anchors merged by (kind, name), keeping the strongest, in (kind, name)
+    order; those of a kind that is not a node kind are left out."""
+    merged: dict[tuple[str, str], Anchor] = {}
+    for anchor in anchors:
+        if anchor.kind not in NODE_KINDS:
+            logger.debug("anchor kind %r is not a node kind; ignored", anchor.kind)
+            continue
+        key = (anchor.kind, anchor.name)
+        held = merged.get(key)
+        if held is None or anchor.strength > held.strength:
+            merged[key] = anchor
+    return sorted(merged.values(), key=lambda a: (a.kind, a.name))
+
+
+def _expand_params(
+    ordered: Sequence[Anchor], params: ExpandParams, filters: RecallFilters, paths: bool
+) -> dict[str, Any]:
+    """The parameters of ``recall/expand``: the anchors in order (a row names its
+    anchor by its place among them), the walk's settings and the filters."""
+    return {
+        "anchors": [{"kind": a.kind, "name": a.name, "strength": a.strength} for a in ordered],
+        "max_depth": params.max_depth,
+        "damping": params.damping,
+        "fanout": params.hub_fanout,
+        "frontier": params.frontier,
+        "penalty": params.hub_degree_penalty,
+        "degree_mode": params.hub_degree_mode,
+        "pivot": params.hub_degree_pivot,
+        "min_factor": params.hub_min_factor,
+        "max_hub_degree": params.max_hub_degree,
+        "max_results": params.max_results,
+        "paths": paths,
+        **convert.filter_params(filters),
+    }
+
+
+def _expansion_of(row: Mapping[str, Any], ordered: Sequence[Anchor], paths: bool) -> Expansion:
+    """A memory the walk reached, from its ``recall/expand`` row: its strength, its
+    strongest anchor and, with ``paths``, the paths that reached it."""
+    reached = row["reached"]
+    strongest = min(reached, key=lambda r: (-r["strength"], r["anchor"]), default=None)
+    walked = _paths_of(reached, ordered) if paths else []
+    return Expansion(
+        memory_id=row["memory_id"],
+        strength=float(row["strength"]),
+        anchors=len(reached),
+        best=float(strongest["strength"]) if strongest else 0.0,
+        best_anchor=ordered[strongest["anchor"]] if strongest else None,
+        paths=walked,
+    )
+
+
+def _paths_of(reached: Sequence[Mapping[str, Any]], ordered: Sequence[Anchor]) -> list[GraphPath]:
+    """The paths that reached a memory, strongest first (ties by anchor)."""
+    ranked = sorted(reached, key=lambda r: (-r["strength"], r["anchor"]))
+    return [
+        GraphPath(
+            anchor=ordered[r["anchor"]],
+            steps=[
+                PathStep(
+                    type=EdgeType(s["type"]),
+                    weight=s["weight"],
+                    kind=s["kind"],
+                    name=s["name"],
+                )
+                for s in r["steps"]
+            ],
+            strength=r["strength"],
+        )
+        for r in ranked
+    ]
 
 
 def _through_deleted(reached: Sequence[Mapping[str, Any]]) -> bool:

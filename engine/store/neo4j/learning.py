@@ -4,12 +4,13 @@ update applied atomically under its memories' and documents' locks."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from neo4j import ManagedTransaction
 
-from hippocampus.model import EdgeType
+from hippocampus.model import EdgeType, Memory
 from hippocampus.model.association import EdgeUpdate
 from hippocampus.store import checks
 from hippocampus.store.checks import check_decay_pass, check_learned
@@ -146,57 +147,12 @@ class Neo4jLearning(Neo4jConnection):
 
         def work(tx: ManagedTransaction) -> Learned:
             locked = lock_conversations(tx, collection, conversations)
-            if ids:
-                run_statement(tx, "learn/lock_memories", collection, ids=ids)
-            if keys:
-                run_statement(tx, "learn/lock_states", collection, keys=keys)
-            read = {
-                row["id"]: convert.memory_of(row["doc"], row["embedding_model"])
-                for row in (
-                    run_statement(tx, "memory/get_memories", collection, ids=ids) if ids else []
-                )
-            }
-            states = {
-                row["key"]: convert.state_of(row["value"])
-                for row in (
-                    run_statement(tx, "memory/get_states", collection, keys=keys) if keys else []
-                )
-                if row["value"] is not None
-            }
+            read, states = _locked_reads(tx, collection, ids, keys)
             learned = change(read, states)
             check_learned(collection, read, learned)
-            memories = list({m.id: m for m in learned.memories}.values())
             tally = Tally()
-            for memory in memories:
-                model = read[memory.id].embedding_model  # the vector stays as it is
-                tally.changed(read[memory.id], model, memory, model)
-                run_statement(
-                    tx,
-                    "memory/replace_memory",
-                    collection,
-                    id=memory.id,
-                    properties=convert.memory_properties(memory, None, with_vector=False),
-                    embedding=None,
-                    embedding_model=None,
-                    drop_embedding=False,
-                )
-            # A merged repeat can make a memory a turn of its conversation.
-            moved = [m for m in memories if turn_place(m) != turn_place(read[m.id])]
-            if moved:
-                places = [*moved, *(read[m.id] for m in moved)]
-                wanted = {m.turn_of for m in places if m.turn_of is not None}
-                if not wanted <= locked:
-                    raise TurnsToLock(wanted)
-                link_turns(tx, collection, places, tally, locked)
-            if learned.states:
-                rows = [
-                    {"key": key, "value": convert.state_value(key, doc)}
-                    for key, doc in learned.states.items()
-                ]
-                run_statement(tx, "memory/put_states", collection, items=rows)
-            unwritten = [k for k in keys if k not in states and k not in learned.states]
-            if unwritten:
-                run_statement(tx, "learn/drop_unwritten_states", collection, keys=unwritten)
+            _write_memories(tx, collection, read, learned, tally, locked)
+            _write_states(tx, collection, keys, states, learned)
             _reinforce(tx, collection, learned.reinforce, tally)
             if learned.events:
                 events = [convert.event_row(event) for event in learned.events]
@@ -210,6 +166,87 @@ class Neo4jLearning(Neo4jConnection):
                 return self._write("learn", work)
             except TurnsToLock as e:
                 conversations.update(e.conversations)
+
+
+def _locked_reads(
+    tx: ManagedTransaction, collection: str, ids: Sequence[str], keys: Sequence[str]
+) -> tuple[dict[str, Memory], dict[str, dict[str, Any]]]:
+    """Lock the memories, then the state documents (each in the sorted order
+    given), then read them: the memories by id, the documents by key."""
+    if ids:
+        run_statement(tx, "learn/lock_memories", collection, ids=ids)
+    if keys:
+        run_statement(tx, "learn/lock_states", collection, keys=keys)
+    read = {
+        row["id"]: convert.memory_of(row["doc"], row["embedding_model"])
+        for row in (run_statement(tx, "memory/get_memories", collection, ids=ids) if ids else [])
+    }
+    states = {
+        row["key"]: convert.state_of(row["value"])
+        for row in (run_statement(tx, "memory/get_states", collection, keys=keys) if keys else [])
+        if row["value"] is not None
+    }
+    return read, states
+
+
+def _write_memories(
+    tx: ManagedTransaction,
+    collection: str,
+    read: Mapping[str, Memory],
+    learned: Learned,
+    tally: Tally,
+    locked: frozenset[str],
+) -> None:
+    """Write the memories a learning update changed (their vectors stay as they
+    are) and relink the turns of those it moved, counting in ``tally``.
+
+    Raises:
+        TurnsToLock: a memory moved among the turns of a conversation not among
+            ``locked``.
+    """
+    memories = list({m.id: m for m in learned.memories}.values())
+    for memory in memories:
+        model = read[memory.id].embedding_model  # the vector stays as it is
+        tally.changed(read[memory.id], model, memory, model)
+        run_statement(
+            tx,
+            "memory/replace_memory",
+            collection,
+            id=memory.id,
+            properties=convert.memory_properties(memory, None, with_vector=False),
+            embedding=None,
+            embedding_model=None,
+            drop_embedding=False,
+        )
+    # A merged repeat can make a memory a turn of its conversation.
+    moved = [m for m in memories if turn_place(m) != turn_place(read[m.id])]
+    if moved:
+        places = [*moved, *(read[m.id] for m in moved)]
+        wanted = {m.turn_of for m in places if m.turn_of is not None}
+        if not wanted <= locked:
+            raise TurnsToLock(wanted)
+        link_turns(tx, collection, places, tally, locked)
+
+
+def _write_states(
+    tx: ManagedTransaction,
+    collection: str,
+    keys: Sequence[str],
+    states: Mapping[str, dict[str, Any]],
+    learned: Learned,
+) -> None:
+    """Write the state documents a learning update returned, and delete those of
+    ``keys`` that locking made (``learn/lock_states``) and it left without a
+    value."""
+    if learned.states:
+        rows = [
+            {"key": key, "value": convert.state_value(key, doc)}
+            for key, doc in learned.states.items()
+        ]
+        run_statement(tx, "memory/put_states", collection, items=rows)
+    unwritten = [k for k in keys if k not in states and k not in learned.states]
+    if unwritten:
+        run_statement(tx, "learn/drop_unwritten_states", collection, keys=unwritten)
 
 
 def _reinforce(

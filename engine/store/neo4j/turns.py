@@ -49,6 +49,8 @@ class Neo4jTurns(Neo4jConnection):
 
 
 def turn_place(memory: Memory) -> tuple[str | None, datetime]:
+    """Where a memory stands among turns: its conversation (``None`` outside any)
+    and when it happened. A write that changes it relinks the turns."""
     return memory.turn_of, checks.utc(memory.occurred_at)
 
 
