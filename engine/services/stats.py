@@ -3,18 +3,17 @@ health of its graph, computed now or as last kept."""
 
 from __future__ import annotations
 
-import heapq
 import logging
 import threading
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
 from hippocampus.errors import StoreUnavailableError
 from hippocampus.extract.quality import TrainingRun
 from hippocampus.metrics import CachedGraphHealth, GraphHealth, graph_health
-from hippocampus.model import HubKind, Memory, Tier, utcnow
+from hippocampus.model import HubKind, Memory, utcnow
 from hippocampus.services.checks import Checks
 from hippocampus.services.context import Context
 from hippocampus.services.learning import LearningQueue
@@ -27,6 +26,10 @@ logger = logging.getLogger("hippocampus.service")
 GRAPH_HEALTH_KEY = "graph_health"
 """State document holding a collection's graph health as last computed: the
 figures, when, and how long it took (:meth:`StatisticsService.refresh_graph_health`)."""
+
+_ALL_DUE = datetime(9999, 12, 31, tzinfo=UTC)
+"""A moment by which every active memory is due by FSRS: a due date lies at most
+100 years (its longest interval) after a memory's last review, use or creation."""
 
 
 class QualityStats(BaseModel):
@@ -128,10 +131,18 @@ class StatisticsService:
 
     def most_valuable(self, collection: str, limit: int = 5) -> list[Memory]:
         """The active memories of most value (confidence × importance), best first.
-        One pass over the collection, holding only ``limit`` at a time."""
+
+        Ranked by the store from the due dates it keeps with every memory
+        (:func:`hippocampus.schedule.due_keys`), value first: every active memory
+        is due by FSRS at :data:`_ALL_DUE` (its due date is at most the longest
+        interval after its last review, use or creation), so the store's due
+        index answers, and only ``limit`` memories are read."""
         self._checks.check_collection(collection)
-        active = (m for m in self._context.store.iter_memories(collection) if m.tier == Tier.ACTIVE)
-        return heapq.nlargest(limit, active, key=lambda m: m.retrieval.confidence * m.importance)
+        if limit <= 0:
+            return []
+        return self._context.store.due_memories(
+            collection, schedule="fsrs", now=_ALL_DUE, limit=limit
+        )
 
     # -- graph health -------------------------------------------------------------
 
