@@ -1,6 +1,6 @@
 """One recall: dense and lexical candidates, associative expansion, fusion.
 
-The steps follow DESIGN.md "Retrieval": vector matches, the query's anchors
+The steps (docs/recall.md, "The default, step by step"): vector matches, the query's anchors
 (its concepts and triggers matched to hub nodes by name, and hubs whose name
 embedding is close to the query), expansion from anchors and starting memories through
 weighted edges, the multi-path gate for associative-only results, fusion by

@@ -14,7 +14,7 @@ graph support, how many of its triggers and concepts are among the predicted
 topics, its own confidence, how its kind fares in this kind of conversation
 (a Thompson sample from the kind bandit, so untried kinds get tried) and
 whether it is due for spaced repetition, and how much of its match is
-foreseen rather than said. The gates (DESIGN.md) then decide; a foreseen
+foreseen rather than said. The gates (docs/surfacing.md) then decide; a foreseen
 memory meets its type's separate bar for foreseen offers.
 
 Each insight says why in words (the words of the conversation it matched, the

@@ -99,7 +99,7 @@ UPSERTS = frozenset(
 """Routes that create what their id names in the caller's own collection."""
 
 VALID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}")
-"""A collection name as DESIGN.md has it, written out here rather than imported
+"""A collection name as the API documents it, written out here rather than imported
 so that a regression in the engine's own pattern shows."""
 
 REQUIRED_QUERY: dict[str, str] = {"/v1/collections/{collection}/graph": "center"}

@@ -1,7 +1,7 @@
 """The Neo4j store: the :class:`~hippocampus.store.GraphStore` contract over the
 official driver, every statement a file under ``cypher/``.
 
-Graph model (labels and relationship types as in DESIGN.md; every edge holds
+Graph model (every edge holds
 ``weight, co_occurrences, last_co_occurred, created_at, used_at, kind``)::
 
     (:Memory {collection, id, doc, embedding, embedding_model, content, ...})
