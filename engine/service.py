@@ -107,7 +107,7 @@ class Hippocampus:
         summary_min_score: the least similarity a result needs to be in a
             :meth:`context_summary` (the seed's 0.7).
         surfacing: gates, thresholds and learning of proactive surfacing.
-        scheduler: spaced repetition (FSRS-style by default).
+        scheduler: spaced repetition (FSRS-6 by default).
         random_seed: makes surfacing's exploration reproducible (``seed``, its
             former name, is still accepted, with a deprecation warning).
     """

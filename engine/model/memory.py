@@ -51,7 +51,7 @@ class Tier(StrEnum):
 
 
 class Review(BaseModel):
-    """A memory's FSRS-style review state (see engine.schedule).
+    """A memory's FSRS review state (see hippocampus.schedule).
 
     Attributes:
         stability: days until recall probability falls to 90%.
