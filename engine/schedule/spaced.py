@@ -174,10 +174,13 @@ class FsrsScheduler:
         rating = _RATING[engagement]
         review = memory.retrieval.review
         at = _as_utc(now)
+        # A card id of its own would cost a 1 ms sleep per card (the package
+        # spaces ids by the clock); a memory is known by its own id.
         if review is None:
-            card = fsrs.Card()
+            card = fsrs.Card(card_id=0, due=at)
         else:
             card = fsrs.Card(
+                card_id=0,
                 state=fsrs.State.Review,
                 step=None,
                 stability=review.stability,
