@@ -22,6 +22,7 @@ from hippocampus.extract.quality import QualityConfig
 from hippocampus.learn.rules import LearningConfig
 from hippocampus.learn.tiers import TierPolicy
 from hippocampus.model.event import EventRetention
+from hippocampus.store.embedded.index_ann import APPROXIMATE_FROM
 from hippocampus.surface.rules import SurfaceConfig
 
 # \Z, not $: $ also matches before a final newline, which "team:a\n" would slip through.
@@ -117,6 +118,9 @@ class HippoSettings(BaseSettings):
             ``hashing`` (deterministic, no model).
         model_path: load the sentence-transformers model from this folder instead.
         api_keys: ``KEY=collection,collection;KEY2=*``. Empty: loopback only.
+        approximate_from: the embedded store's vectors of one model in one
+            collection from which vector search goes through an HNSW graph
+            (candidates scored exactly); below it every search is an exact scan.
         maintenance_interval_s: how often the server writes what retrievals taught
             and runs the (once a day) edge decay and tier passes; 0 turns the
             schedule off.
@@ -160,6 +164,7 @@ class HippoSettings(BaseSettings):
     # Secrets stay out of repr (logs, tracebacks) and out of validation errors.
     api_keys: str = Field(default="", repr=False)
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    approximate_from: int = Field(default=APPROXIMATE_FROM, ge=1)
     log_level: str = "INFO"
     maintenance_interval_s: float = Field(default=60.0, ge=0.0)
     graph_health_max_age_s: float = Field(default=600.0, ge=0.0)

@@ -31,7 +31,11 @@ def open_store(
     if (kind or settings.store) == "embedded":
         from hippocampus.store.embedded import EmbeddedStore
 
-        return EmbeddedStore(settings.data_dir, synchronous=settings.sqlite_synchronous)
+        return EmbeddedStore(
+            settings.data_dir,
+            synchronous=settings.sqlite_synchronous,
+            approximate_from=settings.approximate_from,
+        )
     from hippocampus.store.neo4j import Neo4jStore
     from hippocampus.store.neo4j.store import DEFAULT_DIMENSIONS
 

@@ -12,6 +12,7 @@ from hippocampus.errors import StoreReadOnlyError, StoreUnavailableError
 from hippocampus.store.checks import check_lease
 from hippocampus.store.embedded import due, integrity
 from hippocampus.store.embedded.base import EmbeddedBase
+from hippocampus.store.embedded.index_ann import GraphPolicy
 from hippocampus.store.records import StoreStats
 
 _PROBE_BYTES = 16 * 1024
@@ -21,8 +22,10 @@ _PROBE_BYTES = 16 * 1024
 class EmbeddedAdmin(EmbeddedBase):
     """Collections, counts, checks and leases of the whole store."""
 
-    def __init__(self, data_dir: Path, db_path: Path, *, synchronous: str) -> None:
-        super().__init__(data_dir, db_path, synchronous=synchronous)
+    def __init__(
+        self, data_dir: Path, db_path: Path, *, synchronous: str, graphs: GraphPolicy
+    ) -> None:
+        super().__init__(data_dir, db_path, synchronous=synchronous, graphs=graphs)
         # Leases by name: (holder, end of term on the monotonic clock). The data
         # directory lock makes this process the store's only one: held here,
         # a lease is held against everyone.

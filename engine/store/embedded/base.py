@@ -24,6 +24,7 @@ from hippocampus.store.embedded import due, graph_sql
 from hippocampus.store.embedded.due import DueIndex
 from hippocampus.store.embedded.graph import CollectionGraph
 from hippocampus.store.embedded.index import CollectionIndex, IndexEntry
+from hippocampus.store.embedded.index_ann import GraphPolicy
 from hippocampus.store.embedded.text_index import TextIndex
 from hippocampus.store.records import Vector
 
@@ -63,10 +64,14 @@ class EmbeddedBase:
     Each role's class derives from this one; the store is their union.
     """
 
-    def __init__(self, data_dir: Path, db_path: Path, *, synchronous: str) -> None:
+    def __init__(
+        self, data_dir: Path, db_path: Path, *, synchronous: str, graphs: GraphPolicy
+    ) -> None:
         """The shared state of a store about to open ``db_path`` in ``data_dir``;
-        ``synchronous`` is a checked SQLite mode. Nothing is opened here."""
+        ``synchronous`` is a checked SQLite mode, ``graphs`` when vectors get a
+        graph for approximate search and where it is saved. Nothing is opened here."""
         self._data_dir = data_dir
+        self._graph_policy = graphs
         self._db_path = db_path
         self._synchronous = synchronous
         self._closed = False
@@ -211,6 +216,7 @@ class EmbeddedBase:
         """Bring the index in step with a committed write. Caller holds the write lock."""
         if rebuild:
             self._indexes[index.collection] = self._build_index(index.collection)
+            index.close(save=False)
         else:
             index.put(entries, passages)
 
@@ -264,7 +270,9 @@ class EmbeddedBase:
             )
             cursor = conn.execute(_SELECT_INDEX_ROWS, (collection,))
             passages = conn.execute(_SELECT_PASSAGES, (collection,)).fetchall()
-            index = CollectionIndex.build(collection, cursor, dims, passages)
+            index = CollectionIndex.build(
+                collection, cursor, dims, passages, graphs=self._graph_policy
+            )
         if len(index):
             logger.info(
                 "collection %s: index of %d memories built in %.2f s",

@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from hippocampus.model import speaker_key
+from hippocampus.store.embedded.index_ann import Approximate, GraphPolicy, graph_folder
 from hippocampus.store.embedded.index_search import IndexSearch
 from hippocampus.store.embedded.index_storage import (
     MIN_CAPACITY,
@@ -78,6 +81,13 @@ class CollectionIndex(IndexSearch):
     mutators themselves behind its write lock.
     """
 
+    def __init__(self, collection: str, graphs: GraphPolicy | None = None) -> None:
+        super().__init__(collection)
+        self._graph_policy = graphs
+        self._graph_worker: threading.Thread | None = None
+        self._graph_wake = threading.Event()
+        self._closing = False
+
     # -- building -----------------------------------------------------------------
 
     @classmethod
@@ -87,6 +97,7 @@ class CollectionIndex(IndexSearch):
         rows: Iterable[StoredRow],
         dims: dict[str, int] | None = None,
         passages: Iterable[tuple[str, str, bytes]] = (),
+        graphs: GraphPolicy | None = None,
     ) -> CollectionIndex:
         """An index over stored rows, oldest first, and the passage vectors
         ``(memory id, model, float32 bytes)`` of long memories, each memory's in
@@ -99,13 +110,18 @@ class CollectionIndex(IndexSearch):
         Vectors are gathered per model and normalized in one numpy pass, and equal
         filter JSON texts are parsed once and share their tuples: a rebuild does
         little more than a few dict and set insertions per memory.
+
+        ``graphs`` says from what size a model's vectors get a graph for
+        approximate search, and where graphs are saved: a saved graph is loaded
+        and made to agree with the rows, else one is built in the background.
         """
-        index = cls(collection)
+        index = cls(collection, graphs)
         gathered, occurred = index._load_entries(rows)
         index._occurred = np.full(max(len(occurred), MIN_CAPACITY), NO_TIME, dtype=np.int64)
         index._occurred[: len(occurred)] = occurred
         left_out = index._load_vectors(gathered, dims)
         index._build_passages(passages)
+        index._plan_graphs(load=True)
         if left_out:
             logger.warning(
                 "collection %s: %d vectors have another dimension than the latest of "
@@ -288,6 +304,7 @@ class CollectionIndex(IndexSearch):
                     current = self._model_of.get(entry.id)
                     if current is not None:
                         self._partitions[current].set_tier(slot, TIER_CODE[entry.tier])
+            self._plan_graphs(load=False)
 
     def set_vectors(
         self,
@@ -303,6 +320,7 @@ class CollectionIndex(IndexSearch):
                     self._put_vector(memory_id, vector, model)
                     if passages is not None and memory_id in passages:
                         self._put_passages(memory_id, passages[memory_id], model)
+            self._plan_graphs(load=False)
 
     def drop_vectors(self, ids: Sequence[str]) -> None:
         """Take the vectors of known memories out of the index; the memories stay
@@ -324,6 +342,133 @@ class CollectionIndex(IndexSearch):
             self._unlink(self._entries.pop(memory_id), slot)
             self._vectorless.discard(memory_id)
             self._free_slots.append(slot)
+
+    # -- graphs for approximate search ------------------------------------------------
+
+    def graph_state(self) -> dict[str, tuple[int, int]]:
+        """Per model with a graph: ``(vectors in the graph, vectors waiting for it)``."""
+        with self._lock.read():
+            return {
+                model: (len(part.ann), len(part.ann.staged))
+                for model, part in self._partitions.items()
+                if part.ann is not None
+            }
+
+    def graph_problems(self) -> list[str]:
+        """How each graph disagrees with the rows it stands for (see
+        :meth:`Approximate.problems`)."""
+        with self._lock.read():
+            return [
+                f"{self.collection}: {model}: {problem}"
+                for model, part in self._partitions.items()
+                if part.ann is not None
+                for problem in part.ann.problems(part)
+            ]
+
+    def wait_for_graphs(self, timeout_s: float | None = None) -> bool:
+        """Block until no vector waits for a graph (``False`` on timeout)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while any(staged for _, staged in self.graph_state().values()):
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def close(self, *, save: bool) -> None:
+        """Stop adding to the graphs and, with ``save``, write each graph beside
+        the database so the next start loads it rather than building it."""
+        self._closing = True
+        self._graph_wake.set()
+        worker = self._graph_worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join()
+        policy = self._graph_policy
+        if not save or policy is None or policy.root is None:
+            return
+        with self._lock.read():
+            for model, part in self._partitions.items():
+                if part.ann is None:
+                    continue
+                started = time.perf_counter()
+                folder = graph_folder(policy.root, self.collection, model)
+                try:
+                    part.ann.save(folder, part)
+                except OSError:
+                    logger.exception("saving the vector graph to %s failed", folder)
+                    continue
+                logger.info(
+                    "collection %s: graph of %d %s vectors saved in %.1f s",
+                    self.collection,
+                    len(part.ann),
+                    model,
+                    time.perf_counter() - started,
+                )
+
+    def _plan_graphs(self, *, load: bool) -> None:
+        """Give each partition that reached the policy's size a graph (with
+        ``load``, the saved one when it is usable; else an empty one with every
+        row staged), and wake the worker when vectors wait. Caller holds the write
+        lock, or the index is not published yet."""
+        policy = self._graph_policy
+        if policy is None or self._closing:
+            return
+        for model, part in self._partitions.items():
+            if part.ann is not None or part.n < policy.approximate_from:
+                continue
+            ann = None
+            if load and policy.root is not None:
+                folder = graph_folder(policy.root, self.collection, model)
+                ann = Approximate.load(folder, part, self._slot_of)
+            if ann is None:
+                ann = Approximate(part.dim)
+                ann.staged = set(part.slot_of_row[: part.n].tolist())
+            part.ann = ann
+        if any(p.ann is not None and p.ann.staged for p in self._partitions.values()):
+            self._graph_wake.set()
+            if self._graph_worker is None:
+                self._graph_worker = threading.Thread(
+                    target=self._add_to_graphs, name="hippo-graph", daemon=True
+                )
+                self._graph_worker.start()
+
+    def _add_to_graphs(self) -> None:
+        """The worker: adds staged vectors to their graphs a batch at a time, each
+        batch under the write lock, until the index closes."""
+        reported = time.monotonic()
+        while not self._closing:
+            self._graph_wake.wait()
+            self._graph_wake.clear()
+            while not self._closing:
+                with self._lock.write():
+                    waiting = [
+                        (model, part)
+                        for model, part in self._partitions.items()
+                        if part.ann is not None and part.ann.staged
+                    ]
+                    if not waiting or self._closing:
+                        break
+                    model, part = waiting[0]
+                    assert part.ann is not None
+                    try:
+                        part.ann.add_staged(part)
+                    except (RuntimeError, ValueError):
+                        logger.exception(
+                            "collection %s: adding to the vector graph failed", self.collection
+                        )
+                        part.ann = None
+                        continue
+                    left, held = len(part.ann.staged), len(part.ann)
+                if time.monotonic() - reported > 10.0:
+                    reported = time.monotonic()
+                    logger.info(
+                        "collection %s: vector graph of %s: %d vectors in, %d to go",
+                        self.collection,
+                        model,
+                        held,
+                        left,
+                    )
+                # Let waiting searches in before the next batch (writers go first).
+                time.sleep(0.001)
 
     def _put_vector(self, memory_id: str, vector: Vector, model: str) -> None:
         self._drop_vector(memory_id)

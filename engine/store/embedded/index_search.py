@@ -18,6 +18,7 @@ from hippocampus.dense import (
     crowding_of,
 )
 from hippocampus.model import RecallFilters
+from hippocampus.store.embedded.index_ann import MAX_CANDIDATES, MIN_CANDIDATES
 from hippocampus.store.embedded.index_filters import IndexFilters
 from hippocampus.store.embedded.index_storage import (
     TIER_CODE,
@@ -30,6 +31,10 @@ from hippocampus.store.embedded.index_storage import (
 from hippocampus.store.records import Vector
 
 logger = logging.getLogger(__name__)
+
+SCAN_SHARE = 10
+"""A search through the graph is for filters that pass at least one row in this
+many; fewer are gathered and scanned exactly."""
 
 
 class IndexSearch(IndexFilters):
@@ -147,7 +152,7 @@ class IndexSearch(IndexFilters):
             norms[~usable] = 1.0
             unit: npt.NDArray[np.float32] = (rows / norms[:, None]).astype(np.float32)
             plain = self._allowed(filters) is None and filters.exclude_conversation_id is None
-            if not plain:
+            if not plain or (part.ann is not None and part.ann.ready):
                 each = [
                     self._search(part, unit[i], k, filters) if usable[i] else []
                     for i in range(unit.shape[0])
@@ -241,6 +246,10 @@ class IndexSearch(IndexFilters):
         if filters.exclude_conversation_id is not None:
             excluded = self._by_conversation.get(filters.exclude_conversation_id, set())
 
+        if part.ann is not None and part.ann.ready:
+            hits = self._search_graph(part, q, k, tier_ok, all_tiers_pass, allowed, excluded)
+            if hits is not None:
+                return hits
         rows: Rows | None = None
         if allowed is not None:
             if excluded:
@@ -273,3 +282,52 @@ class IndexSearch(IndexFilters):
             top = rows[top]
         ids = part.ids
         return [(ids[r], float(s)) for r, s in zip(top.tolist(), scores.tolist(), strict=True)]
+
+    def _search_graph(
+        self,
+        part: Partition,
+        q: Vector,
+        k: int,
+        tier_ok: npt.NDArray[np.bool_],
+        all_tiers_pass: bool,
+        allowed: set[int] | None,
+        excluded: set[int],
+    ) -> list[tuple[str, float]] | None:
+        """Top ``k`` through the partition's graph: its candidates, and the rows
+        still waiting for it, scored exactly from the rows and filtered; ``None``
+        when an exact scan serves better (few rows pass the filters, or too few
+        candidates passed them even at the widest search)."""
+        ann = part.ann
+        assert ann is not None
+        n = part.n
+        passing = n if all_tiers_pass else sum(part.tier_counts[c] for c in np.flatnonzero(tier_ok))
+        if allowed is not None:
+            passing = min(passing, len(allowed))
+        # Rows that pass are scanned exactly when they are few (the gather of a
+        # row costs about ten streamed, so a scan of n/10 gathered rows is cheap).
+        if passing * SCAN_SHARE < n or passing < k:
+            return None
+        count = max(MIN_CANDIDATES, 2 * k * n // max(passing, 1))
+        waiting = np.fromiter(ann.staged, dtype=np.intp, count=len(ann.staged))
+        while True:
+            slots = np.concatenate([ann.candidates(q, min(count, n)), waiting])
+            rows = part.rows_of(slots)
+            if not all_tiers_pass:
+                rows = rows[tier_ok[part.tiers[rows]]]
+            if allowed is not None or excluded:
+                keep = [
+                    (allowed is None or s in allowed) and s not in excluded
+                    for s in part.slot_of_row[rows].tolist()
+                ]
+                rows = rows[np.asarray(keep, dtype=bool)] if keep else rows
+            rows = np.unique(rows)
+            if rows.size >= k or count >= min(n, MAX_CANDIDATES):
+                break
+            count = min(4 * count, MAX_CANDIDATES)
+        if rows.size < k and count < n:
+            return None
+        scores = similarities(part.vectors[rows], q)
+        top = top_k(scores, k)
+        found = np.clip(scores[top], -1.0, 1.0)
+        ids = part.ids
+        return [(ids[r], float(s)) for r, s in zip(rows[top].tolist(), found.tolist(), strict=True)]

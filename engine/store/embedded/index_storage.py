@@ -6,7 +6,7 @@ holds of each memory (:class:`IndexEntry`); and the scoring primitives.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -14,6 +14,9 @@ import numpy.typing as npt
 from hippocampus.model import Memory, Tier
 from hippocampus.store.checks import micros
 from hippocampus.store.records import Vector
+
+if TYPE_CHECKING:
+    from hippocampus.store.embedded.index_ann import Approximate
 
 TIERS: tuple[Tier, ...] = tuple(Tier)
 TIER_CODE: dict[str, int] = {tier.value: code for code, tier in enumerate(TIERS)}
@@ -92,6 +95,7 @@ class Partition:
     """
 
     __slots__ = (
+        "ann",
         "changes",
         "dim",
         "ids",
@@ -115,6 +119,8 @@ class Partition:
         self.tier_counts = [0] * len(TIERS)
         # Vectors put or removed so far: a sample of the rows is stale once it moves.
         self.changes = 0
+        # The graph for approximate search, once the partition is large enough.
+        self.ann: Approximate | None = None
 
     @property
     def n(self) -> int:
@@ -185,6 +191,8 @@ class Partition:
         self.tiers[row] = tier
         self.tier_counts[tier] += 1
         self.changes += 1
+        if self.ann is not None:
+            self.ann.stage(slot)
 
     def set_tier(self, slot: int, tier: int) -> None:
         row = self.row(slot)
@@ -206,6 +214,8 @@ class Partition:
         self.row_of_slot[slot] = -1
         self.ids.pop()
         self.changes += 1
+        if self.ann is not None:
+            self.ann.discard(slot)
 
     def vector(self, slot: int) -> Vector:
         row: Vector = self.vectors[self.row(slot)]

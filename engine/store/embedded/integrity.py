@@ -144,6 +144,7 @@ def _vector_index_problems(
     if wrong_model:
         problems.append(f"{collection}: vectors of the wrong model, e.g. {wrong_model[:_SHOWN]}")
     problems += _passage_problems(conn, collection, index, vectors, table.dims)
+    problems += index.graph_problems()
     return problems
 
 

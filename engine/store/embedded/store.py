@@ -36,6 +36,7 @@ from hippocampus.store.embedded.base import translated
 from hippocampus.store.embedded.edges import EmbeddedEdges
 from hippocampus.store.embedded.events import EmbeddedEvents
 from hippocampus.store.embedded.hubs import EmbeddedHubs
+from hippocampus.store.embedded.index_ann import APPROXIMATE_FROM, GraphPolicy
 from hippocampus.store.embedded.learning import EmbeddedLearning
 from hippocampus.store.embedded.memories import EmbeddedMemories
 from hippocampus.store.embedded.state import EmbeddedState
@@ -46,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 DB_FILE = "hippo.sqlite3"
 LOCK_FILE = "hippo.lock"
+GRAPHS_FOLDER = "graphs"
 SCHEMA_VERSION = 5
 
 _SYNC_MODES = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
@@ -86,7 +88,13 @@ class EmbeddedStore(
     parallel_reads = False
     """Its reads run on the caller's CPU: a second at once only takes turns."""
 
-    def __init__(self, data_dir: Path, *, synchronous: str = "FULL") -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        synchronous: str = "FULL",
+        approximate_from: int = APPROXIMATE_FROM,
+    ) -> None:
         """Open (creating when needed) the store in ``data_dir``.
 
         Args:
@@ -95,6 +103,9 @@ class EmbeddedStore(
                 makes every acknowledged write survive a power loss; ``NORMAL``
                 survives a process crash (``kill -9``) but may lose the last
                 writes on power loss, and is faster.
+            approximate_from: vectors of one model in one collection from which
+                searches go through a graph (approximate candidates, scored
+                exactly); the graph is saved in ``graphs/`` at close.
 
         Raises:
             ConfigError: ``synchronous`` is not a SQLite mode.
@@ -108,7 +119,10 @@ class EmbeddedStore(
             raise ConfigError(
                 f"synchronous must be one of {', '.join(sorted(_SYNC_MODES))}, not {synchronous!r}"
             )
-        super().__init__(Path(data_dir), Path(data_dir) / DB_FILE, synchronous=sync)
+        if approximate_from < 1:
+            raise ConfigError(f"approximate_from must be at least 1, not {approximate_from}")
+        graphs = GraphPolicy(approximate_from, Path(data_dir) / GRAPHS_FOLDER)
+        super().__init__(Path(data_dir), Path(data_dir) / DB_FILE, synchronous=sync, graphs=graphs)
         try:
             self._data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -159,6 +173,8 @@ class EmbeddedStore(
             with self._pool_lock:
                 self._closed = True
                 idle, self._idle_readers = self._idle_readers, []
+            for index in self._indexes.values():
+                index.close(save=True)
             self._indexes.clear()
             self._texts.clear()
             self._graphs.clear()

@@ -126,8 +126,19 @@ class EmbeddedVectors(EmbeddedBase):
                 rebuild = tables.record_dims(conn, index, [(m, v.shape[0]) for i, v, m in known])
             if rebuild:
                 self._indexes[collection] = self._build_index(collection)
+                index.close(save=False)
             else:
                 index.set_vectors(known, rows_of)
+
+    def graph_state(self, collection: str) -> dict[str, tuple[int, int]]:
+        """Per model whose vectors have a graph for approximate search: ``(vectors
+        in the graph, vectors waiting for it)``. Beyond the contract."""
+        return self._index(collection).graph_state()
+
+    def wait_for_graphs(self, collection: str, timeout_s: float | None = None) -> bool:
+        """Block until every vector of the collection that waits for a graph is in
+        it; ``False`` on timeout. Beyond the contract (benchmarks, tests)."""
+        return self._index(collection).wait_for_graphs(timeout_s)
 
     def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of the given memories (those that have one), as given to
