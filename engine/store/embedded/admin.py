@@ -64,8 +64,9 @@ class EmbeddedAdmin(EmbeddedBase):
         """Counts for one collection. Memory counts come from the in-memory index (a
         scan of the memory rows, vectors and all, would take most of a second at
         100k); hubs, edges and events from SQLite. ``pending_embeddings`` counts
-        memories with no vector at all. Events by type and the quality total are
-        running totals kept by triggers (schema.sql); events count those compacted
+        memories with no vector at all. Hubs by kind, edges by type, events by
+        type and the quality total are running totals kept by triggers
+        (schema.sql): no request counts rows; events count those compacted
         away too (:meth:`compact_events`)."""
         memories, by_category, by_tier, vectorless = self._index(collection).counts()
         with self._reading("read stats") as conn:
@@ -73,8 +74,8 @@ class EmbeddedAdmin(EmbeddedBase):
             def counts(sql: str) -> dict[str, int]:
                 return dict(conn.execute(sql, (collection,)).fetchall())
 
-            hubs = counts("SELECT kind, count(*) FROM hubs WHERE collection = ? GROUP BY kind")
-            edges = counts("SELECT type, count(*) FROM edges WHERE collection = ? GROUP BY type")
+            hubs = counts("SELECT kind, n FROM hub_totals WHERE collection = ? AND n > 0")
+            edges = counts("SELECT type, n FROM edge_totals WHERE collection = ? AND n > 0")
             held = counts("SELECT type, n FROM event_totals WHERE collection = ? AND n > 0")
             compacted = counts("SELECT type, n FROM events_compacted WHERE collection = ?")
             quality = conn.execute(

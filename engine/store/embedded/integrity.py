@@ -60,6 +60,27 @@ def collection_problems(
     ).fetchall()
     problems += _graph_problems(collection, edges, graph)
     problems += _edge_problems(conn, collection, edges, ids)
+    problems += _total_problems(conn, collection)
+    return problems
+
+
+def _total_problems(conn: sqlite3.Connection, collection: str) -> list[str]:
+    """The running totals stats() reads, against counts of the rows."""
+    problems: list[str] = []
+    for table, key, totals in (("edges", "type", "edge_totals"), ("hubs", "kind", "hub_totals")):
+        counted = dict(
+            conn.execute(
+                f"SELECT {key}, count(*) FROM {table} WHERE collection = ? GROUP BY {key}",
+                (collection,),
+            ).fetchall()
+        )
+        kept = dict(
+            conn.execute(
+                f"SELECT {key}, n FROM {totals} WHERE collection = ? AND n != 0", (collection,)
+            ).fetchall()
+        )
+        if counted != kept:
+            problems.append(f"{collection}: {totals} {kept} disagree with the {table} {counted}")
     return problems
 
 

@@ -177,6 +177,53 @@ BEGIN
     UPDATE event_totals SET n = n - 1 WHERE collection = OLD.collection AND type = OLD.type;
 END;
 
+-- Edges by type and hubs by kind, per collection, counted as rows come and go:
+-- stats() reads them rather than counting millions of edge rows per request.
+-- Filled once from the tables (an older database), then kept by the triggers.
+CREATE TABLE IF NOT EXISTS edge_totals (
+    collection TEXT    NOT NULL,
+    type       TEXT    NOT NULL,
+    n          INTEGER NOT NULL,
+    PRIMARY KEY (collection, type)
+) WITHOUT ROWID;
+INSERT OR REPLACE INTO edge_totals (collection, type, n)
+    SELECT collection, type, count(*) FROM edges
+    WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'edge_totals')
+    GROUP BY collection, type;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('edge_totals', '1');
+
+CREATE TRIGGER IF NOT EXISTS edge_totals_insert AFTER INSERT ON edges
+BEGIN
+    INSERT INTO edge_totals (collection, type, n) VALUES (NEW.collection, NEW.type, 1)
+        ON CONFLICT (collection, type) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS edge_totals_delete AFTER DELETE ON edges
+BEGIN
+    UPDATE edge_totals SET n = n - 1 WHERE collection = OLD.collection AND type = OLD.type;
+END;
+
+CREATE TABLE IF NOT EXISTS hub_totals (
+    collection TEXT    NOT NULL,
+    kind       TEXT    NOT NULL,
+    n          INTEGER NOT NULL,
+    PRIMARY KEY (collection, kind)
+) WITHOUT ROWID;
+INSERT OR REPLACE INTO hub_totals (collection, kind, n)
+    SELECT collection, kind, count(*) FROM hubs
+    WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'hub_totals')
+    GROUP BY collection, kind;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('hub_totals', '1');
+
+CREATE TRIGGER IF NOT EXISTS hub_totals_insert AFTER INSERT ON hubs
+BEGIN
+    INSERT INTO hub_totals (collection, kind, n) VALUES (NEW.collection, NEW.kind, 1)
+        ON CONFLICT (collection, kind) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS hub_totals_delete AFTER DELETE ON hubs
+BEGIN
+    UPDATE hub_totals SET n = n - 1 WHERE collection = OLD.collection AND kind = OLD.kind;
+END;
+
 -- Events the retention dropped (events.compact), by type: event_totals counts
 -- the events the log holds, and the log's totals (stats) are the two together,
 -- so compaction never changes them.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -636,6 +637,39 @@ def test_stats_count_everything_of_one_collection(store: EmbeddedStore) -> None:
     assert stats.hubs == {"Concept": 1, "Domain": 1}
     assert stats.edges == {"ABOUT": 1, "IN_DOMAIN": 1}
     assert stats.events == 2
+
+
+def test_stats_totals_follow_every_write_and_fill_an_older_database(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    store = EmbeddedStore(data)
+    store.add_memories(
+        C,
+        [
+            record(memory(i), edges=(hub(i, EdgeType.ABOUT, f"x{i}"), hub(i, EdgeType.ABOUT, "y")))
+            for i in ("a", "b", "c")
+        ],
+    )
+    store.upsert_edges(C, [Edge(source="a", type=EdgeType.ASSOCIATED, target="b")])
+    store.delete_memory(C, "c")  # its edges go, and hub x-c with its last edge
+    assert store.stats(C).edges == {"ABOUT": 4, "ASSOCIATED": 1}
+    assert store.stats(C).hubs == {"Concept": 3}
+    assert store.integrity_problems() == []
+    store.close()
+    # A database from before the totals: they are counted once when it opens.
+    with sqlite3.connect(data / "hippo.sqlite3") as conn:
+        conn.execute("DROP TABLE edge_totals")
+        conn.execute("DROP TABLE hub_totals")
+        conn.execute("DELETE FROM meta WHERE key IN ('edge_totals', 'hub_totals')")
+    store = EmbeddedStore(data)
+    try:
+        assert store.stats(C).edges == {"ABOUT": 4, "ASSOCIATED": 1}
+        assert store.stats(C).hubs == {"Concept": 3}
+        assert store.integrity_problems() == []
+        with sqlite3.connect(data / "hippo.sqlite3") as conn:
+            conn.execute("UPDATE edge_totals SET n = n + 1 WHERE type = 'ABOUT'")
+        assert any("edge_totals" in p for p in store.integrity_problems())
+    finally:
+        store.close()
 
 
 def test_collections_never_see_each_other(store: EmbeddedStore) -> None:
