@@ -28,6 +28,10 @@ to other scores (``WEIGHTED``, ``SEED_COMPOSITE``): compare the default with
 the single signals there. Every run ends with the default against each single
 signal (``BEHIND`` where it trails one).
 
+``--approximate-from 1`` sends every vector search through the embedded store's
+HNSW graph (candidates scored exactly), as collections past
+``HIPPO_APPROXIMATE_FROM`` vectors search, to compare with exact search.
+
 ``--cache DIR`` keeps the embeddings of passages and questions on disk between
 runs (keyed by the model and the exact text), so a second run measures ranking
 changes in a fraction of the time. Leave it out for a measurement from scratch.
@@ -58,6 +62,7 @@ from hippocampus.model import NewMemory
 from hippocampus.retrieve.config import DEFAULT_RECIPE, RECIPES
 from hippocampus.service import Hippocampus
 from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded.index_ann import APPROXIMATE_FROM
 
 
 @dataclass
@@ -316,6 +321,13 @@ def main(argv: list[str] | None = None) -> int:
         help="perturb the question vectors so similarity is a weak guide (see above)",
     )
     parser.add_argument("--seed", type=int, default=7, help="the draw of --dense-noise")
+    parser.add_argument(
+        "--approximate-from",
+        type=int,
+        default=APPROXIMATE_FROM,
+        help="vectors from which a collection's searches go through its HNSW graph "
+        "(default %(default)s; 1: every search, to compare with exact search)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--markdown", action="store_true", help="print the tables as the README has them"
@@ -337,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         folder, loader = LOADERS[name]
         with tempfile.TemporaryDirectory(prefix="hippo-quality-") as tmp:
             where = args.keep / name if args.keep else Path(tmp)
-            service = Hippocampus(EmbeddedStore(where), embedder, extractor)
+            store = EmbeddedStore(where, approximate_from=args.approximate_from)
+            service = Hippocampus(store, embedder, extractor)
             try:
                 data = loader(args.data / folder, service.limits.max_content_chars)
                 datasets.append(data)
@@ -346,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                 for corpus in data.corpora:
                     if corpus.collection not in known:
                         index_corpus(service, corpus)
+                    # Every vector in its graph before a question is asked.
+                    store.wait_for_graphs(corpus.collection)
                 t1 = time.perf_counter()
                 if isinstance(embedder, CachedEmbedder):
                     embedder.save()

@@ -78,6 +78,7 @@ from hippocampus.service import Hippocampus
 from hippocampus.services.hubs import hub_edges
 from hippocampus.store import GraphStore, MemoryRecord
 from hippocampus.store.embedded import EmbeddedStore
+from hippocampus.store.embedded.index_ann import APPROXIMATE_FROM
 from hippocampus.store.neo4j import Neo4jStore
 
 CACHE = Path(__file__).resolve().parent.parent / ".bench-cache"
@@ -117,13 +118,17 @@ def build(
     vectors: np.ndarray,
     model: str,
     collection: str = COLLECTION,
+    rates: list[float] | None = None,
 ) -> int:
     """Insert the memories with their vectors and keyword hub edges; returns the
-    number of edges."""
+    number of edges. ``rates`` receives the rate (memories/s) of each tenth of the
+    build, the store's writes alone (extraction excluded)."""
     extractor = KeywordConceptExtractor(max_concepts=8, max_triggers=4)
     now = utcnow()
     edges_total = 0
     step = 2_000
+    tenth = max(1, len(items) // 10)
+    written, writing_s = 0, 0.0
     for start in range(0, len(items), step):
         chunk = items[start : start + step]
         extractions = extractor.extract_many([m.content for m in chunk])
@@ -134,7 +139,14 @@ def build(
             )
             edges_total += len(record.edges)
             records.append(record)
+        t0 = time.perf_counter()
         store.add_memories(collection, records)
+        writing_s += time.perf_counter() - t0
+        written += len(records)
+        if written >= tenth or start + step >= len(items):
+            if rates is not None:
+                rates.append(written / writing_s)
+            written, writing_s = 0, 0.0
     return edges_total
 
 
@@ -266,7 +278,12 @@ def run(
         SentenceTransformerEmbedder() if vectors_kind == "minilm" else HashingEmbedder()
     )
     t0 = time.perf_counter()
-    vectors = cached_vectors(embedder, items, seed)
+    # Unit rows, float32, contiguous: what the index holds, and the brute force's
+    # matrix (normalized in place: one copy at a million).
+    vectors = np.ascontiguousarray(cached_vectors(embedder, items, seed), dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors /= np.where(norms == 0, 1, norms)
+    matrix = vectors
     vectors_s = time.perf_counter() - t0
     qtexts = queries(n_queries)
     qvectors = embedder.encode(qtexts).astype(np.float32)
@@ -292,21 +309,32 @@ def run(
     else:
         with tempfile.TemporaryDirectory(prefix="hippo-bench-") as tmp:
             data = Path(tmp) / "data"
-            store = EmbeddedStore(data, synchronous="NORMAL")
+            approximate = options.get("approximate_from") or APPROXIMATE_FROM
+            store = EmbeddedStore(data, synchronous="NORMAL", approximate_from=approximate)
             t0 = time.perf_counter()
-            edges = build(store, items, vectors, embedder.name)
+            rates: list[float] = []
+            edges = build(store, items, vectors, embedder.name, rates=rates)
             build_s = time.perf_counter() - t0
+            server["write_rates"] = [round(r) for r in rates]
             log(f"  built {n} memories with {edges} hub edges in {build_s:.1f} s")
+            t0 = time.perf_counter()
+            store.wait_for_graphs(COLLECTION)
+            server["graph_wait_s"] = round(time.perf_counter() - t0, 1)
+            server["graph"] = bool(store.graph_state(COLLECTION))
+            log(f"  vector graph: {server['graph']}, waited {server['graph_wait_s']} s for it")
             service = Hippocampus(store, embedder, SpacyConceptExtractor())
             try:
                 warm = warm_up(service, COLLECTION, embedder, recipe, seed)
                 recall_ms, results = timed_recalls(service, COLLECTION, qtexts, qvectors, recipe)
+                server.update(vector_search(store, embedder.name, matrix, qvectors))
+                server.update(memory_figures(matrix))
             finally:
                 service.close()
 
-            # A restart rebuilds the index from SQLite on the collection's first use.
+            # A restart rebuilds the index from SQLite on the collection's first use
+            # (and loads the graph saved at close).
             start = time.perf_counter()
-            store = EmbeddedStore(data, synchronous="NORMAL")
+            store = EmbeddedStore(data, synchronous="NORMAL", approximate_from=approximate)
             try:
                 store.search_vectors(
                     COLLECTION, qvectors[0], model=embedder.name, k=K, filters=RecallFilters()
@@ -315,10 +343,6 @@ def run(
             finally:
                 store.close()
 
-    # The same matrix the index holds: unit rows, float32, contiguous.
-    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix /= np.where(norms == 0, 1, norms)
     for qv in qvectors[:20]:
         brute_force(matrix, qv, K)
     brute_ms: list[float] = []
@@ -354,6 +378,46 @@ def run(
         "cold_index_build_s": round(cold_s, 2) if cold_s is not None else None,
         "build_per_s": round(n / build_s, 1),
         **server,
+    }
+
+
+def vector_search(
+    store: EmbeddedStore, model: str, matrix: np.ndarray, qvectors: np.ndarray
+) -> dict[str, Any]:
+    """The store's own vector search (no passages, no filter) against brute force:
+    its p50 and recall@10, a hit being a memory whose exact similarity reaches the
+    tenth best (equal scores are interchangeable)."""
+    times: list[float] = []
+    hits = 0
+    for qv in qvectors:
+        start = time.perf_counter()
+        found = store.search_vectors(
+            COLLECTION, qv, model=model, k=K, filters=RecallFilters(), passages=False
+        )
+        times.append((time.perf_counter() - start) * 1000)
+        unit = qv / max(float(np.linalg.norm(qv)), 1e-12)
+        tenth = float(np.sort(matrix @ unit)[-K])
+        hits += sum(1 for _, score in found if score >= tenth - 1e-5)
+    return {
+        "vector_search_p50_ms": round(percentile(times, 50), 3),
+        "vector_recall_at_10": round(hits / (K * len(qvectors)), 4),
+    }
+
+
+def memory_figures(matrix: np.ndarray) -> dict[str, Any]:
+    """The process's resident memory now and at its peak (MB), and the share the
+    benchmark's own matrix takes of it."""
+    status = Path("/proc/self/status")
+    fields: dict[str, int] = {}
+    if status.exists():
+        for line in status.read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                fields[name] = int(value.split()[0]) // 1024
+    return {
+        "rss_mb": fields.get("VmRSS"),
+        "peak_rss_mb": fields.get("VmHWM"),
+        "bench_matrix_mb": round(matrix.nbytes / 2**20),
     }
 
 
@@ -439,6 +503,33 @@ def print_table(r: dict[str, Any]) -> None:
         ),
     ]
     rows.append(("build rate", f"{r['build_per_s']} memories/s"))
+    if r.get("write_rates"):
+        first, last = r["write_rates"][0], r["write_rates"][-1]
+        rows.append(
+            (
+                "store writes",
+                f"{first} memories/s in the first tenth, {last} in the last "
+                f"({100 * last / first:.0f}%; each tenth: {r['write_rates']})",
+            )
+        )
+    if r.get("vector_search_p50_ms") is not None:
+        graph = "HNSW graph, candidates scored exactly" if r["graph"] else "exact scan"
+        rows += [
+            (
+                "vector search",
+                f"{graph}; waited {r['graph_wait_s']} s for the graph after the build",
+            ),
+            (
+                "vector search p50",
+                f"{r['vector_search_p50_ms']:8.3f} ms   (store.search_vectors, k=10)",
+            ),
+            ("vector recall@10", f"{r['vector_recall_at_10']:.4f} against brute force"),
+            (
+                "resident memory",
+                f"{r['rss_mb']} MB now, {r['peak_rss_mb']} MB at peak "
+                f"(the benchmark's own matrix: {r['bench_matrix_mb']} MB of it)",
+            ),
+        ]
     if r.get("db_hits_per_recall") is not None:
         by = ", ".join(f"{k} {v}" for k, v in r["db_hits_by_statement"].items())
         rows += [
@@ -597,6 +688,12 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--approximate-from",
+        type=int,
+        help="embedded: vectors from which search goes through the graph "
+        f"(default {APPROXIMATE_FROM})",
+    )
+    parser.add_argument(
         "--store",
         choices=("embedded", "neo4j", "both"),
         default="embedded",
@@ -627,6 +724,7 @@ def main() -> None:
         "profile_queries": args.profile_queries,
         "neo4j_home": args.neo4j_home,
         "keep": args.keep,
+        "approximate_from": args.approximate_from,
     }
     stores = ("embedded", "neo4j") if args.store == "both" else (args.store,)
     results = [
