@@ -1,4 +1,4 @@
-"""The vector index's storage: per model, capacity-doubling buffers of normalized
+"""The vector index's storage: per model, growing buffers of normalized
 rows (:class:`Partition`) and of passage rows (:class:`Passages`); what the index
 holds of each memory (:class:`IndexEntry`); and the scoring primitives.
 """
@@ -86,7 +86,7 @@ def normalize_rows(
 
 
 class Partition:
-    """The vectors of one model: capacity-doubling buffers of normalized rows.
+    """The vectors of one model: growing buffers of normalized rows.
 
     Memories are known here by their collection slot (see :class:`CollectionIndex`).
     ``row_of_slot[s]`` is slot ``s``'s row (-1: none here), ``slot_of_row`` and
@@ -131,7 +131,7 @@ class Partition:
         cls, dim: int, ids: list[str], slots: list[int], blobs: list[bytes], tiers: list[int]
     ) -> Partition:
         n = len(ids)
-        part = cls(dim, capacity=n + n // 4)
+        part = cls(dim, capacity=n + n // 8)
         if n:
             stored = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, dim)
             normalize_rows(stored, out=part.vectors[:n])
@@ -148,7 +148,10 @@ class Partition:
         capacity = self.vectors.shape[0]
         if needed <= capacity:
             return
-        capacity = max(needed, capacity * 2)
+        # Grown by an eighth, not doubled: at a million 384-d rows a doubling
+        # would hold 1.5 GB of empty rows (any geometric step keeps appends
+        # amortized O(1); a copy of the rows every eighth is cheap beside them).
+        capacity = max(needed, capacity + max(capacity // 8, MIN_CAPACITY))
         n = self.n
         vectors = np.empty((capacity, self.dim), dtype=np.float32)
         vectors[:n] = self.vectors[:n]
