@@ -147,3 +147,22 @@ def test_settings_travel_whole_through_the_environment(monkeypatch: pytest.Monke
     monkeypatch.setattr(os, "environ", variables)
     assert HippoSettings() == given
     assert HippoSettings().learning.decay.step == 0.02
+
+
+def test_the_embedded_store_takes_its_graph_threshold_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from hippocampus.stores import open_store
+
+    monkeypatch.setenv("HIPPO_APPROXIMATE_FROM", "1234")
+    settings = HippoSettings(data_dir=tmp_path)
+    assert settings.approximate_from == 1234
+    store = open_store(settings)
+    try:
+        assert store._graph_policy.approximate_from == 1234  # type: ignore[attr-defined]
+        assert store._graph_policy.root == tmp_path / "graphs"  # type: ignore[attr-defined]
+    finally:
+        store.close()
+    monkeypatch.setenv("HIPPO_APPROXIMATE_FROM", "0")
+    with pytest.raises(ValidationError, match="approximate_from"):
+        HippoSettings()

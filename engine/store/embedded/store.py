@@ -66,9 +66,10 @@ class EmbeddedStore(
 ):
     """A :class:`~hippocampus.store.GraphStore` in one local data directory.
 
-    Files: ``hippo.sqlite3`` (with its WAL) and ``hippo.lock``. The vector index of
+    Files: ``hippo.sqlite3`` (with its WAL), ``hippo.lock``, and ``graphs/``
+    (the HNSW graphs of large collections, saved at close). The vector index of
     a collection, and its BM25 index of content, are built from SQLite on the
-    collection's first use in the process.
+    collection's first use in the process; a saved graph is loaded then.
 
     Beyond the contract:
 
