@@ -6,6 +6,7 @@ text, graph, due dates), built from SQLite on a collection's first use.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import sqlite3
 import threading
@@ -204,6 +205,7 @@ class EmbeddedBase:
                 with self._reading("build the due index") as conn:
                     self._dues[collection] = due.load(conn, collection)
                 self._indexes[collection] = index
+                _give_back_memory()
             return index
 
     def _refresh_index(
@@ -268,10 +270,13 @@ class EmbeddedBase:
                     "SELECT model, dim FROM vector_dims WHERE collection = ?", (collection,)
                 ).fetchall()
             )
+            expected = conn.execute(
+                "SELECT count(*) FROM memories WHERE collection = ?", (collection,)
+            ).fetchone()[0]
             cursor = conn.execute(_SELECT_INDEX_ROWS, (collection,))
             passages = conn.execute(_SELECT_PASSAGES, (collection,)).fetchall()
             index = CollectionIndex.build(
-                collection, cursor, dims, passages, graphs=self._graph_policy
+                collection, cursor, dims, passages, graphs=self._graph_policy, expected=expected
             )
         if len(index):
             logger.info(
@@ -281,6 +286,19 @@ class EmbeddedBase:
                 time.perf_counter() - started,
             )
         return index
+
+
+def _give_back_memory() -> None:
+    """Hand the heap an index build freed back to the system. glibc keeps freed
+    memory for the process: the rows a build read (a million memories' worth is
+    gigabytes of tuples) stayed resident after they were dropped."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: nothing to ask
+        return
+    trim = getattr(libc, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 # -- sqlite3 errors -----------------------------------------------------------------

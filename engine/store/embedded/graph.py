@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from itertools import repeat
+from itertools import islice, repeat
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -108,7 +108,7 @@ class CollectionGraph(GraphExpand):
         cls,
         collection: str,
         slots: SlotSource,
-        edges: Sequence[tuple[str, int, str, float, int]],
+        edges: Iterable[tuple[str, int, str, float, int]],
         hub_vectors: Iterable[tuple[str, str, bytes, str]] = (),
     ) -> CollectionGraph:
         """A graph over every memory ``slots`` knows and the given walked edges
@@ -407,14 +407,58 @@ class CollectionGraph(GraphExpand):
 def _resolve_edges(
     collection: str,
     memory_node: dict[str, int],
-    edges: Sequence[tuple[str, int, str, float, int]],
+    edges: Iterable[tuple[str, int, str, float, int]],
 ) -> tuple[I64, I64, F64, I64, list[tuple[int, str]], dict[tuple[int, str], int]]:
     """The ends, weights and last uses of the edges of a graph being built (see
     :meth:`CollectionGraph.build`), its memories numbered by ``memory_node``, and
     the hubs the edges name as ``(kind code, name)``, in (kind, name) order, with
     their nodes: hub ``i`` is node ``len(memory_node) + i``. Edges whose ends are
-    unknown, and memory edges from a memory to itself, are left out."""
+    unknown, and memory edges from a memory to itself, are left out.
+
+    The rows are read :data:`_EDGE_CHUNK` at a time and turned into arrays at
+    once: at a million memories (15M edges) rows held all together as tuples
+    took gigabytes. Hubs are numbered as they come, then renumbered in order."""
     n_memories = len(memory_node)
+    first_seen: dict[tuple[int, str], int] = {}
+    parts: list[tuple[I64, I64, npt.NDArray[np.bool_], F64, I64]] = []
+    rows_iter = iter(edges)
+    while chunk := list(islice(rows_iter, _EDGE_CHUNK)):
+        parts.append(_edge_chunk(chunk, memory_node, first_seen))
+    hub_keys = sorted(first_seen)
+    hub_node = {key: n_memories + i for i, key in enumerate(hub_keys)}
+    # Hubs by first sight -> their node in (kind, name) order.
+    renumber = np.empty(len(first_seen), dtype=np.int64)
+    renumber[list(first_seen.values())] = [hub_node[key] for key in first_seen]
+    empty = np.empty(0, dtype=np.int64)
+    a = np.concatenate([p[0] for p in parts]) if parts else empty
+    b = np.concatenate([p[1] for p in parts]) if parts else empty
+    to_hub = np.concatenate([p[2] for p in parts]) if parts else empty.astype(bool)
+    w = np.concatenate([p[3] for p in parts]) if parts else empty.astype(np.float64)
+    u = np.concatenate([p[4] for p in parts]) if parts else empty
+    b[to_hub] = renumber[b[to_hub]]
+    keep = (a >= 0) & (b >= 0) & (a != b)
+    dropped = a.shape[0] - int(keep.sum())
+    if dropped:
+        logger.warning(
+            "collection %s: %d stored edges name no known memory and are not walked",
+            collection,
+            dropped,
+        )
+    return a[keep], b[keep], w[keep], u[keep], hub_keys, hub_node
+
+
+_EDGE_CHUNK = 100_000
+"""Edge rows read and turned into arrays at once while a graph is built."""
+
+
+def _edge_chunk(
+    edges: Sequence[tuple[str, int, str, float, int]],
+    memory_node: dict[str, int],
+    first_seen: dict[tuple[int, str], int],
+) -> tuple[I64, I64, npt.NDArray[np.bool_], F64, I64]:
+    """One chunk of edge rows as arrays: source node, target (a memory's node,
+    or for a hub its number by first sight, recorded in ``first_seen``), whether
+    the target is a hub, weight and last use."""
     m = len(edges)
     # One column at a time with itemgetter: far cheaper than zip(*rows).
     sources, codes, targets, weights, used = (
@@ -422,28 +466,21 @@ def _resolve_edges(
     )
     code = np.fromiter(codes, dtype=np.int8, count=m)
     a = np.fromiter(map(memory_node.get, sources, repeat(-1)), dtype=np.int64, count=m)
+    to_memory = code == MEMORY
     b = np.full(m, -1, dtype=np.int64)
-    hub_keys: list[tuple[int, str]] = []
-    by_code: list[tuple[npt.NDArray[np.intp], list[str]]] = []
-    for c in range(len(KINDS)):
-        rows = np.flatnonzero(code == c)
-        of_kind = [targets[r] for r in rows.tolist()]
-        by_code.append((rows, of_kind))
-        if c != MEMORY:
-            hub_keys.extend((c, name) for name in sorted(set(of_kind)))
-    hub_node = {key: n_memories + i for i, key in enumerate(hub_keys)}
-    for c, (rows, of_kind) in enumerate(by_code):
-        lookup = memory_node if c == MEMORY else {n: v for (k, n), v in hub_node.items() if k == c}
-        b[rows] = np.fromiter(map(lookup.get, of_kind, repeat(-1)), np.int64, len(of_kind))
-    keep = (a >= 0) & (b >= 0) & (a != b)
-    dropped = m - int(keep.sum())
-    if dropped:
-        logger.warning(
-            "collection %s: %d stored edges name no known memory and are not walked",
-            collection,
-            dropped,
-        )
-    a, b = a[keep], b[keep]
-    w = np.asarray(weights, dtype=np.float64)[keep]
-    u = np.asarray(used, dtype=np.int64)[keep]
-    return a, b, w, u, hub_keys, hub_node
+    rows = np.flatnonzero(to_memory)
+    b[rows] = np.fromiter(
+        map(memory_node.get, (targets[r] for r in rows.tolist()), repeat(-1)), np.int64, rows.size
+    )
+    rows = np.flatnonzero(~to_memory)
+    numbered = []
+    for r in rows.tolist():
+        key = (codes[r], targets[r])
+        found = first_seen.get(key)
+        if found is None:
+            found = first_seen[key] = len(first_seen)
+        numbered.append(found)
+    b[rows] = numbered
+    w = np.asarray(weights, dtype=np.float64)
+    u = np.asarray(used, dtype=np.int64)
+    return a, b, ~to_memory, w, u

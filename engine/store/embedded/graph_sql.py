@@ -242,7 +242,8 @@ def _to_version_5(conn: sqlite3.Connection) -> None:
 
 def load_graph(conn: sqlite3.Connection, collection: str, slots: SlotSource) -> CollectionGraph:
     """The collection's graph, built from its walked edges and hub vectors."""
-    edges = conn.execute(_SELECT_WALKED, (collection,)).fetchall()
+    # Cursors, not lists: the rows are read a chunk at a time as the graph is built.
+    edges = conn.execute(_SELECT_WALKED, (collection,))
     vectors = conn.execute(_SELECT_HUB_VECTORS, (collection,))
     return CollectionGraph.build(collection, slots, edges, vectors)
 

@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from hippocampus.model import speaker_key
 from hippocampus.store.embedded.index_ann import Approximate, GraphPolicy, graph_folder
@@ -63,8 +64,34 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_Gathered = dict[tuple[str, int], tuple[list[str], list[int], list[bytes], list[int]]]
-"""Vectors by (model, vector bytes): their memories' ids, slots, vectors and tier codes."""
+
+class _Gathered:
+    """The stored vectors of one (model, size) as a build reads them: ids, slots
+    and tier codes, and the vectors copied into one float32 buffer as they come
+    (the rows' bytes are never held all at once: a million of them is 1.5 GB)."""
+
+    __slots__ = ("dim", "ids", "n", "slots", "tiers", "vectors")
+
+    def __init__(self, size: int, capacity: int) -> None:
+        self.dim = size // 4
+        self.ids: list[str] = []
+        self.slots: list[int] = []
+        self.tiers: list[int] = []
+        self.vectors: npt.NDArray[np.float32] = np.empty(
+            (max(capacity, MIN_CAPACITY), self.dim), dtype=np.float32
+        )
+        self.n = 0
+
+    def add(self, memory_id: str, slot: int, blob: bytes, tier: int) -> None:
+        if self.n == self.vectors.shape[0]:
+            grown = np.empty((self.n + max(self.n // 8, MIN_CAPACITY), self.dim), np.float32)
+            grown[: self.n] = self.vectors
+            self.vectors = grown
+        self.vectors[self.n] = np.frombuffer(blob, dtype=np.float32)
+        self.ids.append(memory_id)
+        self.slots.append(slot)
+        self.tiers.append(tier)
+        self.n += 1
 
 
 class CollectionIndex(IndexSearch):
@@ -98,6 +125,7 @@ class CollectionIndex(IndexSearch):
         dims: dict[str, int] | None = None,
         passages: Iterable[tuple[str, str, bytes]] = (),
         graphs: GraphPolicy | None = None,
+        expected: int = 0,
     ) -> CollectionIndex:
         """An index over stored rows, oldest first, and the passage vectors
         ``(memory id, model, float32 bytes)`` of long memories, each memory's in
@@ -111,12 +139,15 @@ class CollectionIndex(IndexSearch):
         filter JSON texts are parsed once and share their tuples: a rebuild does
         little more than a few dict and set insertions per memory.
 
+        ``expected`` (how many rows there are, about) sizes the vector buffer of
+        the first model read, so it is not grown and copied as rows come.
+
         ``graphs`` says from what size a model's vectors get a graph for
         approximate search, and where graphs are saved: a saved graph is loaded
         and made to agree with the rows, else one is built in the background.
         """
         index = cls(collection, graphs)
-        gathered, occurred = index._load_entries(rows)
+        gathered, occurred = index._load_entries(rows, expected)
         index._occurred = np.full(max(len(occurred), MIN_CAPACITY), NO_TIME, dtype=np.int64)
         index._occurred[: len(occurred)] = occurred
         left_out = index._load_vectors(gathered, dims)
@@ -131,7 +162,9 @@ class CollectionIndex(IndexSearch):
             )
         return index
 
-    def _load_entries(self, rows: Iterable[StoredRow]) -> tuple[_Gathered, list[int]]:
+    def _load_entries(
+        self, rows: Iterable[StoredRow], expected: int
+    ) -> tuple[dict[tuple[str, int], _Gathered], list[int]]:
         """Take every row's entry, slot and filter metadata (a fresh index); return
         the rows' vectors gathered by (model, vector bytes), and when each memory
         happened, by slot."""
@@ -140,8 +173,7 @@ class CollectionIndex(IndexSearch):
         by_domain, by_conversation = self._by_domain, self._by_conversation
         tier_of = {tier.value: tier for tier in TIERS}
         parsed: dict[str | None, tuple[tuple[str, ...], ...]] = {None: ((), (), ())}
-        # (model, vector bytes) -> ids, slots, vectors, tier codes
-        gathered: _Gathered = {}
+        gathered: dict[tuple[str, int], _Gathered] = {}
         by_speaker = self._by_speaker
         occurred: list[int] = []
         for slot, row in enumerate(rows):
@@ -181,31 +213,33 @@ class CollectionIndex(IndexSearch):
                 continue
             found = gathered.get((model, len(blob)))
             if found is None:
-                found = gathered[(model, len(blob))] = ([], [], [], [])
-            found[0].append(memory_id)
-            found[1].append(slot)
-            found[2].append(blob)
-            found[3].append(TIER_CODE[tier_value])
+                capacity = expected + expected // 8 if not gathered else 0
+                found = gathered[(model, len(blob))] = _Gathered(len(blob), capacity)
+            found.add(memory_id, slot, blob, TIER_CODE[tier_value])
         return gathered, occurred
 
-    def _load_vectors(self, gathered: _Gathered, dims: dict[str, int] | None) -> int:
+    def _load_vectors(
+        self, gathered: dict[tuple[str, int], _Gathered], dims: dict[str, int] | None
+    ) -> int:
         """Lay out each model's partition from the gathered vectors of its
         dimension (``dims``, else that of most of them); return how many vectors
         were left out for another dimension."""
         most: dict[str, tuple[int, int]] = {}  # model -> (vector count, bytes)
-        for (model, size), (ids, _, _, _) in gathered.items():
-            if len(ids) > most.get(model, (0, 0))[0]:
-                most[model] = (len(ids), size)
+        for (model, size), found in gathered.items():
+            if found.n > most.get(model, (0, 0))[0]:
+                most[model] = (found.n, size)
         self._dims = {model: size // 4 for model, (_, size) in most.items()}
         self._dims.update(dims or {})
         left_out = 0
-        for (model, size), (ids, model_slots, blobs, tiers) in gathered.items():
+        for (model, size), found in gathered.items():
             dim = self._dims[model]
             if size != dim * 4 or dim == 0:
-                left_out += len(ids)
+                left_out += found.n
                 continue
-            self._partitions[model] = Partition.from_rows(dim, ids, model_slots, blobs, tiers)
-            self._model_of.update(dict.fromkeys(ids, model))
+            self._partitions[model] = Partition.from_rows(
+                dim, found.ids, found.slots, found.vectors, found.tiers
+            )
+            self._model_of.update(dict.fromkeys(found.ids, model))
         return left_out
 
     def _build_passages(self, rows: Iterable[tuple[str, str, bytes]]) -> None:

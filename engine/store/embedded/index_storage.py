@@ -128,13 +128,27 @@ class Partition:
 
     @classmethod
     def from_rows(
-        cls, dim: int, ids: list[str], slots: list[int], blobs: list[bytes], tiers: list[int]
+        cls,
+        dim: int,
+        ids: list[str],
+        slots: list[int],
+        vectors: npt.NDArray[np.float32],
+        tiers: list[int],
     ) -> Partition:
+        """A partition over ``vectors[:len(ids)]`` (rows as stored; normalized in
+        place), which it keeps as its buffer, the rows past them its room to grow."""
         n = len(ids)
-        part = cls(dim, capacity=n + n // 8)
+        part = cls(dim, capacity=MIN_CAPACITY)
         if n:
-            stored = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, dim)
-            normalize_rows(stored, out=part.vectors[:n])
+            if vectors.shape[0] < n + n // 8:
+                grown = np.empty((n + n // 8, dim), dtype=np.float32)
+                grown[:n] = vectors[:n]
+                vectors = grown
+            normalize_rows(vectors[:n])
+            part.vectors = vectors
+            capacity = vectors.shape[0]
+            part.tiers = np.empty(capacity, dtype=np.int8)
+            part.slot_of_row = np.empty(capacity, dtype=np.intp)
             part.tiers[:n] = tiers
             part.slot_of_row[:n] = slots
             part._reserve_slot(max(slots))

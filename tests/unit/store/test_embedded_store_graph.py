@@ -30,6 +30,7 @@ from hippocampus.model.association import (
 )
 from hippocampus.store import MemoryRecord, Vector
 from hippocampus.store.embedded import EmbeddedStore, tables
+from hippocampus.store.embedded import graph as graph_module
 from hippocampus.store.embedded import store as store_module
 from hippocampus.store.embedded import turns as turns_module
 from hippocampus.store.embedded.graph_walk import degree_factor
@@ -164,6 +165,31 @@ def redis_graph(store: EmbeddedStore) -> EmbeddedStore:
         ],
     )
     return store
+
+
+def test_a_graph_read_in_small_chunks_is_the_graph_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    store = EmbeddedStore(data)
+    names = [f"m{i}" for i in range(40)]
+    kinds = (ABOUT, EdgeType.IN_DOMAIN, EdgeType.HAS_TRIGGER)
+    edges = [
+        edge(names[i], kinds[i % 3], f"hub{(i * 7) % 11}", 0.1 + (i % 9) / 10) for i in range(40)
+    ] + [edge(names[i], ASSOCIATED, names[(i * 5 + 3) % 40], 0.4) for i in range(0, 40, 3)]
+    add(store, names, edges)
+    whole = store._graph(C).edges()
+    store.close()
+    # Reopened, its edges come back 7 rows at a time: hubs met in any order.
+    monkeypatch.setattr(graph_module, "_EDGE_CHUNK", 7)
+    store = EmbeddedStore(data)
+    try:
+        assert_graph_mirrors_sqlite(store)
+        assert store._graph(C).edges() == whole
+        found = expand(store, [concept("hub3")])
+        assert found and set(found) <= set(names)
+    finally:
+        store.close()
 
 
 # -- hubs ---------------------------------------------------------------------------------
