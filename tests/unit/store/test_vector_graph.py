@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hippocampus.dense import PASSAGE_MARGIN
 from hippocampus.errors import ConfigError
 from hippocampus.model import Memory, RecallFilters, Tier, content_hash, utcnow
 from hippocampus.store import MemoryRecord
@@ -249,3 +250,25 @@ def test_an_unreadable_graph_is_rebuilt(tmp_path: Path) -> None:
 def test_approximate_from_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="approximate_from"):
         EmbeddedStore(tmp_path, approximate_from=0)
+
+
+def test_passages_and_many_queries_search_through_the_graph_too() -> None:
+    rows = vectors()
+    index = graphed(rows)
+    # A long memory: its head far from the query, a later passage on it.
+    q = vectors(1, seed=12)[0]
+    far = -q
+    index.put(
+        [(entry(7), far, "model")],
+        passages={"m7": np.stack([far, q]).astype(np.float32)},
+    )
+    assert index.wait_for_graphs(timeout_s=60)
+    [(memory_id, score)] = index.search(q, model="model", k=1, filters=RecallFilters())
+    assert memory_id == "m7" and score == pytest.approx(1.0 - PASSAGE_MARGIN, abs=1e-5)
+    many = index.search_many(
+        np.stack([rows[3], rows[5]]), model="model", k=5, filters=RecallFilters(), passages=False
+    )
+    assert [hits[0][0] for hits in many] == ["m3", "m5"]
+    assert many[0] == index.search(
+        rows[3], model="model", k=5, filters=RecallFilters(), passages=False
+    )
