@@ -124,28 +124,31 @@ class GraphExpand(GraphWalk, GraphPaths):
         done = 0  # anchors of earlier parts
         walked: list[tuple[Walked, F64]] = []
         picked: list[int] = []
+        reached: list[I64] = []
+        # Whatever the grouping, a walk's totals are summed, and its scratch
+        # cleared, from the cells it wrote: a walk reaches a small part of a
+        # large graph (a million memories are grouped two anchors at a time, and
+        # streaming each group's whole scratch cost most of a recall).
         for part in parts:
             scratch = SCRATCH.take(len(part) * nn)
             walk = self._walk(part, params, scratch, barrier, paths=paths and len(parts) == 1)
+            reached.append(_add_touched(totals, walk, len(part), nn, done))
             if len(parts) == 1:
-                reached = _add_touched(totals, walk, len(part), nn, done)
-                picked = self._pick(totals.strength, params, mask, among=reached)
+                picked = self._pick(totals.strength, params, mask, among=reached[0])
                 if paths:
                     walked.append((walk, walk.grid[:, picked].T.copy()))
-                walk.grid.reshape(-1)[walk.touched] = 0.0
-            else:
-                _add_grid(totals, walk, done)
-                walk.grid[:] = 0.0
+            walk.grid.reshape(-1)[walk.touched] = 0.0
             # Only a walk that got this far left the scratch clean.
             SCRATCH.give(scratch)
             done += len(part)
         if len(parts) > 1:
-            picked = self._pick(totals.strength, params, mask)
+            among: I64 = np.unique(np.concatenate(reached))
+            picked = self._pick(totals.strength, params, mask, among=among)
             for part in parts if paths and picked else ():
                 scratch = SCRATCH.take(len(part) * nn)
                 walk = self._walk(part, params, scratch, barrier, paths=True)
                 walked.append((walk, walk.grid[:, picked].T.copy()))
-                walk.grid[:] = 0.0
+                walk.grid.reshape(-1)[walk.touched] = 0.0
                 SCRATCH.give(scratch)
         return self._expansions(found, picked, totals, walked if paths else None)
 
@@ -259,17 +262,3 @@ def _add_touched(totals: _Totals, walk: Walked, g: int, nn: int, done: int) -> I
         count[nodes] += 1
     reached: I64 = np.unique(cells % nn)
     return reached
-
-
-def _add_grid(totals: _Totals, walk: Walked, done: int) -> None:
-    """Add one walk (of a group of anchors, after ``done`` others) to ``totals``
-    from its whole grid."""
-    # Summing the anchors' rows streams the scratch once. Groups add
-    # in order.
-    grid = walk.grid
-    totals.strength[:] += grid.sum(axis=0)
-    top = grid.max(axis=0)
-    better = top > totals.best
-    totals.best[better] = top[better]
-    totals.best_of[better] = done + grid.argmax(axis=0)[better]
-    totals.count[:] += np.count_nonzero(grid, axis=0)

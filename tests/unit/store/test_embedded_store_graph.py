@@ -31,6 +31,7 @@ from hippocampus.model.association import (
 from hippocampus.store import MemoryRecord, Vector
 from hippocampus.store.embedded import EmbeddedStore, tables
 from hippocampus.store.embedded import graph as graph_module
+from hippocampus.store.embedded import graph_expand as graph_expand_module
 from hippocampus.store.embedded import store as store_module
 from hippocampus.store.embedded import turns as turns_module
 from hippocampus.store.embedded.graph_walk import degree_factor
@@ -190,6 +191,46 @@ def test_a_graph_read_in_small_chunks_is_the_graph_read_whole(
         assert found and set(found) <= set(names)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("paths", [True, False])
+def test_anchors_walked_in_groups_find_what_one_walk_finds(
+    store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch, paths: bool
+) -> None:
+    # A collection too large for one scratch walks its anchors in groups; a
+    # scratch of a few cells forces groups of one anchor here.
+    rng = random.Random(3)
+    names = [f"m{i}" for i in range(60)]
+    hubs = [f"hub{j}" for j in range(8)]
+    edges = [
+        edge(m, rng.choice((ABOUT, EdgeType.IN_DOMAIN)), rng.choice(hubs), rng.uniform(0.2, 1.0))
+        for m in names
+        for _ in range(3)
+    ] + [
+        edge(names[i], ASSOCIATED, names[(i * 7 + 1) % 60], rng.uniform(0.3, 0.9))
+        for i in range(60)
+    ]
+    add(store, names, edges)
+    anchors = [concept(h, 1.0 - j / 20) for j, h in enumerate(hubs[:5])]
+
+    def walked() -> list[tuple[str, float, int, float, list[list[tuple[str, float, str, str]]]]]:
+        found = store.expand(
+            C, anchors, params=ExpandParams(max_results=40), filters=ALL_TIERS, paths=paths
+        )
+        return [
+            (e.memory_id, e.strength, e.anchors, e.best, [steps(p) for p in e.paths]) for e in found
+        ]
+
+    whole = walked()
+    assert len(whole) > 10
+    monkeypatch.setattr(graph_expand_module, "SCRATCH_CELLS", store._graph(C)._n_nodes)
+    grouped = walked()
+    assert [w[0] for w in grouped] == [w[0] for w in whole]
+    for (_, strength, n, best, found_paths), (_, s2, n2, b2, p2) in zip(
+        grouped, whole, strict=True
+    ):
+        assert strength == pytest.approx(s2, rel=1e-12) and best == b2 and n == n2
+        assert found_paths == p2
 
 
 # -- hubs ---------------------------------------------------------------------------------
