@@ -60,6 +60,10 @@ class IndexFilters:
         self._by_speaker: dict[str, set[int]] = {}
         # occurred_at per slot (microseconds); NO_TIME where no memory holds the slot.
         self._occurred: npt.NDArray[np.int64] = np.full(MIN_CAPACITY, NO_TIME, dtype=np.int64)
+        # Memories linked or unlinked so far: a tier mask is stale once it moves.
+        self._links = 0
+        # The mask of the last tiers a filter left out: (those tiers, links then, mask).
+        self._tier_mask: tuple[frozenset[Tier], int, npt.NDArray[np.bool_]] | None = None
 
     def _allowed(self, filters: RecallFilters) -> set[int] | None:
         """Slots passing the domain, category, tag and speaker filters (any-of
@@ -152,7 +156,7 @@ class IndexFilters:
     def _slot_mask(self, filters: RecallFilters) -> npt.NDArray[np.bool_] | None:
         # Slots run from 0 to the live count plus the free ones, minus one.
         size = len(self._slot_of) + len(self._free_slots)
-        mask: npt.NDArray[np.bool_] | None = None
+        mask = self._tiers_mask(frozenset(t for t in TIERS if t not in filters.tiers), size)
 
         def clear(slots: set[int]) -> None:
             nonlocal mask
@@ -161,9 +165,6 @@ class IndexFilters:
                     mask = np.ones(size, dtype=bool)
                 mask[np.fromiter(slots, dtype=np.intp, count=len(slots))] = False
 
-        for tier in TIERS:
-            if tier not in filters.tiers:
-                clear(self._by_tier[tier])
         allowed = self._allowed(filters)
         if allowed is not None:
             passing = np.zeros(size, dtype=bool)
@@ -173,7 +174,31 @@ class IndexFilters:
             clear(self._by_conversation.get(filters.exclude_conversation_id, set()))
         return mask
 
+    def _tiers_mask(self, left_out: frozenset[Tier], size: int) -> npt.NDArray[np.bool_] | None:
+        """Per slot, whether its memory is in none of the ``left_out`` tiers (a
+        copy, the caller's to change); ``None`` when no memory is. The mask of the
+        last tiers asked is kept until a memory is linked or unlinked: a recall
+        leaves out the same tiers every time, and building it walks every
+        memory of those tiers (tens of thousands of archived ones at a million)."""
+        if not any(self._by_tier[tier] for tier in left_out):
+            return None
+        kept = self._tier_mask
+        if (
+            kept is None
+            or kept[0] != left_out
+            or kept[1] != self._links
+            or kept[2].shape[0] != size
+        ):
+            mask = np.ones(size, dtype=bool)
+            for tier in left_out:
+                slots = self._by_tier[tier]
+                mask[np.fromiter(slots, dtype=np.intp, count=len(slots))] = False
+            # Readers may build it side by side: the same mask, either kept.
+            kept = self._tier_mask = (left_out, self._links, mask)
+        return kept[2].copy()
+
     def _link(self, entry: IndexEntry, slot: int) -> None:
+        self._links += 1
         self._tier_counts[entry.tier] += 1
         self._by_tier[entry.tier].add(slot)
         size = self._occurred.shape[0]
@@ -193,6 +218,7 @@ class IndexFilters:
                 inverted.setdefault(key, set()).add(slot)
 
     def _unlink(self, entry: IndexEntry, slot: int) -> None:
+        self._links += 1
         self._tier_counts[entry.tier] -= 1
         self._by_tier[entry.tier].discard(slot)
         self._occurred[slot] = NO_TIME

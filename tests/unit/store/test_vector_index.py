@@ -356,3 +356,21 @@ def test_crowding_of_a_large_partition_uses_an_even_sample_drawn_again_after_wri
     resampled = [vectors[ids[0]], vectors[ids[2]], vectors[ids[5]], vectors["m1"]]
     assert again["m1"] == pytest.approx(_mean_nearest(vectors["m1"], resampled, 2), abs=1e-6)
     assert again["m1"] > found["m1"]
+
+
+def test_the_kept_tier_mask_follows_every_write() -> None:
+    index, _ = filled(30)
+    active = RecallFilters(tiers=[Tier.ACTIVE])
+    assert index.slot_mask(active) is None  # every memory active
+    index.put([(entry(f"m{i}", tier=Tier.ARCHIVED), None, None) for i in (3, 4)])
+    first = index.slot_mask(active)
+    assert first is not None and np.flatnonzero(~first).tolist() == [3, 4]
+    first[:] = False  # the caller's copy: the kept mask is untouched
+    again = index.slot_mask(active)
+    assert again is not None and np.flatnonzero(~again).tolist() == [3, 4]
+    index.put([(entry("m3"), None, None), (entry("m9", tier=Tier.QUARANTINED), None, None)])
+    index.remove("m4")
+    moved = index.slot_mask(active)
+    assert moved is not None and np.flatnonzero(~moved).tolist() == [9]
+    # No memory is left in the tiers this filter leaves out.
+    assert index.slot_mask(RecallFilters(tiers=[Tier.ACTIVE, Tier.QUARANTINED])) is None
