@@ -400,10 +400,11 @@ class CollectionIndex(IndexSearch):
             ]
 
     def wait_for_graphs(self, timeout_s: float | None = None) -> bool:
-        """Block until no vector waits for a graph (``False`` on timeout)."""
+        """Block until no vector waits for a graph (``False`` on timeout, or when
+        the index closes first)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while any(staged for _, staged in self.graph_state().values()):
-            if deadline is not None and time.monotonic() > deadline:
+            if self._closing or (deadline is not None and time.monotonic() > deadline):
                 return False
             time.sleep(0.05)
         return True
