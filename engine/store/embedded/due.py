@@ -92,11 +92,11 @@ class DueIndex:
         seed_span: list[int] = []
         fsrs_due: list[int] = []
         fsrs_span: list[int] = []
-        columns = (ids, active, value, seed_due, seed_span, fsrs_due, fsrs_span)
+        keys: tuple[list[Any], ...] = (value, seed_due, seed_span, fsrs_due, fsrs_span)
         for row in rows:
             ids.append(row[0])
             active.append(row[1] == _ACTIVE)
-            for column, cell in zip(columns[2:], row[2:7], strict=True):
+            for column, cell in zip(keys, row[2:7], strict=True):
                 column.append(cell)
         n = len(ids)
         index._reserve(n)
