@@ -95,7 +95,7 @@ def measure(data: Path, n_queries: int) -> dict[str, Any]:
     service = Hippocampus.from_settings(settings)
     service.warm()
     startup_s = time.perf_counter() - start
-    memory = memory_figures(np.zeros(0, dtype=np.float32))
+    memory = memory_figures()
     log(f"  ready in {startup_s:.1f} s, {memory['rss_mb']} MB resident")
     base = f"/v1/collections/{COLLECTION}"
     result: dict[str, Any] = {"startup_s": round(startup_s, 1), **memory}
@@ -124,7 +124,7 @@ def measure(data: Path, n_queries: int) -> dict[str, Any]:
         result["recall"] = summary(
             timed(lambda i: ok(client.post(f"{base}/recall", json={"query": texts[i]})), n_queries)
         )
-    result.update({"peak_rss_mb": memory_figures(np.zeros(0))["peak_rss_mb"]})
+    result["peak_rss_mb"] = memory_figures()["peak_rss_mb"]
     service.close()
     return result
 

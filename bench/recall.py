@@ -329,7 +329,8 @@ def run(
                 server.update(
                     vector_search(store, embedder.name, matrix, qvectors, [m.id for m in items])
                 )
-                server.update(memory_figures(matrix))
+                server.update(memory_figures())
+                server["bench_matrix_mb"] = round(matrix.nbytes / 2**20)
             finally:
                 service.close()
 
@@ -409,9 +410,8 @@ def vector_search(
     }
 
 
-def memory_figures(matrix: np.ndarray) -> dict[str, Any]:
-    """The process's resident memory now and at its peak (MB), and the share the
-    benchmark's own matrix takes of it."""
+def memory_figures() -> dict[str, Any]:
+    """The process's resident memory now and at its peak (MB)."""
     status = Path("/proc/self/status")
     fields: dict[str, int] = {}
     if status.exists():
@@ -422,7 +422,6 @@ def memory_figures(matrix: np.ndarray) -> dict[str, Any]:
     return {
         "rss_mb": fields.get("VmRSS"),
         "peak_rss_mb": fields.get("VmHWM"),
-        "bench_matrix_mb": round(matrix.nbytes / 2**20),
     }
 
 

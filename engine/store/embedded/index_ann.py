@@ -103,10 +103,9 @@ class Approximate:
     collection index's write lock; searches run under its read lock.
     """
 
-    __slots__ = ("dim", "graph", "key_of_slot", "next_key", "slot_of_key", "staged")
+    __slots__ = ("graph", "key_of_slot", "next_key", "slot_of_key", "staged")
 
     def __init__(self, dim: int, graph: Any = None) -> None:
-        self.dim = dim
         self.graph = graph if graph is not None else _new_graph(dim)
         self.graph.expansion_search = EXPANSION_SEARCH  # a loaded graph keeps its own
         self.slot_of_key: npt.NDArray[np.int64] = np.full(0, -1, dtype=np.int64)

@@ -319,7 +319,7 @@ class IndexSearch(IndexFilters):
                     (allowed is None or s in allowed) and s not in excluded
                     for s in part.slot_of_row[rows].tolist()
                 ]
-                rows = rows[np.asarray(keep, dtype=bool)] if keep else rows
+                rows = rows[np.asarray(keep, dtype=bool)]
             rows = np.unique(rows)
             if rows.size >= k or count >= min(n, MAX_CANDIDATES):
                 break
