@@ -180,7 +180,19 @@ class Approximate:
     def candidates(self, q: npt.NDArray[np.float32], count: int) -> npt.NDArray[np.int64]:
         """The slots of up to ``count`` graph nodes nearest the unit query ``q``."""
         found = self.graph.search(q, count, threads=1)
-        keys = np.asarray(found.keys, dtype=np.int64)
+        return self._slots(np.asarray(found.keys, dtype=np.int64))
+
+    def candidates_many(
+        self, queries: npt.NDArray[np.float32], count: int
+    ) -> list[npt.NDArray[np.int64]]:
+        """:meth:`candidates` of each row of ``queries``, searched side by side on
+        :data:`THREADS` threads (the graph releases the GIL while it searches)."""
+        found = self.graph.search(queries, count, threads=THREADS)
+        keys = np.asarray(found.keys, dtype=np.int64).reshape(queries.shape[0], -1)
+        counts = np.asarray(found.counts, dtype=np.int64).reshape(-1)
+        return [self._slots(keys[i, : counts[i]]) for i in range(queries.shape[0])]
+
+    def _slots(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         slots: npt.NDArray[np.int64] = self.slot_of_key[keys[keys < self.slot_of_key.shape[0]]]
         return slots[slots >= 0]
 

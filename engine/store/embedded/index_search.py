@@ -153,8 +153,9 @@ class IndexSearch(IndexFilters):
             unit: npt.NDArray[np.float32] = (rows / norms[:, None]).astype(np.float32)
             plain = self._allowed(filters) is None and filters.exclude_conversation_id is None
             if not plain or (part.ann is not None and part.ann.ready):
+                first = self._first_candidates(part, unit, k, filters)
                 each = [
-                    self._search(part, unit[i], k, filters) if usable[i] else []
+                    self._search(part, unit[i], k, filters, first[i]) if usable[i] else []
                     for i in range(unit.shape[0])
                 ]
                 return self._many_with_passages(model, part, unit, k, filters, each, passages)
@@ -232,14 +233,55 @@ class IndexSearch(IndexFilters):
         ranked = sorted(scores.items(), key=lambda item: -item[1])[:k]
         return [(memory_id, min(1.0, max(-1.0, s))) for memory_id, s in ranked]
 
-    def _search(
-        self, part: Partition, q: Vector, k: int, filters: RecallFilters
-    ) -> list[tuple[str, float]]:
+    def _first_candidates(
+        self, part: Partition, unit: npt.NDArray[np.float32], k: int, filters: RecallFilters
+    ) -> Sequence[npt.NDArray[np.int64] | None]:
+        """Per row of ``unit``, the graph's first candidates for it when the search
+        goes through the graph (:meth:`_search_graph`), asked for all the rows in
+        one call; ``None`` for rows the search serves otherwise."""
+        ann = part.ann
+        if ann is None or not ann.ready or unit.shape[0] < 2:
+            return [None] * unit.shape[0]
+        count = self._graph_count(part, k, self._tier_ok(filters), self._allowed(filters))
+        if count is None:
+            return [None] * unit.shape[0]
+        return ann.candidates_many(unit, count)
+
+    @staticmethod
+    def _graph_count(
+        part: Partition, k: int, tier_ok: npt.NDArray[np.bool_], allowed: set[int] | None
+    ) -> int | None:
+        """How many candidates a search through the graph asks for first; ``None``
+        when the rows that pass the filters (tiers ``tier_ok``, slots ``allowed``)
+        are few enough to scan exactly."""
         n = part.n
+        passing = sum(part.tier_counts[c] for c in np.flatnonzero(tier_ok))
+        if allowed is not None:
+            passing = min(passing, len(allowed))
+        # Rows that pass are scanned exactly when they are few (the gather of a
+        # row costs about ten streamed, so a scan of n/10 gathered rows is cheap).
+        if passing * SCAN_SHARE < n or passing < k:
+            return None
+        return min(max(MIN_CANDIDATES, 2 * k * n // max(passing, 1)), n)
+
+    @staticmethod
+    def _tier_ok(filters: RecallFilters) -> npt.NDArray[np.bool_]:
         tier_ok = np.ones(len(TIERS), dtype=bool)
         if filters.tiers:
             tier_ok[:] = False
             tier_ok[[TIER_CODE[t] for t in filters.tiers]] = True
+        return tier_ok
+
+    def _search(
+        self,
+        part: Partition,
+        q: Vector,
+        k: int,
+        filters: RecallFilters,
+        first: npt.NDArray[np.int64] | None = None,
+    ) -> list[tuple[str, float]]:
+        n = part.n
+        tier_ok = self._tier_ok(filters)
         all_tiers_pass = sum(part.tier_counts[c] for c in np.flatnonzero(tier_ok)) == n
         allowed = self._allowed(filters)
         excluded: set[int] = set()
@@ -247,7 +289,7 @@ class IndexSearch(IndexFilters):
             excluded = self._by_conversation.get(filters.exclude_conversation_id, set())
 
         if part.ann is not None and part.ann.ready:
-            hits = self._search_graph(part, q, k, tier_ok, all_tiers_pass, allowed, excluded)
+            hits = self._search_graph(part, q, k, tier_ok, all_tiers_pass, allowed, excluded, first)
             if hits is not None:
                 return hits
         rows: Rows | None = None
@@ -292,25 +334,25 @@ class IndexSearch(IndexFilters):
         all_tiers_pass: bool,
         allowed: set[int] | None,
         excluded: set[int],
+        first: npt.NDArray[np.int64] | None = None,
     ) -> list[tuple[str, float]] | None:
-        """Top ``k`` through the partition's graph: its candidates, and the rows
-        still waiting for it, scored exactly from the rows and filtered; ``None``
-        when an exact scan serves better (few rows pass the filters, or too few
-        candidates passed them even at the widest search)."""
+        """Top ``k`` through the partition's graph: its candidates (``first``, when
+        asked for already), and the rows still waiting for it, scored exactly from
+        the rows and filtered; ``None`` when an exact scan serves better (few rows
+        pass the filters, or too few candidates passed them even at the widest
+        search)."""
         ann = part.ann
         assert ann is not None
         n = part.n
-        passing = n if all_tiers_pass else sum(part.tier_counts[c] for c in np.flatnonzero(tier_ok))
-        if allowed is not None:
-            passing = min(passing, len(allowed))
-        # Rows that pass are scanned exactly when they are few (the gather of a
-        # row costs about ten streamed, so a scan of n/10 gathered rows is cheap).
-        if passing * SCAN_SHARE < n or passing < k:
+        first_count = self._graph_count(part, k, tier_ok, allowed)
+        if first_count is None:
             return None
-        count = max(MIN_CANDIDATES, 2 * k * n // max(passing, 1))
+        count = first_count
         waiting = np.fromiter(ann.staged, dtype=np.intp, count=len(ann.staged))
         while True:
-            slots = np.concatenate([ann.candidates(q, min(count, n)), waiting])
+            if first is None or count != first_count:
+                first = ann.candidates(q, min(count, n))
+            slots = np.concatenate([first, waiting])
             rows = part.rows_of(slots)
             if not all_tiers_pass:
                 rows = rows[tier_ok[part.tiers[rows]]]

@@ -272,3 +272,42 @@ def test_passages_and_many_queries_search_through_the_graph_too() -> None:
     assert many[0] == index.search(
         rows[3], model="model", k=5, filters=RecallFilters(), passages=False
     )
+
+
+def test_many_queries_ask_the_graph_once_and_answer_as_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = vectors()
+    index = graphed(rows)
+    queries = vectors(12, seed=21)
+    batches: list[int] = []
+    original = Approximate.candidates_many
+
+    def spy(self: Approximate, qs: np.ndarray, count: int) -> list[np.ndarray]:
+        batches.append(qs.shape[0])
+        return original(self, qs, count)
+
+    monkeypatch.setattr(Approximate, "candidates_many", spy)
+    for filters in (RecallFilters(), RecallFilters(categories=["decision"])):
+        batches.clear()
+        many = index.search_many(queries, model="model", k=8, filters=filters, passages=False)
+        assert batches == [len(queries)]
+        one_by_one = [
+            index.search(q, model="model", k=8, filters=filters, passages=False) for q in queries
+        ]
+        # The same memories; scores to float32 rounding (the rows are normalized as
+        # a matrix there, one by one here).
+        assert [[m for m, _ in hits] for hits in many] == [
+            [m for m, _ in hits] for hits in one_by_one
+        ]
+        for hits, alone in zip(many, one_by_one, strict=True):
+            assert [s for _, s in hits] == pytest.approx([s for _, s in alone], abs=1e-6)
+    # Few pass: scanned exactly, the graph is not asked.
+    batches.clear()
+    rare = index.search_many(
+        queries, model="model", k=3, filters=RecallFilters(tags=["rare"]), passages=False
+    )
+    assert not batches
+    assert [[m for m, _ in hits] for hits in rare] == [
+        exact(rows, q, 3, list(range(0, N, 50))) for q in queries
+    ]
