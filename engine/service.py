@@ -540,7 +540,7 @@ class Hippocampus:
         counts: CollectionStats | None = None,
         max_age_s: float | None = None,
         now: datetime | None = None,
-    ) -> CachedGraphHealth:
+    ) -> CachedGraphHealth | None:
         return self.statistics.stats_graph_health(
             collection, counts=counts, max_age_s=max_age_s, now=now
         )

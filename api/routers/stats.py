@@ -32,7 +32,9 @@ def stats(
     (unless `graph=false`) graph health: nodes, edges by type, mean degree as they
     are now; clustering coefficient, components and weight histogram as last
     computed (`computed_at`, `age_s`: maintenance computes them again every
-    HIPPO_GRAPH_HEALTH_MAX_AGE_S); proactive surfacing (precision, dismissal
+    HIPPO_GRAPH_HEALTH_MAX_AGE_S; a collection of more than 200,000 edges with
+    none kept yet has them computed apart from the request, and says so in
+    `warnings`); proactive surfacing (precision, dismissal
     rates, recall-before-search, lead time), recall latency, and how well
     similarity has corroborated the words of recent recalls (a collection
     where it seldom does leans on words: `corroboration.lexical_lean`). A
@@ -50,5 +52,10 @@ def stats(
         service.latency(collection),
         service.corroboration(collection),
     )
+    if graph and health is None:
+        out.warnings.append(
+            f"graph health of {sum(counts.edges.values())} edges is being computed for the "
+            "first time, apart from this request: it is shown once it is kept"
+        )
     out.warnings += unwritten_collection_warnings(service, access, collection, counts.memories)
     return out

@@ -27,6 +27,12 @@ GRAPH_HEALTH_KEY = "graph_health"
 """State document holding a collection's graph health as last computed: the
 figures, when, and how long it took (:meth:`StatisticsService.refresh_graph_health`)."""
 
+INLINE_GRAPH_HEALTH_EDGES = 200_000
+"""The most edges a collection may have for ``/stats`` to compute its graph health
+in the request when none is kept (about a second here: the computation reads
+every edge, some 4 µs each). A larger collection has it computed on a thread of
+its own, and ``/stats`` answers without it meanwhile."""
+
 _ALL_DUE = datetime(9999, 12, 31, tzinfo=UTC)
 """A moment by which every active memory is due by FSRS: a due date lies at most
 100 years (its longest interval) after a memory's last review, use or creation."""
@@ -89,7 +95,10 @@ class StatisticsService:
         self._learning = learning
         self._quality = quality
         self.graph_health_max_age_s = graph_health_max_age_s
+        self.inline_graph_health_edges = INLINE_GRAPH_HEALTH_EDGES
         self._graph_health_lock = threading.Lock()
+        self._beside_lock = threading.Lock()
+        self._computing: set[str] = set()
 
     def stats(self, collection: str) -> CollectionStats:
         """Counts by category and tier, memories waiting for a vector from the
@@ -161,7 +170,7 @@ class StatisticsService:
         counts: CollectionStats | None = None,
         max_age_s: float | None = None,
         now: datetime | None = None,
-    ) -> CachedGraphHealth:
+    ) -> CachedGraphHealth | None:
         """Graph health as ``/stats`` shows it, in well under a second however
         large the collection: nodes, edges and mean degree as they are now (from
         ``counts``, the collection's :meth:`stats`, when the caller has them), the
@@ -169,7 +178,11 @@ class StatisticsService:
         histogram) as last computed, with their age. They are kept in the store
         (every API process, and a restart, sees them) and computed again by the
         maintenance round once older than ``graph_health_max_age_s``; here only
-        when there are none yet, or they are older than ``max_age_s``.
+        when they are older than ``max_age_s``, or when there are none yet.
+
+        ``None`` when there are none yet and the collection has more edges than
+        ``inline_graph_health_edges`` (unless ``max_age_s`` asks for them): they
+        are then being computed on a thread of their own, and kept.
         """
         self._checks.check_collection(collection)
         at = now or utcnow()
@@ -180,6 +193,13 @@ class StatisticsService:
             empty = graph_health([], 0)
             return CachedGraphHealth(**empty.model_dump(), computed_at=at, age_s=0.0, took_s=0.0)
         cached = self._stored_graph_health(collection, at)
+        if (
+            cached is None
+            and max_age_s is None
+            and sum(counts.edges.values()) > self.inline_graph_health_edges
+        ):
+            self._refresh_beside(collection)
+            return None
         if cached is None or (max_age_s is not None and cached.age_s > max_age_s):
             cached = self.refresh_graph_health(collection, now=at, unless_younger_than=max_age_s)
         nodes_by_kind = {"Memory": counts.memories} if counts.memories else {}
@@ -197,6 +217,28 @@ class StatisticsService:
                 "mean_degree": (2.0 * edges / nodes) if nodes else 0.0,
             }
         )
+
+    def _refresh_beside(self, collection: str) -> None:
+        """Compute the collection's graph health on a thread of its own, unless one
+        is at it already."""
+        with self._beside_lock:
+            if collection in self._computing:
+                return
+            self._computing.add(collection)
+
+        def refresh() -> None:
+            try:
+                self.refresh_graph_health(
+                    collection, unless_younger_than=self.graph_health_max_age_s
+                )
+            except Exception:
+                # The store closed or failed: /stats starts another next time.
+                logger.warning("graph health of %s not computed", collection, exc_info=True)
+            finally:
+                with self._beside_lock:
+                    self._computing.discard(collection)
+
+        threading.Thread(target=refresh, name="hippo-graph-health", daemon=True).start()
 
     def graph_health_due(self, collection: str, *, now: datetime | None = None) -> bool:
         """Whether the collection's graph health was never computed, or is older

@@ -3,6 +3,7 @@ graph health in /stats."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -209,6 +210,26 @@ def test_stats_include_graph_health(client: TestClient, service: Hippocampus) ->
     assert graph["edges_by_type"] == {"ABOUT": 2}
     assert graph["components"] == 1
     assert client.get(f"{BASE}/stats?graph=false", headers=ALPHA).json()["graph"] is None
+
+
+def test_stats_of_a_large_graph_never_kept_compute_it_apart(
+    client: TestClient, service: Hippocampus
+) -> None:
+    remember(client, "a", concepts=["redis"], triggers=[], domains=[], source=OPERATOR)
+    remember(client, "b", concepts=["redis"], triggers=[], domains=[], source=OPERATOR)
+    service.statistics.inline_graph_health_edges = 1  # two edges: "large"
+    body = client.get(f"{BASE}/stats", headers=ALPHA).json()
+    assert body["graph"] is None
+    assert any("graph health of 2 edges is being computed" in w for w in body["warnings"])
+    deadline = time.monotonic() + 30.0
+    while service.graph_health_due("team:alpha") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    graph = client.get(f"{BASE}/stats", headers=ALPHA).json()["graph"]
+    assert graph["components"] == 1 and graph["edges_by_type"] == {"ABOUT": 2}
+    # Asked for fresh figures, a caller waits for them.
+    service.store.put_states("team:alpha", {"graph_health": {"computed_at": "never"}})
+    fresh = client.get(f"{BASE}/stats?graph_max_age_s=0", headers=ALPHA).json()
+    assert fresh["graph"]["components"] == 1 and not fresh["warnings"]
 
 
 def _associate(client: TestClient, *context: str) -> list[dict[str, Any]]:
