@@ -123,6 +123,8 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
         _to_version_4(conn)
     if version < 5:
         _to_version_5(conn)
+    if version < 6:
+        _to_version_6(conn)
 
 
 def _to_version_2(conn: sqlite3.Connection) -> None:
@@ -235,6 +237,29 @@ def _to_version_5(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
         raise
     logger.info("database migrated to schema version 5")
+
+
+def _to_version_6(conn: sqlite3.Connection) -> None:
+    """Version 6: hubs whose name waits for a vector (every write looks for them)
+    and hubs by the model of their vector (is any left from another model?) are
+    indexed: each a seek, where a scan read every hub's vector."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS hubs_without_vector ON hubs (collection, kind, name)"
+            " WHERE vector IS NULL"
+        )
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS hubs_by_vector_model ON hubs (collection, vector_model)"
+            " WHERE vector IS NOT NULL"
+        )
+        conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    logger.info("database migrated to schema version 6")
 
 
 # -- the in-memory graph -----------------------------------------------------------------
@@ -394,12 +419,31 @@ def edge_ends_page(
 def hubs_without_vectors(
     conn: sqlite3.Connection, collection: str, model: str, limit: int
 ) -> list[tuple[str, str]]:
-    """``(kind, name)`` of hubs with no name vector from ``model``, by kind and name."""
-    rows = conn.execute(
-        "SELECT kind, name FROM hubs WHERE collection = ?"
-        " AND (vector IS NULL OR vector_model IS NOT ?) ORDER BY kind, name LIMIT ?",
-        (collection, model, limit),
-    ).fetchall()
+    """``(kind, name)`` of hubs with no name vector from ``model``, by kind and name.
+
+    Most often only new hubs lack one: they are read from the index of hubs with
+    no vector. Only while vectors of another model remain (the embedder changed)
+    are the hubs read in order until ``limit`` lack one."""
+    # INDEXED BY: without statistics the planner would rather walk the key in order.
+    by_model = "SELECT 1 FROM hubs INDEXED BY hubs_by_vector_model WHERE collection = ?1"
+    other_models = conn.execute(
+        f"SELECT EXISTS ({by_model} AND vector IS NOT NULL AND vector_model < ?2)"
+        f" OR EXISTS ({by_model} AND vector IS NOT NULL AND vector_model > ?2)"
+        f" OR EXISTS ({by_model} AND vector IS NOT NULL AND vector_model IS NULL)",
+        (collection, model),
+    ).fetchone()[0]
+    if other_models:
+        rows = conn.execute(
+            "SELECT kind, name FROM hubs WHERE collection = ?"
+            " AND (vector IS NULL OR vector_model IS NOT ?) ORDER BY kind, name LIMIT ?",
+            (collection, model, limit),
+        ).fetchall()
+    else:
+        rows = conn.execute(
+            "SELECT kind, name FROM hubs INDEXED BY hubs_without_vector"
+            " WHERE collection = ? AND vector IS NULL ORDER BY kind, name LIMIT ?",
+            (collection, limit),
+        ).fetchall()
     return [(kind, name) for kind, name in rows]
 
 

@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 DB_FILE = "hippo.sqlite3"
 LOCK_FILE = "hippo.lock"
 GRAPHS_FOLDER = "graphs"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _SYNC_MODES = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 

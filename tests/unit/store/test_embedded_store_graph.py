@@ -29,7 +29,7 @@ from hippocampus.model.association import (
     GraphPath,
 )
 from hippocampus.store import MemoryRecord, Vector
-from hippocampus.store.embedded import EmbeddedStore, tables
+from hippocampus.store.embedded import EmbeddedStore, graph_sql, tables
 from hippocampus.store.embedded import graph as graph_module
 from hippocampus.store.embedded import graph_expand as graph_expand_module
 from hippocampus.store.embedded import store as store_module
@@ -293,6 +293,34 @@ def test_search_hubs_ranks_hubs_by_name_vector_similarity(store: EmbeddedStore) 
     assert store.search_hubs(C, redis, model="other-model", k=5, min_similarity=0.0) == []
     assert store.search_hubs(C, vec(1, dim=4), model=MODEL, k=5, min_similarity=0.0) == []
     assert store.search_hubs(OTHER, redis, model=MODEL, k=5, min_similarity=0.0) == []
+
+
+def test_hubs_waiting_for_a_vector_are_sought_not_scanned(store: EmbeddedStore) -> None:
+    # Every write asks which hubs wait for a vector: at a million hubs a walk of
+    # the collection's hubs read every hub's vector.
+    add(store, ["a"], [edge("a", ABOUT, name) for name in ("redis", "kafka", "pool")])
+    store.set_hub_vectors(C, [("Concept", "redis", vec(1), MODEL)])
+    for model, expected in (
+        (MODEL, [("Concept", "kafka"), ("Concept", "pool")]),
+        ("other-model", [("Concept", "kafka"), ("Concept", "pool"), ("Concept", "redis")]),
+    ):
+        statements: list[str] = []
+        with store._reading("test") as conn:
+            conn.set_trace_callback(statements.append)
+            try:
+                assert graph_sql.hubs_without_vectors(conn, C, model, 10) == expected
+            finally:
+                conn.set_trace_callback(None)
+            plans = [
+                detail
+                for sql in statements
+                for *_, detail in conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall()
+            ]
+        reads = [d for d in plans if " hubs " in d]
+        assert reads and all("USING INDEX hubs_" in d for d in reads[:3]), plans
+        # With vectors of another model left, the hubs are read in order (each
+        # read then finds hubs to embed from the start).
+        assert (model == MODEL) == all("USING INDEX hubs_" in d for d in reads), plans
 
 
 def test_hub_vectors_survive_reopen_and_leave_with_their_hub(tmp_path: Path) -> None:
