@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/ingest.py --n 10000 [--batch 64] [--embedder minilm|hashing] [--json]
     .venv/bin/python bench/ingest.py --n 10000 --store neo4j   # the writes on Neo4j too
+    .venv/bin/python bench/ingest.py --n 1000000 --vectors hashing --extractor keywords \
+        --only write        # the write path alone at a million, its rate tenth by tenth
 
 The real pipeline (MiniLM embeddings unless told otherwise, spaCy extraction,
 the embedded store with its default ``synchronous=FULL``) on synthetic but
@@ -20,7 +22,11 @@ other in the same process, so the figures compare:
 - back to back: ``remember_many`` batch after batch (each batch extracted,
   embedded and written before the next), as ingest ran before the stream.
 
-Loading the models is reported apart and not counted.
+Loading the models is reported apart and not counted. The writes alone are also
+timed tenth by tenth of the memories: a write path that reads more as the
+collection grows shows as a falling rate. ``--only`` runs the named stages of
+writes, the pipeline and back to back (extraction and embedding always run: the
+writes replay them).
 
 With ``--store neo4j`` the writes alone and the pipeline run on the embedded
 store and then, in the same run, in a collection of their own (dropped
@@ -50,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.recall import connect_neo4j
 from bench.synth import memories
 from hippocampus.embed import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-from hippocampus.extract import Extraction, SpacyConceptExtractor
+from hippocampus.extract import Extraction, KeywordConceptExtractor, SpacyConceptExtractor
 from hippocampus.model import NewMemory
 from hippocampus.service import Hippocampus
 from hippocampus.services.remembering import EMBED_RUN
@@ -130,6 +136,8 @@ def run(
     synchronous: str,
     back_to_back: bool,
     store_kind: str = "embedded",
+    extractor_kind: str = "spacy",
+    only: frozenset[str] = frozenset({"write", "pipeline", "back_to_back"}),
 ) -> dict[str, Any]:
     load_before = os.getloadavg()
     items = memories(n, seed=seed)
@@ -144,7 +152,7 @@ def run(
         if embedder_kind == "minilm"
         else HashingEmbedder()
     )
-    extractor = SpacyConceptExtractor()
+    extractor = SpacyConceptExtractor() if extractor_kind == "spacy" else KeywordConceptExtractor()
     # Warm both up: the first calls allocate and JIT-select kernels.
     warm = texts[:16]
     embedder.encode(warm)
@@ -184,23 +192,28 @@ def run(
         seconds["embed"], _ = _timed(embed_all)
 
     replay = Replay(embedder.name, embedder.dim, vectors, extractions)
+    tenths: list[float] = []
     for kind in ("embedded", "neo4j") if store_kind == "neo4j" else ("embedded",):
         suffix = "" if kind == "embedded" else "_neo4j"
         # Writes alone: the models' results looked up.
-        with _service(replay, replay, synchronous, embed_batch, kind) as (service, c):
-            seconds[f"write{suffix}"], _ = _timed(
-                lambda: [service.remember_many(c, b) for b in batches]
-            )
-            _stored(service, c, n)
+        if "write" in only:
+            with _service(replay, replay, synchronous, embed_batch, kind) as (service, c):
+                seconds[f"write{suffix}"], per_tenth = _timed(
+                    lambda: _write_by_tenths(service, c, batches, n)
+                )
+                _stored(service, c, n)
+            if kind == "embedded":
+                tenths = per_tenth
 
         # The pipeline.
-        with _service(embedder, extractor, synchronous, embed_batch, kind) as (service, c):
-            seconds[f"pipeline{suffix}"], _ = _timed(
-                lambda: list(service.remember_batches(c, batches))
-            )
-            _stored(service, c, n)
+        if "pipeline" in only:
+            with _service(embedder, extractor, synchronous, embed_batch, kind) as (service, c):
+                seconds[f"pipeline{suffix}"], _ = _timed(
+                    lambda: list(service.remember_batches(c, batches))
+                )
+                _stored(service, c, n)
 
-    if back_to_back:
+    if back_to_back and "back_to_back" in only:
         with _service(embedder, extractor, synchronous, embed_batch) as (service, c):
             seconds["back_to_back"], _ = _timed(
                 lambda: [service.remember_many(c, b) for b in batches]
@@ -219,6 +232,7 @@ def run(
         "embed_run": EMBED_RUN,
         "hub_names": len(names),
         "seconds": {stage: round(s, 3) for stage, s in seconds.items()},
+        "write_rates_by_tenth": [round(rate, 1) for rate in tenths],
         "memories_per_s": {stage: round(n / s, 1) for stage, s in seconds.items()},
         "load_s": round(load_s, 3),
         "embedder": embedder.name,
@@ -232,6 +246,24 @@ def run(
         "load_after": [round(x, 2) for x in os.getloadavg()],
         "mean_words": round(sum(len(t.split()) for t in texts) / n, 1),
     }
+
+
+def _write_by_tenths(
+    service: Hippocampus, collection: str, batches: list[list[NewMemory]], n: int
+) -> list[float]:
+    """``remember_many`` batch after batch; the rate (memories/s) of each tenth of
+    the ``n`` memories, a tenth ending with the batch that reaches it."""
+    rates: list[float] = []
+    written, since, start = 0, 0, time.perf_counter()
+    for batch in batches:
+        service.remember_many(collection, batch)
+        written += len(batch)
+        since += len(batch)
+        if written * 10 >= (len(rates) + 1) * n or written == n:
+            now = time.perf_counter()
+            rates.append(since / (now - start))
+            since, start = 0, now
+    return rates
 
 
 def _blas_threads() -> int | None:
@@ -292,8 +324,16 @@ def print_table(r: dict[str, Any]) -> None:
         if stage in r["seconds"]:
             s, rate = r["seconds"][stage], r["memories_per_s"][stage]
             print(f"{label:<{label_width}}  {s:>8.2f}  {rate:>10.1f}")
-    alone = sum(r["seconds"][s] for s in ("extract", "embed", "write"))
-    print(f"{'stages alone, summed':<{label_width}}  {alone:>8.2f}  {r['n'] / alone:>10.1f}")
+    if "write" in r["seconds"]:
+        alone = sum(r["seconds"][s] for s in ("extract", "embed", "write"))
+        print(f"{'stages alone, summed':<{label_width}}  {alone:>8.2f}  {r['n'] / alone:>10.1f}")
+    rates = r["write_rates_by_tenth"]
+    if rates:
+        print()
+        print(
+            f"writes alone by tenth (memories/s): {', '.join(f'{x:.0f}' for x in rates)}; "
+            f"the last tenth at {100 * rates[-1] / rates[0]:.0f}% of the first"
+        )
 
 
 def main() -> None:
@@ -306,7 +346,21 @@ def main() -> None:
         default=64,
         help="texts per forward pass (HIPPO_EMBED_BATCH_SIZE)",
     )
-    parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    parser.add_argument(
+        "--embedder", "--vectors", dest="embedder", choices=("minilm", "hashing"), default="minilm"
+    )
+    parser.add_argument(
+        "--extractor",
+        choices=("spacy", "keywords"),
+        default="spacy",
+        help="keywords: the extractor without a model (a million texts through spaCy take most "
+        "of an hour here)",
+    )
+    parser.add_argument(
+        "--only",
+        default="write,pipeline,back_to_back",
+        help="comma-separated stages among write, pipeline, back_to_back (default: all)",
+    )
     parser.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL")
     parser.add_argument(
         "--store",
@@ -331,11 +385,21 @@ def main() -> None:
         args.synchronous,
         not args.no_back_to_back,
         args.store,
+        args.extractor,
+        _stages(args.only, parser),
     )
     if args.json:
         print(json.dumps(result))
     else:
         print_table(result)
+
+
+def _stages(only: str, parser: argparse.ArgumentParser) -> frozenset[str]:
+    stages = frozenset(name.strip() for name in only.split(",") if name.strip())
+    unknown = stages - {"write", "pipeline", "back_to_back"}
+    if unknown or not stages:
+        parser.error(f"--only takes write, pipeline and back_to_back, not {only!r}")
+    return stages
 
 
 if __name__ == "__main__":
