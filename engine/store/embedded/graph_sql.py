@@ -10,7 +10,8 @@ from __future__ import annotations
 import itertools
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -127,12 +128,27 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
         _to_version_6(conn)
 
 
+@contextmanager
+def _migration_step(conn: sqlite3.Connection, version: int) -> Iterator[None]:
+    """One migration step as one transaction: the ``with`` block's changes and the
+    new schema ``version`` commit together, or none of them does."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    logger.info("database migrated to schema version %d", version)
+
+
 def _to_version_2(conn: sqlite3.Connection) -> None:
     """Version 2: edges get ``created_at`` (filled from their memory's creation) and
     ``used_at`` (last co-occurrence, else creation), hubs get a name vector, and
     ``decay_periods`` (created by schema.sql) records decay passes."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _migration_step(conn, 2):
         # ADD COLUMN ... NOT NULL needs a default; every write gives both values.
         conn.execute("ALTER TABLE edges ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0")
         conn.execute("ALTER TABLE edges ADD COLUMN used_at INTEGER NOT NULL DEFAULT 0")
@@ -152,21 +168,13 @@ def _to_version_2(conn: sqlite3.Connection) -> None:
         )
         conn.execute("ALTER TABLE hubs ADD COLUMN vector BLOB")
         conn.execute("ALTER TABLE hubs ADD COLUMN vector_model TEXT")
-        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    logger.info("database migrated to schema version 2")
 
 
 def _to_version_3(conn: sqlite3.Connection) -> None:
     """Version 3: memories get ``occurred_at`` (their creation: none had one yet) and
     ``turn_of`` (their first conversation id), indexed for the conversation order,
     and the turns of each conversation are linked by NEXT edges."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _migration_step(conn, 3):
         conn.execute("ALTER TABLE memories ADD COLUMN occurred_at INTEGER NOT NULL DEFAULT 0")
         conn.execute("ALTER TABLE memories ADD COLUMN turn_of TEXT")
         conn.execute(
@@ -191,13 +199,6 @@ def _to_version_3(conn: sqlite3.Connection) -> None:
             """,
             (now,),
         )
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    logger.info("database migrated to schema version 3")
 
 
 def _to_version_4(conn: sqlite3.Connection) -> None:
@@ -205,8 +206,7 @@ def _to_version_4(conn: sqlite3.Connection) -> None:
     microseconds, indexed, so that the retention finds the events older than its
     bound with one seek. The events already there were not timed as they came:
     their own time (``at``) stands in for it."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _migration_step(conn, 4):
         conn.execute("ALTER TABLE events ADD COLUMN appended_at INTEGER")
         # julianday reads ISO 8601 with a zone offset or Z, to the millisecond:
         # enough for a bound counted in days.
@@ -215,36 +215,20 @@ def _to_version_4(conn: sqlite3.Connection) -> None:
             " CAST(round((julianday(at) - 2440587.5) * 86400000000.0) AS INTEGER)"
         )
         conn.execute("CREATE INDEX IF NOT EXISTS events_by_age ON events (collection, appended_at)")
-        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    logger.info("database migrated to schema version 4")
 
 
 def _to_version_5(conn: sqlite3.Connection) -> None:
     """Version 5: memories get their due dates for resurfacing (see
     :mod:`hippocampus.store.embedded.due`), computed from their documents."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _migration_step(conn, 5):
         due.migrate_columns(conn)
-        conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    logger.info("database migrated to schema version 5")
 
 
 def _to_version_6(conn: sqlite3.Connection) -> None:
     """Version 6: hubs whose name waits for a vector (every write looks for them)
     and hubs by the model of their vector (is any left from another model?) are
     indexed: each a seek, where a scan read every hub's vector."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _migration_step(conn, 6):
         conn.execute(
             "CREATE INDEX IF NOT EXISTS hubs_without_vector ON hubs (collection, kind, name)"
             " WHERE vector IS NULL"
@@ -253,13 +237,6 @@ def _to_version_6(conn: sqlite3.Connection) -> None:
             "CREATE INDEX IF NOT EXISTS hubs_by_vector_model ON hubs (collection, vector_model)"
             " WHERE vector IS NOT NULL"
         )
-        conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    logger.info("database migrated to schema version 6")
 
 
 # -- the in-memory graph -----------------------------------------------------------------
