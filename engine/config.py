@@ -23,6 +23,7 @@ from hippocampus.learn.rules import LearningConfig
 from hippocampus.learn.tiers import TierPolicy
 from hippocampus.model.event import EventRetention
 from hippocampus.store.embedded.index_ann import APPROXIMATE_FROM
+from hippocampus.store.embedded.snapshots import SNAPSHOT_FROM
 from hippocampus.surface.rules import SurfaceConfig
 
 # \Z, not $: $ also matches before a final newline, which "team:a\n" would slip through.
@@ -121,6 +122,10 @@ class HippoSettings(BaseSettings):
         approximate_from: the embedded store's vectors of one model in one
             collection from which vector search goes through an HNSW graph
             (candidates scored exactly); below it every search is an exact scan.
+        snapshot_from: the embedded store's memories in one collection from
+            which its in-memory indexes are saved at shutdown, so the next start
+            loads them rather than building them from the rows (when nothing was
+            written in between).
         maintenance_interval_s: how often the server writes what retrievals taught
             and runs the (once a day) edge decay and tier passes; 0 turns the
             schedule off.
@@ -165,6 +170,7 @@ class HippoSettings(BaseSettings):
     api_keys: str = Field(default="", repr=False)
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     approximate_from: int = Field(default=APPROXIMATE_FROM, ge=1)
+    snapshot_from: int = Field(default=SNAPSHOT_FROM, ge=1)
     log_level: str = "INFO"
     maintenance_interval_s: float = Field(default=60.0, ge=0.0)
     graph_health_max_age_s: float = Field(default=600.0, ge=0.0)

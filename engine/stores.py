@@ -35,6 +35,7 @@ def open_store(
             settings.data_dir,
             synchronous=settings.sqlite_synchronous,
             approximate_from=settings.approximate_from,
+            snapshot_from=settings.snapshot_from,
         )
     from hippocampus.store.neo4j import Neo4jStore
     from hippocampus.store.neo4j.store import DEFAULT_DIMENSIONS

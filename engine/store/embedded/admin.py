@@ -23,9 +23,17 @@ class EmbeddedAdmin(EmbeddedBase):
     """Collections, counts, checks and leases of the whole store."""
 
     def __init__(
-        self, data_dir: Path, db_path: Path, *, synchronous: str, graphs: GraphPolicy
+        self,
+        data_dir: Path,
+        db_path: Path,
+        *,
+        synchronous: str,
+        graphs: GraphPolicy,
+        snapshot_from: int,
     ) -> None:
-        super().__init__(data_dir, db_path, synchronous=synchronous, graphs=graphs)
+        super().__init__(
+            data_dir, db_path, synchronous=synchronous, graphs=graphs, snapshot_from=snapshot_from
+        )
         # Leases by name: (holder, end of term on the monotonic clock). The data
         # directory lock makes this process the store's only one: held here,
         # a lease is held against everyone.

@@ -11,6 +11,7 @@ import logging
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +22,7 @@ from hippocampus.errors import (
     StoreReadOnlyError,
     StoreUnavailableError,
 )
-from hippocampus.store.embedded import due, graph_sql
+from hippocampus.store.embedded import due, graph_sql, snapshots
 from hippocampus.store.embedded.due import DueIndex
 from hippocampus.store.embedded.graph import CollectionGraph
 from hippocampus.store.embedded.index import CollectionIndex, IndexEntry
@@ -30,6 +31,8 @@ from hippocampus.store.embedded.text_index import TextIndex
 from hippocampus.store.records import Vector
 
 logger = logging.getLogger(__name__)
+
+SNAPSHOTS_FOLDER = "snapshots"
 
 _BUSY_TIMEOUT_S = 10.0
 _MAX_IDLE_READERS = 32
@@ -66,13 +69,25 @@ class EmbeddedBase:
     """
 
     def __init__(
-        self, data_dir: Path, db_path: Path, *, synchronous: str, graphs: GraphPolicy
+        self,
+        data_dir: Path,
+        db_path: Path,
+        *,
+        synchronous: str,
+        graphs: GraphPolicy,
+        snapshot_from: int = snapshots.SNAPSHOT_FROM,
     ) -> None:
         """The shared state of a store about to open ``db_path`` in ``data_dir``;
         ``synchronous`` is a checked SQLite mode, ``graphs`` when vectors get a
-        graph for approximate search and where it is saved. Nothing is opened here."""
+        graph for approximate search and where it is saved, ``snapshot_from`` the
+        memories from which a collection's indexes are saved at close (see
+        :mod:`~hippocampus.store.embedded.snapshots`). Nothing is opened here."""
         self._data_dir = data_dir
         self._graph_policy = graphs
+        self._snapshot_from = snapshot_from
+        self._snapshot_root = data_dir / SNAPSHOTS_FOLDER
+        # The snapshot token of each collection whose indexes were loaded from one.
+        self._restored: dict[str, str] = {}
         self._db_path = db_path
         self._synchronous = synchronous
         self._closed = False
@@ -197,16 +212,116 @@ class EmbeddedBase:
             self._check_open()
             index = self._indexes.get(collection)
             if index is None:
-                index = self._build_index(collection)
+                restored = self._restore_snapshot(collection)
                 # The text index and graph go live first: whoever sees the collection
                 # index (the unlocked fast path above) finds them too.
-                self._texts[collection] = self._build_text_index(collection)
-                self._graphs[collection] = self._build_graph(collection, index)
-                with self._reading("build the due index") as conn:
-                    self._dues[collection] = due.load(conn, collection)
+                if restored is not None:
+                    token, indexes = restored
+                    index = indexes.index
+                    self._texts[collection] = indexes.text
+                    self._graphs[collection] = indexes.graph
+                    self._dues[collection] = indexes.due
+                    self._restored[collection] = token
+                else:
+                    index = self._build_index(collection)
+                    self._texts[collection] = self._build_text_index(collection)
+                    self._graphs[collection] = self._build_graph(collection, index)
+                    with self._reading("build the due index") as conn:
+                        self._dues[collection] = due.load(conn, collection)
                 self._indexes[collection] = index
                 _give_back_memory()
             return index
+
+    def _restore_snapshot(self, collection: str) -> tuple[str, snapshots.Indexes] | None:
+        """The collection's indexes as saved at the last close, and their token,
+        when nothing has been written since; ``None`` otherwise. Caller holds the
+        write lock."""
+        token = self._snapshot_token(collection)
+        if token is None:
+            return None
+        started = time.perf_counter()
+        folder = snapshots.folder_of(self._snapshot_root, collection)
+        restored = snapshots.load(folder, token, collection, self._graph_policy)
+        if restored is None:
+            return None
+        logger.info(
+            "collection %s: indexes of %d memories loaded from %s in %.2f s",
+            collection,
+            len(restored.index),
+            folder,
+            time.perf_counter() - started,
+        )
+        return token, restored
+
+    def _snapshot_token(self, collection: str) -> str | None:
+        """The token of the collection's recorded snapshot (``None``: none, or a
+        write since)."""
+        with self._reading("read the index snapshots") as conn:
+            row = conn.execute(
+                "SELECT token FROM index_snapshots WHERE collection = ?", (collection,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _save_snapshots(self) -> None:
+        """At close: save the indexes of each large collection that changed since
+        they were built or loaded, record them, and remove the snapshots no longer
+        recorded. Caller holds the write lock; nothing is written after this."""
+        conn = self._writer
+        if conn is None or self._writes_refused is not None:
+            return
+        try:
+            with translated("read the index snapshots"):
+                standing = dict(conn.execute("SELECT collection, token FROM index_snapshots"))
+        except StoreError:
+            logger.exception("reading the index snapshots failed")
+            return
+        recorded: dict[str, str] = {}
+        for collection, index in self._indexes.items():
+            if len(index) < self._snapshot_from:
+                continue
+            loaded = self._restored.get(collection)
+            if loaded is not None and standing.get(collection) == loaded:
+                continue  # unchanged since it was loaded: its snapshot stands
+            token = uuid.uuid4().hex
+            folder = snapshots.folder_of(self._snapshot_root, collection)
+            built = snapshots.Indexes(
+                index, self._texts[collection], self._graphs[collection], self._dues[collection]
+            )
+            started = time.perf_counter()
+            try:
+                snapshots.save(folder, token, built)
+            except OSError:
+                logger.exception("saving the index snapshot to %s failed", folder)
+                continue
+            recorded[collection] = token
+            logger.info(
+                "collection %s: indexes of %d memories saved in %.1f s",
+                collection,
+                len(index),
+                time.perf_counter() - started,
+            )
+        try:
+            with translated("record the index snapshots"):
+                if recorded:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        conn.executemany(
+                            "INSERT OR REPLACE INTO index_snapshots (collection, token)"
+                            " VALUES (?, ?)",
+                            recorded.items(),
+                        )
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+                kept = [c for (c,) in conn.execute("SELECT collection FROM index_snapshots")]
+        except StoreError:
+            logger.exception("recording the index snapshots failed")
+            return
+        snapshots.prune(
+            self._snapshot_root, {snapshots.folder_of(self._snapshot_root, c) for c in kept}
+        )
 
     def _refresh_index(
         self,

@@ -439,6 +439,11 @@ class CollectionIndex(IndexSearch):
                     time.perf_counter() - started,
                 )
 
+    def plan_graphs(self) -> None:
+        """Give the partitions large enough their graph, the saved one when usable
+        (as a build does): for an index restored from a snapshot."""
+        self._plan_graphs(load=True)
+
     def _plan_graphs(self, *, load: bool) -> None:
         """Give each partition that reached the policy's size a graph (with
         ``load``, the saved one when it is usable; else an empty one with every

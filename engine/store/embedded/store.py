@@ -39,6 +39,7 @@ from hippocampus.store.embedded.hubs import EmbeddedHubs
 from hippocampus.store.embedded.index_ann import APPROXIMATE_FROM, GraphPolicy
 from hippocampus.store.embedded.learning import EmbeddedLearning
 from hippocampus.store.embedded.memories import EmbeddedMemories
+from hippocampus.store.embedded.snapshots import SNAPSHOT_FROM
 from hippocampus.store.embedded.state import EmbeddedState
 from hippocampus.store.embedded.text import EmbeddedText
 from hippocampus.store.embedded.vectors import EmbeddedVectors
@@ -66,10 +67,12 @@ class EmbeddedStore(
 ):
     """A :class:`~hippocampus.store.GraphStore` in one local data directory.
 
-    Files: ``hippo.sqlite3`` (with its WAL), ``hippo.lock``, and ``graphs/``
-    (the HNSW graphs of large collections, saved at close). The vector index of
-    a collection, and its BM25 index of content, are built from SQLite on the
-    collection's first use in the process; a saved graph is loaded then.
+    Files: ``hippo.sqlite3`` (with its WAL), ``hippo.lock``, ``graphs/`` (the
+    HNSW graphs of large collections, saved at close) and ``snapshots/`` (the
+    in-memory indexes of large collections, saved at close). The indexes of a
+    collection (vectors, BM25 text, the walked graph, due dates) are built from
+    SQLite on the collection's first use in the process, or loaded from its
+    snapshot when nothing was written since; a saved graph is loaded then.
 
     Beyond the contract:
 
@@ -95,6 +98,7 @@ class EmbeddedStore(
         *,
         synchronous: str = "FULL",
         approximate_from: int = APPROXIMATE_FROM,
+        snapshot_from: int = SNAPSHOT_FROM,
     ) -> None:
         """Open (creating when needed) the store in ``data_dir``.
 
@@ -107,6 +111,10 @@ class EmbeddedStore(
             approximate_from: vectors of one model in one collection from which
                 searches go through a graph (approximate candidates, scored
                 exactly); the graph is saved in ``graphs/`` at close.
+            snapshot_from: memories of one collection from which its in-memory
+                indexes are saved in ``snapshots/`` at close and loaded at the
+                next start, when nothing was written in between (see
+                :mod:`~hippocampus.store.embedded.snapshots`).
 
         Raises:
             ConfigError: ``synchronous`` is not a SQLite mode.
@@ -122,8 +130,16 @@ class EmbeddedStore(
             )
         if approximate_from < 1:
             raise ConfigError(f"approximate_from must be at least 1, not {approximate_from}")
+        if snapshot_from < 1:
+            raise ConfigError(f"snapshot_from must be at least 1, not {snapshot_from}")
         graphs = GraphPolicy(approximate_from, Path(data_dir) / GRAPHS_FOLDER)
-        super().__init__(Path(data_dir), Path(data_dir) / DB_FILE, synchronous=sync, graphs=graphs)
+        super().__init__(
+            Path(data_dir),
+            Path(data_dir) / DB_FILE,
+            synchronous=sync,
+            graphs=graphs,
+            snapshot_from=snapshot_from,
+        )
         try:
             self._data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -176,6 +192,7 @@ class EmbeddedStore(
                 idle, self._idle_readers = self._idle_readers, []
             for index in self._indexes.values():
                 index.close(save=True)
+            self._save_snapshots()
             self._indexes.clear()
             self._texts.clear()
             self._graphs.clear()
