@@ -5,6 +5,7 @@ the scratch, strengths summed per memory, the strongest picked, their paths read
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -113,18 +114,54 @@ class GraphExpand(GraphWalk, GraphPaths):
         parts = [found[i : i + size] for i in range(0, len(found), size)]
         # Anchors are reached but never walked through: a path from one anchor via
         # another is the other's support, and must not count as a second anchor.
-        barrier = np.zeros(nn, dtype=bool)
-        barrier[[node for node, _ in found]] = True
+        buffers = TOTALS.take(nn)
+        anchors = [node for node, _ in found]
+        barrier = buffers.barrier[:nn]
+        barrier[anchors] = True
         totals = _Totals(
-            strength=np.zeros(nn, dtype=np.float64),
-            best=np.zeros(nn, dtype=np.float64),
-            best_of=np.full(nn, -1, dtype=np.int64),
-            count=np.zeros(nn, dtype=np.int64),
+            strength=buffers.strength[:nn],
+            best=buffers.best[:nn],
+            best_of=buffers.best_of[:nn],
+            count=buffers.count[:nn],
         )
+        reached: list[I64] = []
+        clean = False
+        try:
+            expansions = self._walk_parts(
+                found, parts, params, mask, paths, totals, barrier, reached
+            )
+            clean = True
+            return expansions
+        finally:
+            # The buffers go back as they came, cleared where this expansion wrote
+            # them; an expansion that failed half-way leaves them to the collector.
+            if clean:
+                touched = np.concatenate(reached) if reached else np.empty(0, dtype=np.int64)
+                totals.strength[touched] = 0.0
+                totals.best[touched] = 0.0
+                totals.best_of[touched] = -1
+                totals.count[touched] = 0
+                barrier[anchors] = False
+                TOTALS.give(buffers)
+
+    def _walk_parts(
+        self,
+        found: list[tuple[int, Anchor]],
+        parts: list[list[tuple[int, Anchor]]],
+        params: ExpandParams,
+        mask: Mask | None,
+        paths: bool,
+        totals: _Totals,
+        barrier: Mask,
+        reached: list[I64],
+    ) -> list[Expansion]:
+        """Walk the anchors ``found`` in ``parts``, summing into ``totals`` (clean
+        when called) and listing in ``reached`` the nodes each part reached; pick
+        the strongest and read their paths."""
+        nn = self._n_nodes
         done = 0  # anchors of earlier parts
         walked: list[tuple[Walked, F64]] = []
         picked: list[int] = []
-        reached: list[I64] = []
         # Whatever the grouping, a walk's totals are summed, and its scratch
         # cleared, from the cells it wrote: a walk reaches a small part of a
         # large graph (a million memories are grouped two anchors at a time, and
@@ -224,6 +261,57 @@ class GraphExpand(GraphWalk, GraphPaths):
         totals = strength[picked].tolist()
         order = sorted(range(len(picked)), key=lambda i: (-totals[i], names[picked[i]]))
         return [picked[i] for i in order]
+
+
+class _Buffers:
+    """Per-node arrays an expansion sums into, of room for ``size`` nodes. Between
+    uses: ``barrier`` all false, ``strength``, ``best`` and ``count`` all zero,
+    ``best_of`` all -1."""
+
+    __slots__ = ("barrier", "best", "best_of", "count", "strength")
+
+    def __init__(self, size: int) -> None:
+        self.barrier: Mask = np.zeros(size, dtype=bool)
+        self.strength: F64 = np.zeros(size, dtype=np.float64)
+        self.best: F64 = np.zeros(size, dtype=np.float64)
+        self.best_of: I64 = np.full(size, -1, dtype=np.int64)
+        self.count: I64 = np.zeros(size, dtype=np.int64)
+
+    @property
+    def size(self) -> int:
+        return int(self.strength.shape[0])
+
+
+class _BufferPool:
+    """A few :class:`_Buffers` shared by every graph's expansions. A recall
+    reaches a small part of a large graph, and four fresh arrays of every node
+    per recall (zeroed page by page as they were written) cost milliseconds at a
+    million memories; pooled ones are cleared where a recall wrote them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free: list[_Buffers] = []
+
+    def take(self, size: int) -> _Buffers:
+        with self._lock:
+            for i, buffers in enumerate(self._free):
+                if buffers.size >= size:
+                    return self._free.pop(i)
+        # Room to grow: a graph gains nodes with every write.
+        return _Buffers(size + size // 8)
+
+    def give(self, buffers: _Buffers) -> None:
+        with self._lock:
+            if len(self._free) < _POOLED_BUFFERS:
+                self._free.append(buffers)
+            else:
+                smallest = min(range(len(self._free)), key=lambda i: self._free[i].size)
+                if self._free[smallest].size < buffers.size:
+                    self._free[smallest] = buffers
+
+
+_POOLED_BUFFERS = 2
+TOTALS = _BufferPool()
 
 
 @dataclass(frozen=True, slots=True)

@@ -231,6 +231,13 @@ def test_anchors_walked_in_groups_find_what_one_walk_finds(
     ):
         assert strength == pytest.approx(s2, rel=1e-12) and best == b2 and n == n2
         assert found_paths == p2
+    # The per-node buffers go back to their pool as clean as they came.
+    pooled = graph_expand_module.TOTALS._free
+    assert pooled
+    for buffers in pooled:
+        assert not buffers.barrier.any() and not buffers.count.any()
+        assert not buffers.strength.any() and not buffers.best.any()
+        assert (buffers.best_of == -1).all()
 
 
 # -- hubs ---------------------------------------------------------------------------------
