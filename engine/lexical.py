@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from functools import lru_cache
 from itertools import compress
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -62,7 +62,20 @@ _KEEP_DOUBLE = frozenset("lsz")
 _STEM_CACHE_SIZE = 1 << 16
 
 DocFilter: TypeAlias = Callable[[str], bool] | Set[str]
-"""Which documents a search may return: a predicate on the id, or a set of ids."""
+"""Which documents a search may return: a predicate on the id, or a set of ids.
+A predicate with a ``many`` method (ids in, one bool per id out: see
+:class:`ManyFilter`) is asked a band of candidates at once."""
+
+
+class ManyFilter(Protocol):
+    """A predicate on document ids that also answers many ids in one call."""
+
+    def __call__(self, doc_id: str) -> bool: ...
+
+    def many(self, doc_ids: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """Whether each of ``doc_ids`` passes, in order."""
+        ...
+
 
 _Scores = npt.NDArray[np.float64]
 _Nums = npt.NDArray[np.intp]
@@ -341,8 +354,13 @@ class BM25Index:
             band_ids = [ids[n] for n in band.tolist()]
             band_scores = scores[band]
             if predicate is not None:
+                many = getattr(predicate, "many", None)
                 # map() keeps the calls in a C loop; only the passing get sorted.
-                passed = np.fromiter(map(predicate, band_ids), dtype=bool, count=len(band_ids))
+                passed = (
+                    many(band_ids)
+                    if many is not None
+                    else np.fromiter(map(predicate, band_ids), dtype=bool, count=len(band_ids))
+                )
                 band_ids = list(compress(band_ids, passed.tolist()))
                 band_scores = band_scores[passed]
             ranked = sorted(zip((-band_scores).tolist(), band_ids, strict=True))
@@ -363,7 +381,8 @@ class BM25Index:
             self._norms = norms
         n = len(self._num_of)
         k1 = self.k1
-        scores = np.zeros(len(self._ids), dtype=np.float64)
+        docs_of: list[_Nums] = []
+        weights_of: list[_Scores] = []
         for p in postings:
             df = len(p)
             idf = math.log1p((n - df + 0.5) / (df + 0.5))
@@ -371,9 +390,15 @@ class BM25Index:
             # later write may grow it.
             docs = np.array(p.docs, dtype=np.intp)
             tfs = np.array(p.tfs, dtype=np.float64)
-            # A term lists each doc once, so fancy-index += adds without collisions.
-            scores[docs] += idf * (k1 + 1.0) * tfs / (tfs + norms[docs])
-        return scores
+            docs_of.append(docs)
+            weights_of.append(idf * (k1 + 1.0) * tfs / (tfs + norms[docs]))
+        # One bincount over every term's postings rather than a fancy-index += per
+        # term: it adds the weights in the order given, so each document's terms
+        # are summed in query order from 0.0, to the same bits.
+        scores = np.bincount(
+            np.concatenate(docs_of), weights=np.concatenate(weights_of), minlength=len(self._ids)
+        )
+        return scores.astype(np.float64, copy=False)
 
     # -- writing --------------------------------------------------------------------
 

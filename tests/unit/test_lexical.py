@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
 from hippocampus.lexical import STOP_WORDS, BM25Index, bm25_score, stem, tokenize
@@ -172,6 +174,19 @@ def random_corpus(n: int, seed: int) -> dict[str, str]:
 QUERIES = ("kafka timeout", "w1 w2 w3", "retry redis w7", "w0", "timeouts retries")
 
 
+class _Many:
+    """A filter that answers a band of ids at once, and refuses one at a time."""
+
+    def __init__(self, allowed: set[str]) -> None:
+        self.allowed = allowed
+
+    def __call__(self, doc_id: str) -> bool:
+        raise AssertionError("asked one id at a time")
+
+    def many(self, doc_ids: Sequence[str]) -> np.ndarray:
+        return np.array([d in self.allowed for d in doc_ids], dtype=bool)
+
+
 def test_filters_keep_the_order_of_the_unfiltered_ranking() -> None:
     docs = random_corpus(400, seed=3)
     index = BM25Index()
@@ -185,6 +200,7 @@ def test_filters_keep_the_order_of_the_unfiltered_ranking() -> None:
             expected = [hit for hit in full if hit[0] in allowed][:15]
             assert index.search(query, k=15, allowed=allowed) == expected
             assert index.search(query, k=15, allowed=allowed.__contains__) == expected
+            assert index.search(query, k=15, allowed=_Many(allowed)) == expected
     assert index.search("kafka", k=5, allowed=set()) == []
     assert index.search("kafka", k=5, allowed=lambda _: False) == []
 

@@ -6,7 +6,7 @@ predicate or a mask.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -24,6 +24,30 @@ from hippocampus.store.embedded.index_storage import (
     Passages,
 )
 from hippocampus.store.embedded.rwlock import RWLock
+
+
+class SlotFilter:
+    """Which memory ids pass a filter, from a mask over slots: one id at a time,
+    or a list of them at once (:class:`~hippocampus.lexical.ManyFilter`)."""
+
+    __slots__ = ("_mask", "_slot_of")
+
+    def __init__(self, slot_of: dict[str, int], mask: npt.NDArray[np.bool_]) -> None:
+        self._slot_of = slot_of
+        self._mask = mask
+
+    def __call__(self, memory_id: str) -> bool:
+        slot = self._slot_of.get(memory_id)
+        return slot is not None and bool(self._mask[slot])
+
+    def many(self, memory_ids: Sequence[str]) -> npt.NDArray[np.bool_]:
+        get = self._slot_of.get
+        slots = np.fromiter(
+            (get(memory_id, -1) for memory_id in memory_ids), dtype=np.intp, count=len(memory_ids)
+        )
+        known = slots >= 0
+        passed: npt.NDArray[np.bool_] = known & self._mask[np.where(known, slots, 0)]
+        return passed
 
 
 class IndexFilters:
@@ -96,7 +120,7 @@ class IndexFilters:
         return allowed
 
     @contextmanager
-    def matching(self, filters: RecallFilters) -> Iterator[Callable[[str], bool] | None]:
+    def matching(self, filters: RecallFilters) -> Iterator[SlotFilter | None]:
         """A predicate on memory ids applying ``filters`` exactly as :meth:`search`
         does, for searches over another index of the collection (the store's BM25
         index); ``None`` when every memory of the collection passes.
@@ -108,27 +132,9 @@ class IndexFilters:
         with self._lock.read():
             yield self._matcher(filters)
 
-    def _matcher(self, filters: RecallFilters) -> Callable[[str], bool] | None:
-        tiers = frozenset(filters.tiers or TIERS)
-        all_tiers_pass = sum(self._tier_counts[t] for t in tiers) == len(self._entries)
-        allowed = self._allowed(filters)
-        excluded: set[int] = set()
-        if filters.exclude_conversation_id is not None:
-            excluded = self._by_conversation.get(filters.exclude_conversation_id, set())
-        if allowed is None and all_tiers_pass and not excluded:
-            return None
-        slot_of, entries = self._slot_of, self._entries
-
-        def passes(memory_id: str) -> bool:
-            slot = slot_of.get(memory_id)
-            return (
-                slot is not None
-                and (allowed is None or slot in allowed)
-                and slot not in excluded
-                and (all_tiers_pass or entries[memory_id].tier in tiers)
-            )
-
-        return passes
+    def _matcher(self, filters: RecallFilters) -> SlotFilter | None:
+        mask = self._slot_mask(filters)
+        return None if mask is None else SlotFilter(self._slot_of, mask)
 
     # -- slots (for filtering other searches: the graph walk) -------------------------
 

@@ -303,6 +303,9 @@ def test_matching_passes_exactly_the_memories_search_returns() -> None:
         with index.matching(filters) as passes:
             matched = every if passes is None else [i for i in every if passes(i)]
             assert passes is None or not passes("unknown")
+            if passes is not None:  # many at once, as one at a time
+                asked = [*every, "unknown"]
+                assert passes.many(asked).tolist() == [passes(i) for i in asked]
         with_vector = {i for i in matched if int(i[1:]) % 4}
         assert with_vector == set(ids_of(found)), filters
 
