@@ -89,21 +89,6 @@ def summary(times: list[float]) -> dict[str, float]:
     }
 
 
-def recorded_snapshot(data: Path) -> bool:
-    """Whether the store records a snapshot of the collection's indexes (read
-    before the engine opens it)."""
-    import sqlite3
-
-    with sqlite3.connect(data / "hippo.sqlite3") as conn:
-        try:
-            row = conn.execute(
-                "SELECT 1 FROM index_snapshots WHERE collection = ?", (COLLECTION,)
-            ).fetchone()
-        except sqlite3.OperationalError:  # a database from before snapshots
-            return False
-    return row is not None
-
-
 def measure(data: Path, n_queries: int) -> dict[str, Any]:
     from fastapi.testclient import TestClient
 
@@ -112,11 +97,11 @@ def measure(data: Path, n_queries: int) -> dict[str, Any]:
     from hippocampus.service import Hippocampus
 
     settings = HippoSettings(data_dir=data, embedder="hashing", maintenance_interval_s=0.0)
-    snapshot = recorded_snapshot(data)
     start = time.perf_counter()
     service = Hippocampus.from_settings(settings)
     service.warm()
     startup_s = time.perf_counter() - start
+    snapshot = service.store.loaded_from_snapshot(COLLECTION)  # type: ignore[attr-defined]
     memory = memory_figures()
     log(f"  ready in {startup_s:.1f} s, {memory['rss_mb']} MB resident")
     base = f"/v1/collections/{COLLECTION}"

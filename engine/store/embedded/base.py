@@ -232,6 +232,11 @@ class EmbeddedBase:
                 _give_back_memory()
             return index
 
+    def loaded_from_snapshot(self, collection: str) -> bool:
+        """Whether this process loaded the collection's indexes from the snapshot
+        the last close saved (rather than building them from the rows)."""
+        return collection in self._restored
+
     def _restore_snapshot(self, collection: str) -> tuple[str, snapshots.Indexes] | None:
         """The collection's indexes as saved at the last close, and their token,
         when nothing has been written since; ``None`` otherwise. Caller holds the

@@ -93,7 +93,7 @@ def test_indexes_saved_at_close_are_loaded_and_answer_as_built_ones(
     loaded = _service(data_dir, spacy_extractor)
     try:
         from_snapshot = _answers(loaded)
-        assert C in _store(loaded)._restored
+        assert _store(loaded).loaded_from_snapshot(C)
         assert "loaded from" in caplog.text
         assert _store(loaded).integrity_problems() == []
     finally:
@@ -106,7 +106,7 @@ def test_indexes_saved_at_close_are_loaded_and_answer_as_built_ones(
         (path / "index.pickle").unlink()
     built = _service(data_dir, spacy_extractor)
     try:
-        assert C not in _store(built)._restored
+        assert not _store(built).loaded_from_snapshot(C)
         rebuilt = _answers(built)
         # The same memories in the same order; scores to float rounding (a vector
         # normalized as it was written and one normalized in a rebuild's batch
@@ -137,7 +137,7 @@ def test_a_write_outdates_the_snapshot_in_its_own_transaction(
     assert _recorded(data_dir)[C] != token
     reopened = _service(data_dir, spacy_extractor)
     try:
-        assert C in _store(reopened)._restored
+        assert _store(reopened).loaded_from_snapshot(C)
         assert new.memory is not None
         found = reopened.recall(C, "grafana alerts on-call", learn=False).hits
         assert found[0].memory.id == new.memory.id
@@ -154,7 +154,7 @@ def test_a_change_by_another_writer_outdates_the_snapshot(
     assert _recorded(data_dir) == {}
     svc = _service(data_dir, spacy_extractor)
     try:
-        assert C not in _store(svc)._restored
+        assert not _store(svc).loaded_from_snapshot(C)
         assert _store(svc).integrity_problems() == []
     finally:
         svc.close()
@@ -172,7 +172,7 @@ def test_a_crash_after_a_write_rebuilds_from_the_rows(
         store = EmbeddedStore(Path({str(data_dir)!r}), snapshot_from=1)
         memory = next(iter(store.iter_memories({C!r})))
         assert store.delete_memory({C!r}, memory.id)
-        assert {C!r} in store._restored
+        assert store.loaded_from_snapshot({C!r})
         print(memory.id, flush=True)
         os._exit(0)
         """
@@ -184,7 +184,7 @@ def test_a_crash_after_a_write_rebuilds_from_the_rows(
     svc = _service(data_dir, spacy_extractor)
     try:
         store = _store(svc)
-        assert C not in store._restored
+        assert not store.loaded_from_snapshot(C)
         assert store.get_memories(C, [deleted]) == {}
         assert deleted not in {m for answer in _answers(svc) for m, _ in answer}
         assert store.integrity_problems() == []
@@ -200,7 +200,7 @@ def test_a_damaged_snapshot_is_built_again(
     text.write_bytes(text.read_bytes()[: text.stat().st_size // 2])
     svc = _service(data_dir, spacy_extractor)
     try:
-        assert C not in _store(svc)._restored
+        assert not _store(svc).loaded_from_snapshot(C)
         assert "does not read back" in caplog.text
         assert _store(svc).integrity_problems() == []
     finally:
@@ -225,7 +225,7 @@ def test_a_snapshot_naming_anything_but_index_parts_is_refused_not_run(
     (folder / "due.pickle").write_bytes(pickle.dumps({"_ids": _Planted(planted)}))
     svc = _service(data_dir, spacy_extractor)
     try:
-        assert C not in _store(svc)._restored
+        assert not _store(svc).loaded_from_snapshot(C)
         assert not planted.exists()
         assert _store(svc).integrity_problems() == []
     finally:
@@ -238,7 +238,7 @@ def test_a_snapshot_written_by_other_code_is_ignored(
     monkeypatch.setattr(snapshots, "code_fingerprint", lambda: "another version")
     svc = _service(data_dir, spacy_extractor)
     try:
-        assert C not in _store(svc)._restored
+        assert not _store(svc).loaded_from_snapshot(C)
     finally:
         svc.close()
     # Written again by this code, at close.
@@ -254,7 +254,7 @@ def test_a_snapshot_under_another_token_is_ignored(
         conn.execute("INSERT OR REPLACE INTO index_snapshots VALUES (?, 'older')", (C,))
     svc = _service(data_dir, spacy_extractor)
     try:
-        assert C not in _store(svc)._restored
+        assert not _store(svc).loaded_from_snapshot(C)
     finally:
         svc.close()
 
