@@ -258,7 +258,7 @@ def load(folder: Path, token: str, collection: str, graphs: GraphPolicy | None) 
         graph._slot_source = index
         due = DueIndex()
         _restore(due, states["due"], _DUE_TRANSIENT)
-    except (OSError, EOFError, ValueError, TypeError, KeyError, pickle.UnpicklingError) as e:
+    except Exception as e:  # whatever the damage, the rows are the truth
         logger.warning("the index snapshot in %s does not read back (%s); building", folder, e)
         return None
     if len(index) != meta.get("memories") or not (len(index) == len(text) == len(due)):

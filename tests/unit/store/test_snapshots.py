@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -192,12 +192,24 @@ def test_a_crash_after_a_write_rebuilds_from_the_rows(
         svc.close()
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # cut short
+        lambda data: data[:40] + bytes(reversed(data[40:200])) + data[200:],  # scrambled
+        lambda data: pickle.dumps(["not", "an", "index"]),
+    ],
+    ids=["truncated", "scrambled", "foreign"],
+)
 def test_a_damaged_snapshot_is_built_again(
-    data_dir: Path, spacy_extractor: SpacyConceptExtractor, caplog: pytest.LogCaptureFixture
+    data_dir: Path,
+    spacy_extractor: SpacyConceptExtractor,
+    caplog: pytest.LogCaptureFixture,
+    damage: Callable[[bytes], bytes],
 ) -> None:
     [folder] = (data_dir / SNAPSHOTS_FOLDER).iterdir()
     text = folder / "text.pickle"
-    text.write_bytes(text.read_bytes()[: text.stat().st_size // 2])
+    text.write_bytes(damage(text.read_bytes()))
     svc = _service(data_dir, spacy_extractor)
     try:
         assert not _store(svc).loaded_from_snapshot(C)
