@@ -295,7 +295,7 @@ class EmbeddedBase:
             started = time.perf_counter()
             try:
                 snapshots.save(folder, token, built)
-            except OSError:
+            except Exception:  # the store closes all the same; the next start builds
                 logger.exception("saving the index snapshot to %s failed", folder)
                 continue
             recorded[collection] = token

@@ -162,6 +162,10 @@ def save(folder: Path, token: str, built: Indexes) -> None:
     fingerprint = code_fingerprint()
     if fingerprint is None:
         raise OSError("the source of the index modules cannot be read")
+    # The graph numbers memories by the index's slots; a loaded graph is taken to
+    # agree with the index loaded beside it, so it must before it is saved (a
+    # rebuilt vector index renumbers them, and the graph follows on its next use).
+    built.graph.sync_slots(built.index)
     states = {
         "index": _index_state(built.index),
         "text": _state(built.text._bm25, _TEXT_TRANSIENT),

@@ -304,3 +304,37 @@ def test_snapshot_from_is_checked_and_configurable(
         assert store._snapshot_from == 77  # type: ignore[attr-defined]
     finally:
         store.close()
+
+
+def graph_behind(store: EmbeddedStore) -> bool:
+    """Whether the collection's graph still numbers memories by an older index."""
+    return store._graphs[C]._slot_source is not store._indexes[C]
+
+
+def test_a_graph_saved_after_its_index_was_rebuilt_keeps_to_the_new_slots(
+    data_dir: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    svc = _service(data_dir, spacy_extractor)
+    store = _store(svc)
+    try:
+        # As a model that changes dimension does: the vector index is built again
+        # and numbers its memories anew; the graph follows on its next use.
+        old = store._index(C)
+        with store._write_lock:
+            store._refresh_index(old, [], rebuild=True)
+        assert graph_behind(store)
+        # Nothing written, but the record gone: the close saves the indexes again.
+        with sqlite3.connect(data_dir / DB_FILE) as conn:
+            conn.execute("DELETE FROM index_snapshots")
+    finally:
+        svc.close()
+    reopened = _service(data_dir, spacy_extractor)
+    try:
+        store = _store(reopened)
+        assert store.loaded_from_snapshot(C)
+        graph, index = store._graph(C), store._index(C)
+        for memory_id, slot in index.slot_items():
+            assert graph._slot[graph._memory_node[memory_id]] == slot
+        assert store.integrity_problems() == []
+    finally:
+        reopened.close()
