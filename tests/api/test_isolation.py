@@ -313,8 +313,9 @@ def collection_rows(data_dir: Path, collection: str) -> dict[str, str]:
             columns = [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
             if "collection" not in columns:
                 continue
+            order = ", ".join(str(i) for i in range(1, len(columns) + 1))
             rows = db.execute(
-                f"SELECT * FROM {table} WHERE collection = ? ORDER BY 1, 2, 3", (collection,)
+                f"SELECT * FROM {table} WHERE collection = ? ORDER BY {order}", (collection,)
             ).fetchall()
             digests[table] = hashlib.sha256(repr(rows).encode()).hexdigest()
     return digests

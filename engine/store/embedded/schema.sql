@@ -236,55 +236,55 @@ CREATE TABLE IF NOT EXISTS events_compacted (
 
 -- The collections whose in-memory indexes were saved at close, each under the
 -- token its snapshot files carry (snapshots.py). Any change to a table the
--- indexes are built from deletes every row, in the change's own transaction,
--- whoever makes it: a snapshot is loaded only while nothing has been written
--- since it was taken.
+-- indexes are built from deletes its collection's row, in the change's own
+-- transaction, whoever makes it: a snapshot is loaded only while nothing of
+-- its collection has been written since it was taken.
 CREATE TABLE IF NOT EXISTS index_snapshots (
     collection TEXT PRIMARY KEY,
     token      TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS memories_insert_outdates_snapshots AFTER INSERT ON memories
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS memories_update_outdates_snapshots AFTER UPDATE ON memories
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS memories_delete_outdates_snapshots AFTER DELETE ON memories
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS passages_insert_outdates_snapshots AFTER INSERT ON passages
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS passages_update_outdates_snapshots AFTER UPDATE ON passages
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS passages_delete_outdates_snapshots AFTER DELETE ON passages
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS edges_insert_outdates_snapshots AFTER INSERT ON edges
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS edges_update_outdates_snapshots AFTER UPDATE ON edges
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS edges_delete_outdates_snapshots AFTER DELETE ON edges
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS hubs_insert_outdates_snapshots AFTER INSERT ON hubs
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS hubs_update_outdates_snapshots AFTER UPDATE ON hubs
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS hubs_delete_outdates_snapshots AFTER DELETE ON hubs
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS vector_dims_insert_outdates_snapshots AFTER INSERT ON vector_dims
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS vector_dims_update_outdates_snapshots AFTER UPDATE ON vector_dims
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
-CREATE TRIGGER IF NOT EXISTS vector_dims_delete_outdates_snapshots AFTER DELETE ON vector_dims
-WHEN EXISTS (SELECT 1 FROM index_snapshots)
-BEGIN DELETE FROM index_snapshots; END;
+CREATE TRIGGER IF NOT EXISTS memories_insert_outdates_snapshot AFTER INSERT ON memories
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
+CREATE TRIGGER IF NOT EXISTS memories_update_outdates_snapshot AFTER UPDATE ON memories
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
+BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
+CREATE TRIGGER IF NOT EXISTS memories_delete_outdates_snapshot AFTER DELETE ON memories
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;
+CREATE TRIGGER IF NOT EXISTS passages_insert_outdates_snapshot AFTER INSERT ON passages
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
+CREATE TRIGGER IF NOT EXISTS passages_update_outdates_snapshot AFTER UPDATE ON passages
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
+BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
+CREATE TRIGGER IF NOT EXISTS passages_delete_outdates_snapshot AFTER DELETE ON passages
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;
+CREATE TRIGGER IF NOT EXISTS edges_insert_outdates_snapshot AFTER INSERT ON edges
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
+CREATE TRIGGER IF NOT EXISTS edges_update_outdates_snapshot AFTER UPDATE ON edges
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
+BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
+CREATE TRIGGER IF NOT EXISTS edges_delete_outdates_snapshot AFTER DELETE ON edges
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;
+CREATE TRIGGER IF NOT EXISTS hubs_insert_outdates_snapshot AFTER INSERT ON hubs
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
+CREATE TRIGGER IF NOT EXISTS hubs_update_outdates_snapshot AFTER UPDATE ON hubs
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
+BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
+CREATE TRIGGER IF NOT EXISTS hubs_delete_outdates_snapshot AFTER DELETE ON hubs
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;
+CREATE TRIGGER IF NOT EXISTS vector_dims_insert_outdates_snapshot AFTER INSERT ON vector_dims
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
+CREATE TRIGGER IF NOT EXISTS vector_dims_update_outdates_snapshot AFTER UPDATE ON vector_dims
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
+BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
+CREATE TRIGGER IF NOT EXISTS vector_dims_delete_outdates_snapshot AFTER DELETE ON vector_dims
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
+BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;

@@ -9,10 +9,10 @@ start loads them instead, if and only if nothing has been written since.
 
 How "nothing written since" is known: the store records each snapshot it
 writes with a random token in the ``index_snapshots`` table, once the files
-are on disk. Triggers on every table the indexes are built from delete every
-such row in the transaction of any change to them, whoever makes it (the
-store, or a ``sqlite3`` shell), so a committed write and a valid snapshot
-never coexist, whatever crashes when. A snapshot whose token is not
+are on disk. Triggers on every table the indexes are built from delete the
+row of a collection in the transaction of any change to its rows, whoever
+makes it (the store, or a ``sqlite3`` shell), so a committed write and a
+valid snapshot never coexist, whatever crashes when. A snapshot whose token is not
 in the table, whose files do not read back, or that another version of this
 code wrote (see :func:`code_fingerprint`) is ignored, and the indexes are
 built from the rows as before. A snapshot never decides what is stored:

@@ -146,6 +146,25 @@ def test_a_write_outdates_the_snapshot_in_its_own_transaction(
         reopened.close()
 
 
+def test_writes_to_another_collection_leave_the_snapshot_standing(
+    data_dir: Path, spacy_extractor: SpacyConceptExtractor
+) -> None:
+    token = _recorded(data_dir)[C]
+    svc = _service(data_dir, spacy_extractor)
+    try:
+        svc.remember(
+            "team:other", NewMemory(content="Nginx caches the status page", source=OPERATOR)
+        )
+        assert _recorded(data_dir) == {C: token}
+    finally:
+        svc.close()
+    reopened = _service(data_dir, spacy_extractor)
+    try:
+        assert _store(reopened).loaded_from_snapshot(C)
+    finally:
+        reopened.close()
+
+
 def test_a_change_by_another_writer_outdates_the_snapshot(
     data_dir: Path, spacy_extractor: SpacyConceptExtractor
 ) -> None:
