@@ -5,17 +5,18 @@ Every index of a collection (vectors and filters, BM25 text, the walked graph,
 due dates) is built from SQLite on the collection's first use: at a million
 memories that is minutes of reading rows and parsing them. At close, the
 store writes each large collection's indexes here as they stand, and the next
-start loads them instead, if and only if nothing has been written since.
+start loads them instead, if and only if nothing of the collection has been
+written since.
 
 How "nothing written since" is known: the store records each snapshot it
 writes with a random token in the ``index_snapshots`` table, once the files
 are on disk. Triggers on every table the indexes are built from delete the
 row of a collection in the transaction of any change to its rows, whoever
 makes it (the store, or a ``sqlite3`` shell), so a committed write and a
-valid snapshot never coexist, whatever crashes when. A snapshot whose token is not
-in the table, whose files do not read back, or that another version of this
-code wrote (see :func:`code_fingerprint`) is ignored, and the indexes are
-built from the rows as before. A snapshot never decides what is stored:
+valid snapshot never coexist, whatever crashes when. A snapshot whose token
+is not in the table, whose files do not read back, or that another version
+of this code wrote (see :func:`code_fingerprint`) is ignored, and the indexes
+are built from the rows as before. A snapshot never decides what is stored:
 SQLite stays the source of truth, and the integrity check compares loaded
 indexes with the tables as it does built ones.
 
