@@ -5,7 +5,6 @@ the scratch, strengths summed per memory, the strongest picked, their paths read
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,7 +22,13 @@ from hippocampus.store.embedded.graph_layout import (
     SlotSource,
 )
 from hippocampus.store.embedded.graph_paths import GraphPaths
-from hippocampus.store.embedded.graph_walk import SCRATCH, SCRATCH_CELLS, GraphWalk, Walked
+from hippocampus.store.embedded.graph_walk import (
+    SCRATCH,
+    SCRATCH_CELLS,
+    GraphWalk,
+    SizedPool,
+    Walked,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -282,36 +287,15 @@ class _Buffers:
         return int(self.strength.shape[0])
 
 
-class _BufferPool:
-    """A few :class:`_Buffers` shared by every graph's expansions. A recall
-    reaches a small part of a large graph, and four fresh arrays of every node
-    per recall (zeroed page by page as they were written) cost milliseconds at a
-    million memories; pooled ones are cleared where a recall wrote them."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._free: list[_Buffers] = []
-
-    def take(self, size: int) -> _Buffers:
-        with self._lock:
-            for i, buffers in enumerate(self._free):
-                if buffers.size >= size:
-                    return self._free.pop(i)
-        # Room to grow: a graph gains nodes with every write.
-        return _Buffers(size + size // 8)
-
-    def give(self, buffers: _Buffers) -> None:
-        with self._lock:
-            if len(self._free) < _POOLED_BUFFERS:
-                self._free.append(buffers)
-            else:
-                smallest = min(range(len(self._free)), key=lambda i: self._free[i].size)
-                if self._free[smallest].size < buffers.size:
-                    self._free[smallest] = buffers
+def _room_to_grow(size: int) -> _Buffers:
+    # A graph gains nodes with every write.
+    return _Buffers(size + size // 8)
 
 
-_POOLED_BUFFERS = 2
-TOTALS = _BufferPool()
+# A recall reaches a small part of a large graph, and four fresh arrays of every
+# node per recall (zeroed page by page as they were written) cost milliseconds at
+# a million memories; pooled ones are cleared where a recall wrote them.
+TOTALS: SizedPool[_Buffers] = SizedPool(_room_to_grow, keep=2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,9 @@ states the rules it follows.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -25,6 +27,14 @@ from hippocampus.store.embedded.graph_layout import (
 _NO_WIN = np.iinfo(np.int64).max
 SCRATCH_CELLS = 1 << 22  # (anchor, node) cells per walk, 20 bytes each: 80 MiB at most
 _POOLED_SCRATCH = 2
+
+
+class _Sized(Protocol):
+    @property
+    def size(self) -> int: ...
+
+
+_Pooled = TypeVar("_Pooled", bound=_Sized)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,32 +108,36 @@ class Scratch:
         return int(self.best.shape[0])
 
 
-class _ScratchPool:
-    """A few scratches shared by all graphs: expansions run concurrently, and a
-    scratch per thread would pin tens of MB per idle worker thread."""
+class SizedPool(Generic[_Pooled]):
+    """A few work arrays shared by all graphs: expansions run concurrently, and a
+    set per thread would pin tens of MB per idle worker thread. ``take`` lends
+    one of at least a size (made by ``make`` when none is free); ``give`` takes
+    it back, keeping the ``keep`` largest."""
 
-    def __init__(self) -> None:
+    def __init__(self, make: Callable[[int], _Pooled], keep: int) -> None:
+        self._make = make
+        self._keep = keep
         self._lock = threading.Lock()
-        self._free: list[Scratch] = []
+        self._free: list[_Pooled] = []
 
-    def take(self, size: int) -> Scratch:
+    def take(self, size: int) -> _Pooled:
         with self._lock:
-            for i, scratch in enumerate(self._free):
-                if scratch.size >= size:
+            for i, pooled in enumerate(self._free):
+                if pooled.size >= size:
                     return self._free.pop(i)
-        return Scratch(size)
+        return self._make(size)
 
-    def give(self, scratch: Scratch) -> None:
+    def give(self, pooled: _Pooled) -> None:
         with self._lock:
-            if len(self._free) < _POOLED_SCRATCH:
-                self._free.append(scratch)
+            if len(self._free) < self._keep:
+                self._free.append(pooled)
             else:
                 smallest = min(range(len(self._free)), key=lambda i: self._free[i].size)
-                if self._free[smallest].size < scratch.size:
-                    self._free[smallest] = scratch
+                if self._free[smallest].size < pooled.size:
+                    self._free[smallest] = pooled
 
 
-SCRATCH = _ScratchPool()
+SCRATCH: SizedPool[Scratch] = SizedPool(Scratch, _POOLED_SCRATCH)
 
 
 def strongest(anchor: I64, value: F64, g: int, limit: int) -> I64:

@@ -26,14 +26,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from hippocampus.store.embedded.folders import write_whole
 
 logger = logging.getLogger(__name__)
 
@@ -245,22 +245,13 @@ class Approximate:
         not in the graph; they are staged again at load."""
         live = np.flatnonzero(self.slot_of_key[: self.next_key] >= 0)
         names = [part.ids[part.row(int(s))] for s in self.slot_of_key[live].tolist()]
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        fresh = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".new-"))
-        try:
+
+        def fill(fresh: Path) -> None:
             np.save(fresh / "keys.npy", live)
             (fresh / "ids.txt").write_text("\n".join(names), encoding="utf-8")
             self.graph.save(str(fresh / "graph.usearch"))
-            _fsync_folder(fresh)
-            old = folder.with_name(folder.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            if folder.exists():
-                os.replace(folder, old)
-            os.replace(fresh, folder)
-            shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(fresh, ignore_errors=True)
-            raise
+
+        write_whole(folder, fill)
 
     @classmethod
     def load(cls, folder: Path, part: Partition, slot_of: dict[str, int]) -> Approximate | None:
@@ -335,16 +326,6 @@ def graph_folder(root: Path, collection: str, model: str) -> Path:
     """Where the graph of ``model``'s vectors in ``collection`` is saved under ``root``."""
     digest = hashlib.sha256(f"{collection}\0{model}".encode()).hexdigest()[:24]
     return root / digest
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Flush every file in ``folder`` to disk before it is renamed into place."""
-    for path in folder.iterdir():
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 @dataclass(frozen=True)

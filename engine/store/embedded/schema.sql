@@ -243,48 +243,4 @@ CREATE TABLE IF NOT EXISTS index_snapshots (
     collection TEXT PRIMARY KEY,
     token      TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS memories_insert_outdates_snapshot AFTER INSERT ON memories
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
-CREATE TRIGGER IF NOT EXISTS memories_update_outdates_snapshot AFTER UPDATE ON memories
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
-BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
-CREATE TRIGGER IF NOT EXISTS memories_delete_outdates_snapshot AFTER DELETE ON memories
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;
-CREATE TRIGGER IF NOT EXISTS passages_insert_outdates_snapshot AFTER INSERT ON passages
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
-CREATE TRIGGER IF NOT EXISTS passages_update_outdates_snapshot AFTER UPDATE ON passages
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
-BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
-CREATE TRIGGER IF NOT EXISTS passages_delete_outdates_snapshot AFTER DELETE ON passages
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;
-CREATE TRIGGER IF NOT EXISTS edges_insert_outdates_snapshot AFTER INSERT ON edges
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
-CREATE TRIGGER IF NOT EXISTS edges_update_outdates_snapshot AFTER UPDATE ON edges
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
-BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
-CREATE TRIGGER IF NOT EXISTS edges_delete_outdates_snapshot AFTER DELETE ON edges
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;
-CREATE TRIGGER IF NOT EXISTS hubs_insert_outdates_snapshot AFTER INSERT ON hubs
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
-CREATE TRIGGER IF NOT EXISTS hubs_update_outdates_snapshot AFTER UPDATE ON hubs
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
-BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
-CREATE TRIGGER IF NOT EXISTS hubs_delete_outdates_snapshot AFTER DELETE ON hubs
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;
-CREATE TRIGGER IF NOT EXISTS vector_dims_insert_outdates_snapshot AFTER INSERT ON vector_dims
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = NEW.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = NEW.collection; END;
-CREATE TRIGGER IF NOT EXISTS vector_dims_update_outdates_snapshot AFTER UPDATE ON vector_dims
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection))
-BEGIN DELETE FROM index_snapshots WHERE collection IN (OLD.collection, NEW.collection); END;
-CREATE TRIGGER IF NOT EXISTS vector_dims_delete_outdates_snapshot AFTER DELETE ON vector_dims
-WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection = OLD.collection)
-BEGIN DELETE FROM index_snapshots WHERE collection = OLD.collection; END;
+-- The triggers that delete them: snapshots.OUTDATING_TRIGGERS, run after this.

@@ -30,10 +30,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import pickle
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -41,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from hippocampus.store.embedded.due import DueIndex
+from hippocampus.store.embedded.folders import write_whole
 from hippocampus.store.embedded.graph import CollectionGraph
 from hippocampus.store.embedded.index import CollectionIndex
 from hippocampus.store.embedded.index_ann import GraphPolicy
@@ -54,6 +53,25 @@ SNAPSHOT_FROM = 50_000
 build from the rows in a few seconds, less than writing them costs."""
 
 _FORMAT = 1
+
+# The tables the indexes are built from: a change to any row of a collection
+# outdates that collection's snapshot (an update that moves a row, both).
+_SOURCE_TABLES = ("memories", "passages", "edges", "hubs", "vector_dims")
+_CHANGED = {
+    "INSERT": "NEW.collection",
+    "UPDATE": "OLD.collection, NEW.collection",
+    "DELETE": "OLD.collection",
+}
+OUTDATING_TRIGGERS = "".join(
+    f"""CREATE TRIGGER IF NOT EXISTS {table}_{op.lower()}_outdates_snapshot AFTER {op} ON {table}
+WHEN EXISTS (SELECT 1 FROM index_snapshots WHERE collection IN ({changed}))
+BEGIN DELETE FROM index_snapshots WHERE collection IN ({changed}); END;
+"""
+    for table in _SOURCE_TABLES
+    for op, changed in _CHANGED.items()
+)
+"""The triggers that delete a collection's ``index_snapshots`` row in the
+transaction of any change to its rows (idempotent: run at every open)."""
 _META = "meta.json"
 _PARTS = ("index", "text", "graph", "due")
 
@@ -173,36 +191,21 @@ def save(folder: Path, token: str, built: Indexes) -> None:
         "graph": _state(built.graph, _GRAPH_TRANSIENT),
         "due": _state(built.due, _DUE_TRANSIENT),
     }
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    fresh = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".new-"))
-    try:
+    meta = {
+        "format": _FORMAT,
+        "token": token,
+        "code": fingerprint,
+        "collection": built.index.collection,
+        "memories": len(built.index),
+    }
+
+    def fill(fresh: Path) -> None:
         for part, state in states.items():
             with open(fresh / f"{part}.pickle", "wb") as f:
                 pickle.dump(state, f, protocol=5)
-        meta = {
-            "format": _FORMAT,
-            "token": token,
-            "code": fingerprint,
-            "collection": built.index.collection,
-            "memories": len(built.index),
-        }
         (fresh / _META).write_text(json.dumps(meta), encoding="utf-8")
-        for path in fresh.iterdir():
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        old = folder.with_name(folder.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if folder.exists():
-            os.replace(folder, old)
-        os.replace(fresh, folder)
-        shutil.rmtree(old, ignore_errors=True)
-        _fsync_dir(folder.parent)
-    except BaseException:
-        shutil.rmtree(fresh, ignore_errors=True)
-        raise
+
+    write_whole(folder, fill)
 
 
 def prune(root: Path, keep: set[Path]) -> None:
@@ -314,11 +317,3 @@ def _restore_index(
         partitions[model] = part
     _restore(index, {**state, "_partitions": partitions}, _INDEX_TRANSIENT)
     return index
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -39,7 +39,7 @@ from hippocampus.store.embedded.hubs import EmbeddedHubs
 from hippocampus.store.embedded.index_ann import APPROXIMATE_FROM, GraphPolicy
 from hippocampus.store.embedded.learning import EmbeddedLearning
 from hippocampus.store.embedded.memories import EmbeddedMemories
-from hippocampus.store.embedded.snapshots import SNAPSHOT_FROM
+from hippocampus.store.embedded.snapshots import OUTDATING_TRIGGERS, SNAPSHOT_FROM
 from hippocampus.store.embedded.state import EmbeddedState
 from hippocampus.store.embedded.text import EmbeddedText
 from hippocampus.store.embedded.vectors import EmbeddedVectors
@@ -216,7 +216,7 @@ class EmbeddedStore(
             .read_text(encoding="utf-8")
         )
         with translated("create the schema"):
-            conn.executescript(script)
+            conn.executescript(script + OUTDATING_TRIGGERS)
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         version = int(row[0])
         if version > SCHEMA_VERSION:
