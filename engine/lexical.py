@@ -333,26 +333,87 @@ class BM25Index:
             return []
         # nonzero over a bool mask runs several times faster than over the floats.
         candidates: _Nums = np.flatnonzero(scores > 0.0)
+        return self._ranked(candidates, scores[candidates], k, allowed)
+
+    def number(self, doc_id: str) -> int | None:
+        """The document's number (what :meth:`search_among` takes); ``None`` when
+        not indexed. Numbers of removed documents are given to later ones."""
+        return self._num_of.get(doc_id)
+
+    def query_terms(self, query: str) -> list[str]:
+        """The distinct terms of ``query`` some document holds, in query order:
+        what a search scores."""
+        postings = self._postings
+        return [t for t in dict.fromkeys(self._tokenize(query)) if t in postings]
+
+    def terms_of_number(self, num: int) -> tuple[str, ...] | None:
+        """The indexed terms of document number ``num``; ``None`` for a free number."""
+        return self._terms[num] if 0 <= num < len(self._terms) else None
+
+    def search_among(
+        self,
+        terms: Sequence[str],
+        nums: _Nums,
+        k: int,
+        allowed: DocFilter | None = None,
+    ) -> list[tuple[str, float]]:
+        """:meth:`search` among the documents numbered ``nums`` only, for the
+        distinct indexed ``terms`` of a query (:meth:`query_terms`): each scored
+        exactly as :meth:`search` scores it, to the last bit, and ranked the same
+        way. Numbers no document holds are skipped."""
+        if k <= 0 or not terms or not nums.size:
+            return []
+        norms = self._length_norms()
+        nums = np.unique(nums)
+        nums = nums[(nums >= 0) & (nums < len(self._ids))]
+        docs_terms = self._terms
+        n = len(self._num_of)
+        k1 = self.k1
+        scores = np.zeros(nums.shape[0], dtype=np.float64)
+        held = [docs_terms[num] or () for num in nums.tolist()]
+        for term in terms:
+            postings = self._postings.get(term)
+            if postings is None:
+                continue
+            tfs = np.fromiter((doc.count(term) for doc in held), dtype=np.float64, count=len(held))
+            has = np.flatnonzero(tfs)
+            if not has.size:
+                continue
+            df = len(postings)
+            idf = math.log1p((n - df + 0.5) / (df + 0.5))
+            tf = tfs[has]
+            # The expression of _scores, term by term in query order from 0.0: the
+            # same additions as its bincount, so the same bits.
+            scores[has] += idf * (k1 + 1.0) * tf / (tf + norms[nums[has]])
+        matched = np.flatnonzero(scores > 0.0)
+        return self._ranked(nums[matched], scores[matched], k, allowed)
+
+    def _ranked(
+        self, candidates: _Nums, values: _Scores, k: int, allowed: DocFilter | None
+    ) -> list[tuple[str, float]]:
+        """The best ``k`` of ``candidates`` (document numbers scoring ``values``,
+        all above zero) that ``allowed`` accepts: best first, ties by ascending id."""
         predicate: Callable[[str], bool] | None = None
         if isinstance(allowed, Set):
             if len(allowed) * 16 <= candidates.size:
                 # A set much smaller than the candidates is cheaper to look up whole
                 # than to test candidate by candidate; a larger one passes enough of
                 # the best candidates that testing them in rank order stops early.
-                keep = np.zeros(scores.shape[0], dtype=bool)
+                keep = np.zeros(len(self._ids), dtype=bool)
                 keep[[n for n in map(self._num_of.get, allowed) if n is not None]] = True
-                candidates = candidates[keep[candidates]]
+                kept = keep[candidates]
+                candidates, values = candidates[kept], values[kept]
             else:
                 predicate = allowed.__contains__
         elif allowed is not None:
             predicate = allowed
         hits: list[tuple[str, float]] = []
         ids = self._ids
-        for band in _bands(scores, candidates, k if predicate is None else 4 * k):
+        for band in _bands(values, k if predicate is None else 4 * k):
             # A band holds every candidate scoring between two cuts, so filtering and
             # sorting it alone keeps the global order (score down, then id up).
-            band_ids = [ids[n] for n in band.tolist()]
-            band_scores = scores[band]
+            band_ids = [ids[n] for n in candidates[band].tolist()]
+            band_scores = values[band]
             if predicate is not None:
                 many = getattr(predicate, "many", None)
                 # map() keeps the calls in a C loop; only the passing get sorted.
@@ -369,16 +430,22 @@ class BM25Index:
                 break
         return hits
 
-    def _scores(self, query: str) -> _Scores | None:
-        """Dense scores by doc number, ``None`` when no query term is indexed."""
-        postings = [p for t in dict.fromkeys(self._tokenize(query)) if (p := self._postings.get(t))]
-        if not postings:
-            return None
+    def _length_norms(self) -> _Scores:
+        """``k1 · (1 - b + b · |d| / avgdl)`` per document number, computed once
+        between writes."""
         norms = self._norms
         if norms is None:
             lengths = np.array(self._lengths, dtype=np.float64)
             norms = self.k1 * (1.0 - self.b + self.b * (lengths / self.avgdl))
             self._norms = norms
+        return norms
+
+    def _scores(self, query: str) -> _Scores | None:
+        """Dense scores by doc number, ``None`` when no query term is indexed."""
+        postings = [p for t in dict.fromkeys(self._tokenize(query)) if (p := self._postings.get(t))]
+        if not postings:
+            return None
+        norms = self._length_norms()
         n = len(self._num_of)
         k1 = self.k1
         docs_of: list[_Nums] = []
@@ -499,20 +566,21 @@ class BM25Index:
         self._norms = None
 
 
-def _bands(scores: _Scores, candidates: _Nums, size: int) -> Iterator[_Nums]:
-    """``candidates`` cut into bands by descending score: first about the ``size``
-    best, then four times more of the rest each time. Every candidate tied with a
-    band's lowest score is in that band, so no tie is split across bands.
+def _bands(values: _Scores, size: int) -> Iterator[_Nums]:
+    """Positions in ``values`` cut into bands by descending value: first about
+    the ``size`` best, then four times more of the rest each time. Every
+    position tied with a band's lowest value is in that band, so no tie is split
+    across bands.
 
     Ranking band by band lets a search that stops after ``k`` results pay for a
     partition of the candidates rather than a full sort.
     """
-    rest = candidates
+    rest: _Nums = np.arange(values.shape[0])
     size = max(size, 1)
     while rest.size > size:
-        rest_scores = scores[rest]
-        cut = np.partition(rest_scores, rest.size - size)[rest.size - size]
-        take = rest_scores >= cut
+        rest_values = values[rest]
+        cut = np.partition(rest_values, rest.size - size)[rest.size - size]
+        take = rest_values >= cut
         yield rest[take]
         rest = rest[~take]
         size *= 4

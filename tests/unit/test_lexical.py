@@ -205,6 +205,31 @@ def test_filters_keep_the_order_of_the_unfiltered_ranking() -> None:
     assert index.search("kafka", k=5, allowed=lambda _: False) == []
 
 
+def test_a_search_among_given_documents_scores_them_to_the_last_bit() -> None:
+    docs = random_corpus(400, seed=8)
+    index = BM25Index()
+    index.add_many(docs.items())
+    index.remove("doc0003")  # a free number among those asked: skipped
+    every = np.arange(-2, len(docs) + 5)  # out-of-range numbers too
+    some = np.array(
+        [n for d in docs if d.endswith(("1", "4")) and (n := index.number(d)) is not None]
+    )
+    chosen = {d for d in docs if d.endswith(("1", "4"))}
+    for query in QUERIES:
+        terms = index.query_terms(query)
+        assert index.search_among(terms, every, 20) == index.search(query, k=20)
+        # Repeated numbers count once; the ranking is the full one, cut to those.
+        among = index.search_among(terms, np.concatenate([some, some]), 10)
+        assert among == [hit for hit in index.search(query, k=len(docs)) if hit[0] in chosen][:10]
+        allowed = {d for d in chosen if d.endswith("4")}
+        assert (
+            index.search_among(terms, some, 10, allowed)
+            == [hit for hit in index.search(query, k=len(docs)) if hit[0] in allowed][:10]
+        )
+    assert index.query_terms("the and kafka nothingsuch") == ["kafka"]
+    assert index.search_among([], every, 5) == []
+
+
 # -- updates ----------------------------------------------------------------------------
 
 
