@@ -32,6 +32,10 @@ signal (``BEHIND`` where it trails one).
 HNSW graph (candidates scored exactly), as collections past
 ``HIPPO_APPROXIMATE_FROM`` vectors search, to compare with exact search.
 
+``--text-candidates-from 1`` sends every text search through tantivy's
+candidates (scored exactly), as collections past ``HIPPO_TEXT_CANDIDATES_FROM``
+memories search, to compare with BM25 over every matching memory.
+
 ``--cache DIR`` keeps the embeddings of passages and questions on disk between
 runs (keyed by the model and the exact text), so a second run measures ranking
 changes in a fraction of the time. Leave it out for a measurement from scratch.
@@ -63,6 +67,7 @@ from hippocampus.retrieve.config import DEFAULT_RECIPE, RECIPES
 from hippocampus.service import Hippocampus
 from hippocampus.store.embedded import EmbeddedStore
 from hippocampus.store.embedded.index_ann import APPROXIMATE_FROM
+from hippocampus.store.embedded.text_candidates import CANDIDATES_FROM
 
 
 @dataclass
@@ -328,6 +333,13 @@ def main(argv: list[str] | None = None) -> int:
         help="vectors from which a collection's searches go through its HNSW graph "
         "(default %(default)s; 1: every search, to compare with exact search)",
     )
+    parser.add_argument(
+        "--text-candidates-from",
+        type=int,
+        default=CANDIDATES_FROM,
+        help="memories from which a collection's text searches take tantivy's candidates "
+        "(default %(default)s; 1: every search, to compare with exact BM25)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--markdown", action="store_true", help="print the tables as the README has them"
@@ -349,7 +361,11 @@ def main(argv: list[str] | None = None) -> int:
         folder, loader = LOADERS[name]
         with tempfile.TemporaryDirectory(prefix="hippo-quality-") as tmp:
             where = args.keep / name if args.keep else Path(tmp)
-            store = EmbeddedStore(where, approximate_from=args.approximate_from)
+            store = EmbeddedStore(
+                where,
+                approximate_from=args.approximate_from,
+                text_candidates_from=args.text_candidates_from,
+            )
             service = Hippocampus(store, embedder, extractor)
             try:
                 data = loader(args.data / folder, service.limits.max_content_chars)
@@ -359,8 +375,10 @@ def main(argv: list[str] | None = None) -> int:
                 for corpus in data.corpora:
                     if corpus.collection not in known:
                         index_corpus(service, corpus)
-                    # Every vector in its graph before a question is asked.
+                    # Every vector in its graph, and every text in tantivy, before a
+                    # question is asked.
                     store.wait_for_graphs(corpus.collection)
+                    store.wait_for_text_candidates(corpus.collection)
                 t1 = time.perf_counter()
                 if isinstance(embedder, CachedEmbedder):
                     embedder.save()

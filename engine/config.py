@@ -24,6 +24,7 @@ from hippocampus.learn.tiers import TierPolicy
 from hippocampus.model.event import EventRetention
 from hippocampus.store.embedded.index_ann import APPROXIMATE_FROM
 from hippocampus.store.embedded.snapshots import SNAPSHOT_FROM
+from hippocampus.store.embedded.text_candidates import CANDIDATES_FROM
 from hippocampus.surface.rules import SurfaceConfig
 
 # \Z, not $: $ also matches before a final newline, which "team:a\n" would slip through.
@@ -126,6 +127,10 @@ class HippoSettings(BaseSettings):
             which its in-memory indexes are saved at shutdown, so the next start
             loads them rather than building them from the rows (when nothing was
             written in between).
+        text_candidates_from: the embedded store's memories in one collection
+            from which its text searches take their candidates from tantivy
+            (scored exactly by the store's BM25); below it BM25 scores every
+            matching memory.
         maintenance_interval_s: how often the server writes what retrievals taught
             and runs the (once a day) edge decay and tier passes; 0 turns the
             schedule off.
@@ -171,6 +176,7 @@ class HippoSettings(BaseSettings):
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     approximate_from: int = Field(default=APPROXIMATE_FROM, ge=1)
     snapshot_from: int = Field(default=SNAPSHOT_FROM, ge=1)
+    text_candidates_from: int = Field(default=CANDIDATES_FROM, ge=1)
     log_level: str = "INFO"
     maintenance_interval_s: float = Field(default=60.0, ge=0.0)
     graph_health_max_age_s: float = Field(default=600.0, ge=0.0)

@@ -36,6 +36,7 @@ def open_store(
             synchronous=settings.sqlite_synchronous,
             approximate_from=settings.approximate_from,
             snapshot_from=settings.snapshot_from,
+            text_candidates_from=settings.text_candidates_from,
         )
     from hippocampus.store.neo4j import Neo4jStore
     from hippocampus.store.neo4j.store import DEFAULT_DIMENSIONS

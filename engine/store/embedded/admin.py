@@ -30,9 +30,15 @@ class EmbeddedAdmin(EmbeddedBase):
         synchronous: str,
         graphs: GraphPolicy,
         snapshot_from: int,
+        text_candidates_from: int,
     ) -> None:
         super().__init__(
-            data_dir, db_path, synchronous=synchronous, graphs=graphs, snapshot_from=snapshot_from
+            data_dir,
+            db_path,
+            synchronous=synchronous,
+            graphs=graphs,
+            snapshot_from=snapshot_from,
+            text_candidates_from=text_candidates_from,
         )
         # Leases by name: (holder, end of term on the monotonic clock). The data
         # directory lock makes this process the store's only one: held here,

@@ -27,6 +27,7 @@ from hippocampus.store.embedded.due import DueIndex
 from hippocampus.store.embedded.graph import CollectionGraph
 from hippocampus.store.embedded.index import CollectionIndex, IndexEntry
 from hippocampus.store.embedded.index_ann import GraphPolicy
+from hippocampus.store.embedded.text_candidates import CANDIDATES_FROM
 from hippocampus.store.embedded.text_index import TextIndex
 from hippocampus.store.records import Vector
 
@@ -76,15 +77,20 @@ class EmbeddedBase:
         synchronous: str,
         graphs: GraphPolicy,
         snapshot_from: int = snapshots.SNAPSHOT_FROM,
+        text_candidates_from: int = CANDIDATES_FROM,
     ) -> None:
         """The shared state of a store about to open ``db_path`` in ``data_dir``;
         ``synchronous`` is a checked SQLite mode, ``graphs`` when vectors get a
         graph for approximate search and where it is saved, ``snapshot_from`` the
         memories from which a collection's indexes are saved at close (see
-        :mod:`~hippocampus.store.embedded.snapshots`). Nothing is opened here."""
+        :mod:`~hippocampus.store.embedded.snapshots`), ``text_candidates_from``
+        the memories from which its text searches take tantivy's candidates (see
+        :mod:`~hippocampus.store.embedded.text_candidates`). Nothing is opened
+        here."""
         self._data_dir = data_dir
         self._graph_policy = graphs
         self._snapshot_from = snapshot_from
+        self._text_candidates_from = text_candidates_from
         self._snapshot_root = data_dir / SNAPSHOTS_FOLDER
         # The snapshot token of each collection whose indexes were loaded from one.
         self._restored: dict[str, str] = {}
@@ -246,7 +252,9 @@ class EmbeddedBase:
             return None
         started = time.perf_counter()
         folder = snapshots.folder_of(self._snapshot_root, collection)
-        restored = snapshots.load(folder, token, collection, self._graph_policy)
+        restored = snapshots.load(
+            folder, token, collection, self._graph_policy, self._text_candidates_from
+        )
         if restored is None:
             return None
         logger.info(
@@ -349,7 +357,7 @@ class EmbeddedBase:
                 "SELECT id, json_extract(doc, '$.content') FROM memories WHERE collection = ?",
                 (collection,),
             )
-            index = TextIndex.build(collection, cursor)
+            index = TextIndex.build(collection, cursor, self._text_candidates_from)
         if len(index):
             logger.info(
                 "collection %s: text index of %d memories built in %.2f s",

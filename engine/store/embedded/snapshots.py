@@ -238,10 +238,18 @@ def _index_state(index: CollectionIndex) -> dict[str, Any]:
 # -- reading ------------------------------------------------------------------------
 
 
-def load(folder: Path, token: str, collection: str, graphs: GraphPolicy | None) -> Indexes | None:
+def load(
+    folder: Path,
+    token: str,
+    collection: str,
+    graphs: GraphPolicy | None,
+    text_candidates_from: int | None = None,
+) -> Indexes | None:
     """The indexes saved in ``folder`` under ``token``; ``None`` (logged) when
     there is none, it was saved under another token or by other code, or it does
-    not read back whole. The vector index's graphs are loaded as at a build."""
+    not read back whole. The vector index's graphs are loaded as at a build, and
+    the text index's candidates filled as at a build (from
+    ``text_candidates_from`` memories; ``None``: never)."""
     try:
         meta = json.loads((folder / _META).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -259,7 +267,7 @@ def load(folder: Path, token: str, collection: str, graphs: GraphPolicy | None) 
     try:
         states = {part: _read(folder / f"{part}.pickle") for part in _PARTS}
         index = _restore_index(states["index"], collection, graphs)
-        text = TextIndex(collection)
+        text = TextIndex(collection, text_candidates_from)
         _restore(text._bm25, states["text"], _TEXT_TRANSIENT)
         graph = CollectionGraph(collection)
         _restore(graph, states["graph"], _GRAPH_TRANSIENT)
@@ -274,6 +282,7 @@ def load(folder: Path, token: str, collection: str, graphs: GraphPolicy | None) 
         index.close(save=False)
         return None
     index.plan_graphs()
+    text.plan_candidates()
     return Indexes(index, text, graph, due)
 
 

@@ -42,6 +42,7 @@ from hippocampus.store.embedded.memories import EmbeddedMemories
 from hippocampus.store.embedded.snapshots import OUTDATING_TRIGGERS, SNAPSHOT_FROM
 from hippocampus.store.embedded.state import EmbeddedState
 from hippocampus.store.embedded.text import EmbeddedText
+from hippocampus.store.embedded.text_candidates import CANDIDATES_FROM
 from hippocampus.store.embedded.vectors import EmbeddedVectors
 
 logger = logging.getLogger(__name__)
@@ -99,6 +100,7 @@ class EmbeddedStore(
         synchronous: str = "FULL",
         approximate_from: int = APPROXIMATE_FROM,
         snapshot_from: int = SNAPSHOT_FROM,
+        text_candidates_from: int = CANDIDATES_FROM,
     ) -> None:
         """Open (creating when needed) the store in ``data_dir``.
 
@@ -115,6 +117,10 @@ class EmbeddedStore(
                 indexes are saved in ``snapshots/`` at close and loaded at the
                 next start, when nothing was written in between (see
                 :mod:`~hippocampus.store.embedded.snapshots`).
+            text_candidates_from: memories of one collection from which its text
+                searches take their candidates from tantivy (scored exactly), filled
+                in the background (see
+                :mod:`~hippocampus.store.embedded.text_candidates`).
 
         Raises:
             ConfigError: ``synchronous`` is not a SQLite mode.
@@ -132,6 +138,10 @@ class EmbeddedStore(
             raise ConfigError(f"approximate_from must be at least 1, not {approximate_from}")
         if snapshot_from < 1:
             raise ConfigError(f"snapshot_from must be at least 1, not {snapshot_from}")
+        if text_candidates_from < 1:
+            raise ConfigError(
+                f"text_candidates_from must be at least 1, not {text_candidates_from}"
+            )
         graphs = GraphPolicy(approximate_from, Path(data_dir) / GRAPHS_FOLDER)
         super().__init__(
             Path(data_dir),
@@ -139,6 +149,7 @@ class EmbeddedStore(
             synchronous=sync,
             graphs=graphs,
             snapshot_from=snapshot_from,
+            text_candidates_from=text_candidates_from,
         )
         try:
             self._data_dir.mkdir(parents=True, exist_ok=True)
@@ -192,6 +203,8 @@ class EmbeddedStore(
                 idle, self._idle_readers = self._idle_readers, []
             for index in self._indexes.values():
                 index.close(save=True)
+            for text in self._texts.values():
+                text.close()
             self._save_snapshots()
             self._indexes.clear()
             self._texts.clear()

@@ -3,6 +3,8 @@ BM25 over content, from the in-memory text index."""
 
 from __future__ import annotations
 
+import time
+
 from hippocampus.model import RecallFilters, Tier
 from hippocampus.store.embedded.base import EmbeddedBase
 
@@ -34,3 +36,19 @@ class EmbeddedText(EmbeddedBase):
         by BM25 (:meth:`search_text`'s ranking, which costs nothing more here)."""
         hits = self.search_text(collection, text, k=k, filters=RecallFilters(tiers=list(Tier)))
         return [memory_id for memory_id, _ in hits]
+
+    def wait_for_text_candidates(self, collection: str, timeout_s: float | None = None) -> bool:
+        """Block until the collection's text searches take tantivy's candidates
+        with nothing waiting for it; ``True`` at once for a collection too small
+        to have them, ``False`` on timeout. Beyond the contract (benchmarks,
+        tests)."""
+        self._index(collection)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            text = self._texts.get(collection)
+            state = text.candidates_state() if text is not None else None
+            if state is None or state == (True, 0):
+                return True
+            if self._closed or (deadline is not None and time.monotonic() > deadline):
+                return False
+            time.sleep(0.05)
