@@ -277,7 +277,7 @@ class RecallService:
             now=now,
             explain=explain,
             extraction=reading,
-            pool=_QUERY_READERS if self._context.store.parallel_reads else None,
+            pool=_QUERY_READERS if self._context.store.reads_side_by_side(collection) else None,
             typical_corroboration=self._typical_corroboration(collection),
         )
         if found.corroboration is not None:

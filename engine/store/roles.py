@@ -408,12 +408,16 @@ class StateRole(Protocol):
 class AdminRole(Protocol):
     """The store as a whole: its collections, readiness, counts, leases and lifetime."""
 
-    parallel_reads: bool
-    """Whether two reads started at once finish sooner than one after the other:
-    true for a database server (the reads wait on the network and run on its
-    cores), false for a store that reads on the caller's own CPU. A recall then
-    does the reads that do not wait on each other side by side (the text search
-    beside the vector search, and more: :func:`hippocampus.retrieve.pipeline.retrieve`)."""
+    def reads_side_by_side(self, collection: str) -> bool:
+        """Whether two reads of ``collection`` started at once finish sooner than
+        one after the other: true for a database server (the reads wait on the
+        network and run on its cores) and for a store whose searches run in
+        libraries that leave the interpreter free; false where reads run in
+        Python on the caller's own CPU and would only take turns. A recall then
+        does the reads that do not wait on each other side by side (the text
+        search beside the vector search, and more:
+        :func:`hippocampus.retrieve.pipeline.retrieve`)."""
+        ...
 
     def list_collections(self) -> list[str]:
         """Collections holding at least one memory."""

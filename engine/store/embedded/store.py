@@ -90,9 +90,6 @@ class EmbeddedStore(
     - Search filters match exactly (no case folding).
     """
 
-    parallel_reads = False
-    """Its reads run on the caller's CPU: a second at once only takes turns."""
-
     def __init__(
         self,
         data_dir: Path,

@@ -35,6 +35,10 @@ def collection_names(tx: ManagedTransaction) -> list[str]:
 class Neo4jAdmin(Neo4jConnection):
     """Collections, stats, leases, and the store's connection to the server."""
 
+    def reads_side_by_side(self, collection: str) -> bool:
+        """Always: reads wait on the server, which answers several at once."""
+        return True
+
     def warm(self) -> int:
         """Nothing to build: the server keeps the indexes."""
         self._check_open()

@@ -117,9 +117,6 @@ class Neo4jStore(
             index.
     """
 
-    parallel_reads = True
-    """Reads wait on the server, which answers several at once."""
-
     def __init__(
         self, driver: Driver, *, database: str = "neo4j", dimensions: int = DEFAULT_DIMENSIONS
     ) -> None:

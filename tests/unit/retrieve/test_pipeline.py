@@ -419,6 +419,10 @@ class ThreadNoting(EmbeddedStore):
     text_threads: list[str]
     await_text: bool
     text_started: threading.Event
+    side_by_side: bool = False
+
+    def reads_side_by_side(self, collection: str) -> bool:
+        return self.side_by_side
 
     def search_text(  # type: ignore[override]
         self, collection: str, query: str, *, k: int, filters: RecallFilters
@@ -448,7 +452,7 @@ def searching(tmp_path: Path, parallel: bool = False) -> ThreadNoting:
     s.text_threads = []
     s.await_text = False
     s.text_started = threading.Event()
-    s.parallel_reads = parallel
+    s.side_by_side = parallel
     s.add_memories(
         C,
         [

@@ -171,10 +171,13 @@ def test_the_store_searches_through_candidates_and_stops_them_at_close(
 ) -> None:
     store = EmbeddedStore(tmp_path / "data", synchronous="OFF", text_candidates_from=100)
     store.add_memories(C, [_record(doc, text) for doc, text in corpus[:50]])
-    assert store.wait_for_text_candidates(C, timeout_s=1)  # small: none
+    # Small: searched in Python, a recall's reads take turns.
+    assert store.wait_for_text_candidates(C, timeout_s=1)
+    assert not store.reads_side_by_side(C)
     store.add_memories(C, [_record(doc, text) for doc, text in corpus[50:]])
     assert store.wait_for_text_candidates(C, timeout_s=20)
     wait_ready(store._texts[C])
+    assert store.reads_side_by_side(C)
     exact = exact_of(corpus)
     for q in queries(10):
         found = store.search_text(C, q, k=10, filters=RecallFilters())
