@@ -322,6 +322,11 @@ def run(
             server["graph_wait_s"] = round(time.perf_counter() - t0, 1)
             server["graph"] = bool(store.graph_state(COLLECTION))
             log(f"  vector graph: {server['graph']}, waited {server['graph_wait_s']} s for it")
+            t0 = time.perf_counter()
+            store.wait_for_text_candidates(COLLECTION)
+            server["text_candidates"] = bool(store.reads_side_by_side(COLLECTION))
+            server["text_wait_s"] = round(time.perf_counter() - t0, 1)
+            log(f"  text candidates: {server['text_candidates']}, waited {server['text_wait_s']} s")
             service = Hippocampus(store, embedder, SpacyConceptExtractor())
             try:
                 warm = warm_up(service, COLLECTION, embedder, recipe, seed)
@@ -528,6 +533,11 @@ def print_table(r: dict[str, Any]) -> None:
                 f"{r['vector_search_p50_ms']:8.3f} ms   (store.search_vectors, k=10)",
             ),
             ("vector recall@10", f"{r['vector_recall_at_10']:.4f} against brute force"),
+            (
+                "text search",
+                ("tantivy's candidates, scored exactly" if r["text_candidates"] else "exact BM25")
+                + f"; waited {r['text_wait_s']} s for them after the graph",
+            ),
             (
                 "resident memory",
                 f"{r['rss_mb']} MB now, {r['peak_rss_mb']} MB at peak "
