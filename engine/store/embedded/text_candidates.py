@@ -63,6 +63,8 @@ BATCH = 2_000
 HEAP = 64 * 2**20
 """tantivy's indexing buffer, in bytes."""
 
+_DELETED_AT_ONCE = 1_024
+
 Keys = npt.NDArray[np.int64]
 
 
@@ -85,10 +87,17 @@ class _Tantivy:
     def write(self, added: Sequence[tuple[int, str]], deleted: Sequence[int]) -> Any:
         """Add ``(key, terms)`` documents and delete keys; return a searcher
         that sees them (the current one is left as it is)."""
-        for key in deleted:
-            self._writer.delete_documents_by_term("key", key)
+        t = self._tantivy
+        for start in range(0, len(deleted), _DELETED_AT_ONCE):
+            # By query: a term given as a Python int would be taken as signed.
+            keys = deleted[start : start + _DELETED_AT_ONCE]
+            self._writer.delete_documents_by_query(
+                t.Query.boolean_query(
+                    [(t.Occur.Should, t.Query.term_query(self._schema, "key", k)) for k in keys]
+                )
+            )
         for key, terms in added:
-            doc = self._tantivy.Document()
+            doc = t.Document()
             doc.add_text("terms", terms)
             doc.add_unsigned("key", key)
             self._writer.add_document(doc)
@@ -159,6 +168,7 @@ class TextCandidates:
                 self.num_of_key[key] = -1
                 self.key_of_num[num] = -1
                 self._dropped.append(key)
+                self._wake.set()
 
     def start(self, nums: Sequence[int]) -> None:
         """Stage every document of ``nums`` and start the worker."""

@@ -127,6 +127,13 @@ def test_writes_are_seen_at_once_and_after_tantivy_takes_them(
         exact = exact_of([*corpus[1:], ("m-reused", "walrus migration data")])
         for q in [*queries(20), "walrus", corpus[0][1]]:
             assert index.search(q, k=10) == exact.search(q, 10)
+        # What was removed or replaced is deleted from tantivy too.
+        candidates = index._candidates
+        assert candidates is not None
+        deadline = time.monotonic() + 20
+        while candidates._searcher.num_docs != len(index):
+            assert time.monotonic() < deadline, (candidates._searcher.num_docs, len(index))
+            time.sleep(0.01)
     finally:
         index.close()
 
