@@ -48,10 +48,12 @@ MIN_CANDIDATES = 64
 
 WIDEN = 4
 """Candidates asked per result wanted; a filtered search that keeps too few
-asks this many times more, up to :data:`MAX_CANDIDATES`."""
+asks again for twice what the share that passed needs, and this many times
+more at least."""
 
 MAX_CANDIDATES = 4_096
-"""Past this many candidates a search scores every matching document instead."""
+"""Past this many candidates (or when none of an ask passed the filter) a
+search scores every matching document instead."""
 
 STAGED_MAX = 2_000
 """Documents waiting for tantivy beyond which searches score every matching

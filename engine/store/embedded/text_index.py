@@ -127,10 +127,13 @@ class TextIndex:
                 hits = self._bm25.search_among(terms, nums, k, allowed)
                 if len(hits) == k or whole:
                     return hits
-                if count >= MAX_CANDIDATES:
-                    # Too few of the best pass the filter: every match is scored.
+                # Too few passed the filter: ask for as many as its pass rate
+                # needs, or score every match when that is past the widest ask.
+                rate = len(hits) / max(int(nums.size), 1)
+                needed = 2 * k / rate if rate > 0.0 else float("inf")
+                if count >= MAX_CANDIDATES or needed > MAX_CANDIDATES:
                     return self._bm25.search(query, k, allowed)
-                count = min(WIDEN * count, MAX_CANDIDATES)
+                count = min(max(WIDEN * count, int(needed)), MAX_CANDIDATES)
 
     def add(self, items: Sequence[tuple[str, str]]) -> None:
         """Index new ``(memory_id, content)`` memories.

@@ -86,6 +86,44 @@ def test_searches_take_candidates_only_from_tantivy_once_filled(
         index.close()
 
 
+def test_a_selective_filter_scores_every_match_after_one_ask(
+    corpus: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = TextIndex.build(C, corpus, candidates_from=1)
+    try:
+        wait_ready(index)
+        candidates = index._candidates
+        assert candidates is not None
+        asked: list[int] = []
+        ask = candidates.candidates
+
+        def noted(terms, count):  # type: ignore[no-untyped-def]
+            asked.append(count)
+            return ask(terms, count)
+
+        monkeypatch.setattr(candidates, "candidates", noted)
+        exact = exact_of(corpus)
+        rare = {doc for i, (doc, _) in enumerate(corpus) if i % 150 == 0}  # 4 of 600
+        broad = {doc for i, (doc, _) in enumerate(corpus) if i % 3 == 0}
+        for q in queries(10):
+            # None of the first ask passes: no wider ask, every match scored.
+            asked.clear()
+            assert index.search(q, k=10, allowed=lambda _: False) == []
+            assert asked == [tc.MIN_CANDIDATES]
+            # A few pass: one ask as wide as their share needs, at most.
+            asked.clear()
+            got = index.search(q, k=10, allowed=rare.__contains__)
+            assert got == exact.search(q, 10, rare.__contains__)
+            assert len(asked) <= 2
+            asked.clear()
+            assert index.search(q, k=10, allowed=broad.__contains__) == exact.search(
+                q, 10, broad.__contains__
+            )
+            assert len(asked) <= 2
+    finally:
+        index.close()
+
+
 def test_a_small_collection_keeps_the_exact_search(corpus: list[tuple[str, str]]) -> None:
     index = TextIndex.build(C, corpus, candidates_from=len(corpus) + 1)
     assert index.candidates_state() is None
