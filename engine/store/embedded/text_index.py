@@ -127,7 +127,7 @@ class TextIndex:
                 hits = self._bm25.search_among(terms, nums, k, allowed)
                 if len(hits) == k or whole:
                     return hits
-                # Too few passed the filter: ask for as many as its pass rate
+                # Too few passed the filter: ask for twice what its pass rate
                 # needs, or score every match when that is past the widest ask.
                 rate = len(hits) / max(int(nums.size), 1)
                 needed = 2 * k / rate if rate > 0.0 else float("inf")
