@@ -340,6 +340,10 @@ class BM25Index:
         not indexed. Numbers of removed documents are given to later ones."""
         return self._num_of.get(doc_id)
 
+    def numbers(self) -> list[int]:
+        """The numbers of the documents indexed."""
+        return list(self._num_of.values())
+
     def query_terms(self, query: str) -> list[str]:
         """The distinct terms of ``query`` some document holds, in query order:
         what a search scores."""

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hippocampus.lexical import BM25Index
+from hippocampus.store.embedded.graph_layout import grown
 from hippocampus.store.embedded.rwlock import RWLock
 
 logger = logging.getLogger(__name__)
@@ -265,18 +266,9 @@ class TextCandidates:
                 continue
             key = self._next_key
             self._next_key += 1
-            self._grow(key, num)
+            self.num_of_key = grown(self.num_of_key, key + 1, -1)
+            self.key_of_num = grown(self.key_of_num, num + 1, -1)
             self.num_of_key[key] = num
             self.key_of_num[num] = key
             batch.append((num, key, terms))
         return batch
-
-    def _grow(self, key: int, num: int) -> None:
-        if key >= self.num_of_key.shape[0]:
-            grown = np.full(max(key + 1, 2 * self.num_of_key.shape[0]), -1, dtype=np.int64)
-            grown[: self.num_of_key.shape[0]] = self.num_of_key
-            self.num_of_key = grown
-        if num >= self.key_of_num.shape[0]:
-            grown = np.full(max(num + 1, 2 * self.key_of_num.shape[0]), -1, dtype=np.int64)
-            grown[: self.key_of_num.shape[0]] = self.key_of_num
-            self.key_of_num = grown

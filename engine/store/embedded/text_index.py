@@ -81,8 +81,7 @@ class TextIndex:
             )
             self._candidates_from = None
             return
-        nums = [self._bm25.number(doc) for doc in self._bm25.ids()]
-        candidates.start([num for num in nums if num is not None])
+        candidates.start(self._bm25.numbers())
         self._candidates = candidates
 
     def close(self) -> None:
