@@ -180,21 +180,6 @@ def read(tx: ManagedTransaction, collection: str) -> dict[tuple[Any, ...], Any]:
     return {tuple(json.loads(row["key"])): row["n"] for row in rows}
 
 
-def document_frequencies(
-    tx: ManagedTransaction, collection: str, terms: Sequence[str]
-) -> list[int]:
-    """How many of the collection's memories hold each of ``terms``, in order."""
-    rows = tx.run(statement("memory/read_term_counts"), {"collection": collection, "terms": terms})
-    found = {row["term"]: int(row["n"]) for row in rows}
-    return [found.get(term, 0) for term in terms]
-
-
-def text_statistics(counts: Mapping[tuple[Any, ...], Any]) -> tuple[int, int]:
-    """The collection's number of memories and of their content's terms."""
-    memories = sum(n for parts, n in counts.items() if parts[0] == MEMORIES)
-    return int(memories), int(counts.get(("terms",), 0))
-
-
 def passing(
     counts: Mapping[tuple[Any, ...], Any],
     *,

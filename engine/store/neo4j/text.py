@@ -9,7 +9,7 @@ from neo4j import ManagedTransaction
 
 from hippocampus.lexical import bm25_score
 from hippocampus.model import RecallFilters
-from hippocampus.store.neo4j import convert, counts
+from hippocampus.store.neo4j import convert
 from hippocampus.store.neo4j.connection import (
     Neo4jConnection,
     one_list,
@@ -77,18 +77,25 @@ def _text_hits(
 ) -> list[tuple[str, float]]:
     """:meth:`Neo4jText.search_text`'s answer: the full-text index's candidates
     (widened while the filters leave fewer than ``k`` and more are there),
-    scored by BM25 with the collection's counts."""
-    n, total = counts.text_statistics(counts.read(tx, collection))
-    dfs = counts.document_frequencies(tx, collection, terms) if n and total else []
-    if not any(dfs):
-        return []
+    scored by BM25 with the collection's counts, which the first search reads
+    in the same round trip."""
     first = min(max(k * _TEXT_OVERSAMPLE, _MIN_TEXT_CANDIDATES), MAX_CANDIDATES)
-    for candidates in candidate_widths(first):
-        (row,) = run_statement(
-            tx, "recall/search_text", collection, candidates=candidates, **params
-        )
-        if len(row["hits"]) >= k or row["seen"] < candidates:
+    params = {**params, "plain_terms": terms}
+    rows = (
+        (width, run_statement(tx, "recall/search_text", collection, candidates=width, **params)[0])
+        for width in candidate_widths(first)
+    )
+    width, row = next(rows)
+    n, total = int(row["memories"]), int(row["length"])
+    dfs = [int(df) for df in row["dfs"]]
+    if not (n and total and any(dfs)):
+        return []
+    while len(row["hits"]) < k and row["seen"] >= width:
+        # The filters left too few of the candidates, and the index has more.
+        wider = next(rows, None)
+        if wider is None:
             break
+        width, row = wider
     # A memory deleted after the index handed its node over reads as nulls: its
     # id, its length and how often it holds each term.
     scored = [

@@ -371,13 +371,14 @@ def test_a_text_hit_of_a_memory_deleted_mid_search_is_left_out() -> None:
     ]
     driver = FakeDriver(
         answers={
-            "memory/read_counts": [
-                {"key": '["memories","insight","active",null]', "n": 3},
-                {"key": '["terms"]', "n": 9},
-            ],
-            "memory/read_term_counts": [{"term": "kafka", "n": 2}],
             "recall/search_text": [
-                {"seen": 3, "hits": [*gone, {"id": "a", "length": 3, "tfs": [1]}]}
+                {
+                    "memories": 3,
+                    "length": 9,
+                    "dfs": [2],
+                    "seen": 3,
+                    "hits": [*gone, {"id": "a", "length": 3, "tfs": [1]}],
+                }
             ],
         }
     )
@@ -776,12 +777,15 @@ def test_neighbour_turns_and_time_filters_reach_the_statements() -> None:
     driver = FakeDriver(
         answers={
             "memory/neighbour_turns": [{"id": "b", "earlier": ["a"], "later": ["c", "d"]}],
-            "memory/read_counts": [
-                {"key": '["memories","insight","active",null]', "n": 2},
-                {"key": '["terms"]', "n": 5},
+            "recall/search_text": [
+                {
+                    "memories": 2,
+                    "length": 5,
+                    "dfs": [1],
+                    "seen": 1,
+                    "hits": [{"id": "b", "length": 2, "tfs": [1]}],
+                }
             ],
-            "memory/read_term_counts": [{"term": "kafka", "n": 1}],
-            "recall/search_text": [{"seen": 1, "hits": [{"id": "b", "length": 2, "tfs": [1]}]}],
         }
     )
     store = make(driver)
