@@ -20,6 +20,7 @@ from neo4j import Driver, GraphDatabase, ManagedTransaction, Record, Session
 from neo4j.exceptions import Neo4jError
 
 from hippocampus.errors import StoreUnavailableError
+from hippocampus.store.neo4j.sizes import Sizes
 from hippocampus.store.neo4j.statements import statement
 from hippocampus.store.neo4j.translate import lost_race, translated
 
@@ -57,6 +58,8 @@ class Neo4jConnection:
         # on a cluster, a read then sees what this store wrote before it, even
         # from a replica (a single server shows that anyway).
         self._bookmarks = GraphDatabase.bookmark_manager()
+        # What sizes a first vector search, as last read (see sizes.py).
+        self._sizes = Sizes()
 
     @property
     def dimensions(self) -> int:

@@ -163,7 +163,10 @@ class Neo4jLearning(Neo4jConnection):
 
         while True:
             try:
-                return self._write("learn", work)
+                learned = self._write("learn", work)
+                if learned.memories:  # their tiers and categories may have moved
+                    self._sizes.changed(collection)
+                return learned
             except TurnsToLock as e:
                 conversations.update(e.conversations)
 

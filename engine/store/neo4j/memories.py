@@ -93,6 +93,7 @@ class Neo4jMemories(Neo4jConnection):
             tally.write(tx, collection)
 
         self._write("add memories", work)
+        self._sizes.changed(collection)
 
     def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
         """The memories among ``ids`` that exist in the collection, by id."""
@@ -173,6 +174,7 @@ class Neo4jMemories(Neo4jConnection):
             tally.write(tx, collection)
 
         self._write("replace a memory", work)
+        self._sizes.changed(collection)
 
     def delete_memory(self, collection: str, memory_id: str) -> bool:
         """Remove a memory with every edge that touches it; hubs left without edges
@@ -202,7 +204,9 @@ class Neo4jMemories(Neo4jConnection):
             tally.write(tx, collection)
             return True
 
-        return self._write("delete a memory", work)
+        deleted = self._write("delete a memory", work)
+        self._sizes.changed(collection)
+        return deleted
 
     def iter_memories(self, collection: str) -> Iterator[Memory]:
         """Every memory of the collection, oldest first (ties by id).

@@ -123,7 +123,6 @@ class Neo4jStore(
         if dimensions < 1:
             raise ConfigError("the vector dimension must be positive")
         super().__init__(driver, database=database, dimensions=dimensions)
-        self._init_vectors()
         self._init_crowding()
 
     @classmethod

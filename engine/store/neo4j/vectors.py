@@ -5,8 +5,7 @@ embedding."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -26,12 +25,9 @@ from hippocampus.store.neo4j.connection import (
 )
 from hippocampus.store.neo4j.counts import Tally
 from hippocampus.store.neo4j.schema import PASSAGE_INDEX, VECTOR_INDEX
+from hippocampus.store.neo4j.sizes import Sizes
 from hippocampus.store.records import Vector
 
-INDEX_SIZE_MAX_AGE_S = 10.0
-"""How long a read of the database's number of memories (a bound on the vector
-index's size, see :func:`_first_width`) serves vector searches before it is read
-again: it only sizes a first search, and one that finds too few widens."""
 _SEARCH_OVERSAMPLE = 10
 """Passage searches ask for ``k`` times this many candidates first."""
 _SHARE_OVERSAMPLE = 2
@@ -46,10 +42,6 @@ _WIDEN = 4
 
 class Neo4jVectors(Neo4jConnection):
     """Dense search, and the vectors of memories."""
-
-    def _init_vectors(self) -> None:
-        # (read at, memories in the database): see _index_size.
-        self._indexed: tuple[float, int] | None = None
 
     def search_vectors(
         self,
@@ -75,7 +67,7 @@ class Neo4jVectors(Neo4jConnection):
             # One transaction for both searches: one snapshot, one round of
             # begin and commit the fewer.
             hits = _memory_vector_hits(
-                tx, collection, query, filters, params, self._dimensions, self._index_size
+                tx, collection, query, filters, params, self._dimensions, self._sizes
             )
             if not passages:
                 return hits
@@ -120,7 +112,7 @@ class Neo4jVectors(Neo4jConnection):
             short = usable
             candidates = None
             if rows.shape[1] == self._dimensions:
-                candidates = _first_width(tx, collection, filters, model, k, self._index_size)
+                candidates = _first_width(tx, collection, filters, model, k, self._sizes)
             if candidates is not None:
                 answered = run_statement(
                     tx,
@@ -163,20 +155,6 @@ class Neo4jVectors(Neo4jConnection):
             return found
 
         return self._read("search vectors", work)
-
-    def _index_size(self, tx: ManagedTransaction) -> int:
-        """How many memories the database holds (``recall/index_size``), read in
-        ``tx`` when the last read is older than :data:`INDEX_SIZE_MAX_AGE_S`."""
-        kept = self._indexed
-        now = time.monotonic()
-        if kept is not None and now - kept[0] < INDEX_SIZE_MAX_AGE_S:
-            return kept[1]
-        sized = run_statement(tx, "recall/index_size")
-        if not sized:
-            return 0  # no answer (EXPLAIN, a stand-in driver): nothing to keep
-        memories = int(sized[0]["memories"])
-        self._indexed = (now, memories)
-        return memories
 
     def set_vectors(
         self,
@@ -246,6 +224,7 @@ class Neo4jVectors(Neo4jConnection):
             tally.write(tx, collection)
 
         self._write("store vectors", work)
+        self._sizes.changed(collection)
 
     def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of the given memories (those that have one), as given."""
@@ -327,7 +306,7 @@ def _memory_vector_hits(
     filters: RecallFilters,
     params: dict[str, Any],
     dimensions: int,
-    index_size: Callable[[ManagedTransaction], int],
+    sizes: Sizes,
 ) -> list[tuple[str, float]]:
     """Top ``params["k"]`` memories by the cosine similarity of their own vector
     (made by ``params["model"]``) among those that pass ``filters``; best first:
@@ -341,7 +320,7 @@ def _memory_vector_hits(
     k = int(params["k"])
     row = {**params, "vector": convert.vector_value(query)}
     first = (
-        _first_width(tx, collection, filters, str(params["model"]), k, index_size)
+        _first_width(tx, collection, filters, str(params["model"]), k, sizes)
         if query.shape[0] == dimensions
         else None
     )
@@ -381,7 +360,7 @@ def _first_width(
     filters: RecallFilters,
     model: str,
     k: int,
-    index_size: Callable[[ManagedTransaction], int],
+    sizes: Sizes,
 ) -> int | None:
     """How many candidates a first search of the memories' vector index asks for,
     or ``None`` when the index cannot find ``k`` memories that pass ``filters``.
@@ -398,17 +377,18 @@ def _first_width(
     more vectors of ``model`` than that first search would ask for: the exact
     scan, which reads only the collection's, answers those at once and for
     less, where the index would be searched wider and wider first.
-    ``index_size``: the database's memories (at most :data:`INDEX_SIZE_MAX_AGE_S`
-    old); a count behind the truth asks too few at first, and the search widens."""
+    ``sizes``: the counters and the database's memories as the store last read
+    them (at most :data:`~hippocampus.store.neo4j.sizes.MAX_AGE_S` old); a count
+    behind the truth asks too few at first, and the search widens."""
     passing, vectors = counts.passing(
-        counts.read(tx, collection),
+        sizes.counters(tx, collection),
         model=model,
         categories=filters.categories,
         tiers=[Tier(t).value for t in filters.tiers],
     )
     if passing < k:
         return None
-    indexed = max(index_size(tx), vectors)
+    indexed = max(sizes.memories(tx), vectors)
     if passing * MAX_CANDIDATES < k * indexed:
         return None
     wanted = -(-_SHARE_OVERSAMPLE * k * indexed // passing)  # rounded up

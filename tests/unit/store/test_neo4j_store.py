@@ -506,7 +506,7 @@ def test_a_first_dense_search_asks_for_what_the_collections_share_of_the_index_n
 def test_the_databases_size_is_read_again_only_when_its_last_read_is_old(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hippocampus.store.neo4j.vectors import INDEX_SIZE_MAX_AGE_S
+    from hippocampus.store.neo4j.sizes import MAX_AGE_S
 
     query = [1.0] + [0.0] * 7
     hits = [{"id": f"m{i}", "similarity": 0.9 - i / 100} for i in range(50)]
@@ -519,7 +519,7 @@ def test_the_databases_size_is_read_again_only_when_its_last_read_is_old(
         }
     )
     clock = [1000.0]
-    monkeypatch.setattr("hippocampus.store.neo4j.vectors.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("hippocampus.store.neo4j.sizes.time.monotonic", lambda: clock[0])
     store = make(driver)
 
     def first_width() -> int:
@@ -529,7 +529,7 @@ def test_the_databases_size_is_read_again_only_when_its_last_read_is_old(
 
     assert first_width() == 400  # a quarter of the database's memories
     database[0] = 2_000
-    clock[0] += INDEX_SIZE_MAX_AGE_S - 1.0
+    clock[0] += MAX_AGE_S - 1.0
     assert first_width() == 400 and "recall/index_size" not in driver.ran()
     clock[0] += 2.0
     assert first_width() == 200 and "recall/index_size" in driver.ran()
