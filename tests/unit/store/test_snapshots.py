@@ -3,6 +3,7 @@ only while nothing has been written since, and never trusted beyond that."""
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import pickle
@@ -13,6 +14,7 @@ import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hippocampus.config import HippoSettings
@@ -357,3 +359,54 @@ def test_a_graph_saved_after_its_index_was_rebuilt_keeps_to_the_new_slots(
         assert store.integrity_problems() == []
     finally:
         reopened.close()
+
+
+def test_an_arrays_room_to_grow_is_left_out_of_the_file_and_loads_as_zeros(
+    data_dir: Path, spacy_extractor: SpacyConceptExtractor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(snapshots, "_ROOM_MIN_BYTES", 1)  # any room, however small
+    svc = _service(data_dir, spacy_extractor)
+    store = _store(svc)
+    try:
+        answers = _answers(svc)
+        graph, index = store._graph(C), store._index(C)
+        [part] = index._partitions.values()
+        held = {name: getattr(graph, name).copy() for name in ("_nbr", "_wt", "_eid")}
+        held["vectors"] = part.vectors.copy()
+        # Nothing written, but the record gone: the close saves the indexes again.
+        with sqlite3.connect(data_dir / DB_FILE) as conn:
+            conn.execute("DELETE FROM index_snapshots")
+    finally:
+        svc.close()
+    [folder] = (data_dir / SNAPSHOTS_FOLDER).iterdir()
+    for part_name in ("index", "graph"):
+        assert b"_roomy" in (folder / f"{part_name}.pickle").read_bytes(), part_name
+    reopened = _service(data_dir, spacy_extractor)
+    store = _store(reopened)
+    try:
+        assert store.loaded_from_snapshot(C)
+        graph, index = store._graph(C), store._index(C)
+        [part] = index._partitions.values()
+        for name, array in held.items():
+            loaded = part.vectors if name == "vectors" else getattr(graph, name)
+            assert loaded.dtype == array.dtype and loaded.shape == array.shape, name
+            assert loaded.tobytes() == array.tobytes(), name
+        assert _answers(reopened) == answers
+        assert store.integrity_problems() == []
+    finally:
+        reopened.close()
+
+
+def test_only_trailing_rows_of_zero_bytes_are_room() -> None:
+    rows = np.zeros((16384, 64), dtype=np.float32)
+    rows[:10] = 1.0
+    rows[2000] = -0.0  # zero as a number, not as bytes: kept
+    room = snapshots._Room.of(rows)
+    assert isinstance(room, snapshots._Room) and room.rows.shape == (2001, 64)
+    loaded = snapshots._Unpickler(io.BytesIO(pickle.dumps(room, protocol=5))).load()
+    assert loaded.dtype == rows.dtype and loaded.tobytes() == rows.tobytes()
+    # Too little room, or none, or not an array of plain values: as it is.
+    small = np.zeros(1024, dtype=np.int64)
+    full = np.ones((16384, 64), dtype=np.float32)
+    for value in (small, full, [0] * 10):
+        assert snapshots._Room.of(value) is value
