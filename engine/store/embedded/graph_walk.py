@@ -238,7 +238,7 @@ class GraphWalk(GraphLayout):
             # Per-candidate copies of frontier values by repeat, not by gathering
             # through an owner index: repeat streams, a gather does not.
             cells = segments(start[kept.f_node], counts)
-            neighbor = arena_nbr[cells]
+            neighbor = arena_nbr[cells].astype(np.int64)
             weight = arena_w[cells]
             value = np.repeat(step, counts) * weight
             key = np.repeat(kept.f_anchor * nn, counts) + neighbor
