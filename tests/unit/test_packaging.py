@@ -10,6 +10,7 @@ top-level names, fails here rather than on a user's machine.
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -54,11 +55,30 @@ def test_the_package_list_names_every_folder_under_the_one_name() -> None:
     assert all(p == "hippocampus" or p.startswith("hippocampus.") for p in packages)
 
 
+def _source_copy(into: Path) -> Path:
+    """The files git knows of (tracked, or new and not ignored) copied into
+    ``into``: a wheel built there holds what a clean clone's would, not what an
+    older build left in the checkout's ``build/`` (a deleted file included)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name)
+    return into
+
+
 @pytest.mark.slow
 def test_the_wheel_installs_one_top_level_name_with_its_data(tmp_path: Path) -> None:
+    source = _source_copy(tmp_path / "source")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--quiet", "--wheel-dir", str(tmp_path), str(ROOT)],
+         "--quiet", "--wheel-dir", str(tmp_path), str(source)],
         check=True, capture_output=True,
     )
     (wheel,) = tmp_path.glob("hippocampus-*.whl")
