@@ -67,6 +67,7 @@ HEAP = 64 * 2**20
 """tantivy's indexing buffer, in bytes."""
 
 _DELETED_AT_ONCE = 1_024
+"""Keys deleted from tantivy by one query."""
 
 Keys = npt.NDArray[np.int64]
 

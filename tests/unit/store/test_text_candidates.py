@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,11 +27,22 @@ pytest.importorskip("tantivy")
 C = "team:text"
 
 
-def wait_ready(index: TextIndex) -> None:
+def until(done: Callable[[], bool], state: Callable[[], object]) -> None:
+    """Wait up to 20 s for ``done``; fail showing ``state`` if it never comes."""
     deadline = time.monotonic() + 20
-    while index.candidates_state() != (True, 0):
-        assert time.monotonic() < deadline, index.candidates_state()
+    while not done():
+        assert time.monotonic() < deadline, state()
         time.sleep(0.01)
+
+
+def wait_ready(index: TextIndex) -> None:
+    until(lambda: index.candidates_state() == (True, 0), index.candidates_state)
+
+
+def candidates_of(index: TextIndex) -> tc.TextCandidates:
+    candidates = index._candidates
+    assert candidates is not None
+    return candidates
 
 
 @pytest.fixture
@@ -96,8 +107,7 @@ def test_a_selective_filter_scores_every_match_after_one_ask(
     filled: TextIndex, corpus: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = filled
-    candidates = index._candidates
-    assert candidates is not None
+    candidates = candidates_of(index)
     asked: list[int] = []
     ask = candidates.candidates
 
@@ -167,20 +177,18 @@ def test_writes_are_seen_at_once_and_after_tantivy_takes_them(
     for q in [*queries(20), "walrus", corpus[0][1]]:
         assert index.search(q, k=10) == exact.search(q, 10)
     # What was removed or replaced is deleted from tantivy too.
-    candidates = index._candidates
-    assert candidates is not None
-    deadline = time.monotonic() + 20
-    while candidates._searcher.num_docs != len(index):
-        assert time.monotonic() < deadline, (candidates._searcher.num_docs, len(index))
-        time.sleep(0.01)
+    candidates = candidates_of(index)
+    until(
+        lambda: candidates._searcher.num_docs == len(index),
+        lambda: (candidates._searcher.num_docs, len(index)),
+    )
 
 
 def test_staged_documents_are_scored_beside_and_too_many_fall_back(
     filled: TextIndex, corpus: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = filled
-    candidates = index._candidates
-    assert candidates is not None
+    candidates = candidates_of(index)
     candidates.close()  # the worker stops: what is staged stays staged
     index.add([(f"m-{i}", f"quokka sighting number {i}") for i in range(5)])
     monkeypatch.setattr(tc, "STAGED_MAX", 10)
