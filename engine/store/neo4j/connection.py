@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from neo4j import Driver, GraphDatabase, ManagedTransaction, Record, Session
-from neo4j.exceptions import Neo4jError
+from neo4j.exceptions import DriverError, Neo4jError
 
 from hippocampus.errors import StoreUnavailableError
 from hippocampus.store.neo4j.sizes import Sizes
 from hippocampus.store.neo4j.statements import statement
-from hippocampus.store.neo4j.translate import lost_race, translated
+from hippocampus.store.neo4j.translate import translated, worth_another_run
 
 logger = logging.getLogger(__name__)
 
@@ -85,8 +85,9 @@ class Neo4jConnection:
 
         A transaction that lost a race the driver does not retry (a hub deleted
         by a concurrent prune under a MERGE that had matched it; a prune that
-        found an edge committed after its check) runs again, up to
-        ``_RACE_RETRIES`` times; still losing, the call fails as unavailable
+        found an edge committed after its check), or whose deadlock the driver
+        reported under a failed result rather than retrying it, runs again, up
+        to ``_RACE_RETRIES`` times; still losing, the call fails as unavailable
         (503: try again), never as a store fault.
         """
         self._check_open()
@@ -97,8 +98,8 @@ class Neo4jConnection:
                 try:
                     with self._session() as session:
                         return session.execute_write(work)
-                except Neo4jError as e:
-                    if not lost_race(e):
+                except (Neo4jError, DriverError) as e:
+                    if not worth_another_run(e):
                         raise
                     if attempt > _RACE_RETRIES:
                         raise StoreUnavailableError(

@@ -37,6 +37,7 @@ from neo4j.exceptions import (
     DriverError,
     IncompleteCommit,
     Neo4jError,
+    ResultFailedError,
     ServiceUnavailable,
     SessionExpired,
     TransientError,
@@ -65,6 +66,7 @@ _DISK_FULL_WORDS = ("no space left on device", "disk is full", "disk full", "not
 
 def translate(error: Exception, action: str) -> StoreError | ConflictError:
     """The engine error for a driver error raised while doing ``action``."""
+    error = reported(error)
     detail = str(error) or type(error).__name__
     if isinstance(error, AuthError):
         return StoreAuthError(f"cannot {action}: Neo4j refused the credentials ({detail})")
@@ -84,6 +86,30 @@ def translate(error: Exception, action: str) -> StoreError | ConflictError:
     if isinstance(error, ConstraintError):
         return ConflictError(f"cannot {action}: {detail}")
     return StoreError(f"cannot {action}: {detail}")
+
+
+def reported(error: Exception) -> Exception:
+    """The server's error a driver error stands for, else ``error`` itself.
+
+    When a statement fails at its start while the transaction still has results
+    in flight, the driver's rollback can raise :class:`ResultFailedError` in place
+    of the server's failure, which becomes its cause. Judged by that wrapper, a
+    deadlock would be neither retried nor unavailable: it is judged by its cause.
+    """
+    cause = error.__cause__
+    if isinstance(error, ResultFailedError) and isinstance(cause, Neo4jError):
+        return cause
+    return error
+
+
+def worth_another_run(error: Exception) -> bool:
+    """Whether a transaction that failed with ``error`` should run again: it lost
+    a race (:func:`lost_race`), or a failure the driver retries (a deadlock)
+    reached the caller hidden under a driver error (:func:`reported`)."""
+    server = reported(error)
+    if server is not error and isinstance(server, Neo4jError) and server.is_retryable():
+        return True
+    return lost_race(error)
 
 
 def lost_race(error: Exception) -> bool:

@@ -1142,6 +1142,49 @@ def test_a_write_that_keeps_losing_races_is_unavailable_never_a_store_fault(
         make(reader).get_memories(C, ["a"])
 
 
+def _deadlock_under_a_failed_result() -> Exception:
+    """A deadlock as the driver's rollback can report it: under a failed result."""
+    from neo4j.exceptions import ResultFailedError
+
+    deadlock = _server_error(
+        "Neo.TransientError.Transaction.DeadlockDetected",
+        "ForsetiClient[transactionId=2269] can't acquire ExclusiveLock on NODE(7201)",
+    )
+    failed = ResultFailedError(None, "The result has failed.")
+    failed.__cause__ = deadlock
+    return failed
+
+
+def test_a_deadlock_reported_under_a_failed_result_runs_again() -> None:
+    driver = FakeDriver(
+        failure=_deadlock_under_a_failed_result(), fail_on="memory/upsert_edges", fail_times=1
+    )
+    make(driver).upsert_edges(C, [Edge(source="a", type=EdgeType.ABOUT, target="cache")])
+    assert driver.ran() == ["memory/upsert_edges"]
+    assert len(driver.committed) == 1
+
+    # Still deadlocking after the runs again, or on a read: unavailable (503,
+    # try again), never a store fault (500).
+    stuck = FakeDriver(failure=_deadlock_under_a_failed_result(), fail_on="memory/upsert_edges")
+    with pytest.raises(StoreUnavailableError) as raised:
+        make(stuck).upsert_edges(C, [Edge(source="a", type=EdgeType.ABOUT, target="cache")])
+    assert type(raised.value) is StoreUnavailableError and stuck.committed == []
+    reader = FakeDriver(failure=_deadlock_under_a_failed_result(), fail_on="memory/get_memories")
+    with pytest.raises(StoreUnavailableError):
+        make(reader).get_memories(C, ["a"])
+
+
+def test_a_failed_result_with_no_server_error_beneath_is_a_store_fault() -> None:
+    from neo4j.exceptions import ResultFailedError
+
+    driver = FakeDriver(
+        failure=ResultFailedError(None, "The result has failed."), fail_on="memory/upsert_edges"
+    )
+    with pytest.raises(StoreError) as raised:
+        make(driver).upsert_edges(C, [Edge(source="a", type=EdgeType.ABOUT, target="cache")])
+    assert type(raised.value) is StoreError and driver.committed == []
+
+
 def test_a_uniqueness_conflict_is_not_taken_for_a_race() -> None:
     driver = FakeDriver(
         failure=ConstraintError("Node(17) already exists with label `Memory`"),
