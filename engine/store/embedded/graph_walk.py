@@ -208,7 +208,7 @@ class GraphWalk(GraphLayout):
         nodes = np.array([node for node, _ in part], dtype=np.int64)
         strengths = np.array([anchor.strength for _, anchor in part], dtype=np.float64)
         best, ref = scratch.best, scratch.ref
-        start, arena_nbr, arena_w = self._start, self._nbr, self._wt
+        start, arena_nbr, arena_eid, edge_w = self._start, self._nbr, self._eid, self._w
 
         anchor_ids = np.arange(g, dtype=np.int64)
         keys = anchor_ids * nn + nodes
@@ -239,7 +239,7 @@ class GraphWalk(GraphLayout):
             # through an owner index: repeat streams, a gather does not.
             cells = segments(start[kept.f_node], counts)
             neighbor = arena_nbr[cells].astype(np.int64)
-            weight = arena_w[cells]
+            weight = edge_w[arena_eid[cells]]
             value = np.repeat(step, counts) * weight
             key = np.repeat(kept.f_anchor * nn, counts) + neighbor
             if last:

@@ -371,7 +371,7 @@ def test_an_arrays_room_to_grow_is_left_out_of_the_file_and_loads_as_zeros(
         answers = _answers(svc)
         graph, index = store._graph(C), store._index(C)
         [part] = index._partitions.values()
-        held = {name: getattr(graph, name).copy() for name in ("_nbr", "_wt", "_eid")}
+        held = {name: getattr(graph, name).copy() for name in ("_nbr", "_eid", "_w")}
         held["vectors"] = part.vectors.copy()
         # Nothing written, but the record gone: the close saves the indexes again.
         with sqlite3.connect(data_dir / DB_FILE) as conn:
