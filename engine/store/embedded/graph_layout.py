@@ -321,20 +321,12 @@ class GraphLayout:
         s = int(self._start[owner])
         nbr = self._nbr
         hub = kind[owner] != MEMORY
-        # Each new entry's place: first the run of equal leading keys (weight for a
-        # hub, neighbor kind for a memory) by searchsorted, then by name in it.
-        held: npt.NDArray[np.generic]
         if hub:
             entries.sort(key=lambda x: (-x[2], names[x[0]]))
-            # Weights descending: search the negated weights, which ascend.
-            held = -self._w[self._eid[s : s + n]]
-            keys: npt.NDArray[np.generic] = np.array([-w for _, _, w in entries])
         else:
             codes = kind[[v for v, _, _ in entries]].tolist()
             order = sorted(range(k), key=lambda i: (codes[i], names[entries[i][0]]))
             entries = [entries[i] for i in order]
-            held = kind[nbr[s : s + n]]
-            keys = np.array([codes[i] for i in order], dtype=held.dtype)
             self._nassoc[owner] += sum(1 for c in codes if c == MEMORY)
         self._len[owner] = n + k
         end = s + n + k
@@ -343,18 +335,7 @@ class GraphLayout:
             nbr[s:end] = [v for v, _, _ in entries]
             self._eid[s:end] = [e for _, e, _ in entries]
             return
-        starts = np.searchsorted(held, keys, side="left").tolist()
-        stops = np.searchsorted(held, keys, side="right").tolist()
-        places = []
-        for (neighbor, _, _), lo, hi in zip(entries, starts, stops, strict=True):
-            name = names[neighbor]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if names[nbr[s + mid]] < name:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            places.append(lo)
+        places = self._hub_places(s, n, entries) if hub else self._memory_places(s, n, entries)
         if k == 1:
             # One entry: shift the tail by one cell (numpy copes with the overlap).
             at = s + places[0]
@@ -374,6 +355,46 @@ class GraphLayout:
             block = array[s:end]
             block[old] = array[s : s + n].copy()
             block[landing] = values
+
+    def _hub_places(self, s: int, n: int, entries: list[tuple[int, int, float]]) -> list[int]:
+        """Where each entry goes in the hub block of ``n`` cells from ``s``, ordered
+        by weight descending, then name: a binary search that reads the weights of
+        the cells it probes only (a hub's block can hold most of the collection)."""
+        names, nbr, eid, weights = self._names, self._nbr, self._eid, self._w
+        places = []
+        for neighbor, _, weight in entries:
+            key = (-weight, names[neighbor])
+            lo, hi = 0, n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                cell = s + mid
+                if (-float(weights[eid[cell]]), names[nbr[cell]]) < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            places.append(lo)
+        return places
+
+    def _memory_places(self, s: int, n: int, entries: list[tuple[int, int, float]]) -> list[int]:
+        """Where each entry goes in the memory block of ``n`` cells from ``s``,
+        ordered by the neighbor's kind, then name: the run of its kind by
+        searchsorted, then by name in it."""
+        names, kind, nbr = self._names, self._kind, self._nbr
+        held = kind[nbr[s : s + n]]
+        keys = kind[[v for v, _, _ in entries]]
+        starts = np.searchsorted(held, keys, side="left").tolist()
+        stops = np.searchsorted(held, keys, side="right").tolist()
+        places = []
+        for (neighbor, _, _), lo, hi in zip(entries, starts, stops, strict=True):
+            name = names[neighbor]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if names[nbr[s + mid]] < name:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            places.append(lo)
+        return places
 
     def _remove(self, owner: int, e: int) -> None:
         s, n = int(self._start[owner]), int(self._len[owner])
