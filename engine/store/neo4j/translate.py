@@ -105,11 +105,12 @@ def reported(error: Exception) -> Exception:
 def worth_another_run(error: Exception) -> bool:
     """Whether a transaction that failed with ``error`` should run again: it lost
     a race (:func:`lost_race`), or a failure the driver retries (a deadlock)
-    reached the caller hidden under a driver error (:func:`reported`)."""
+    reached the caller hidden under a driver error (:func:`reported`); either
+    judged by the server's error beneath such a driver error."""
     server = reported(error)
     if server is not error and isinstance(server, Neo4jError) and server.is_retryable():
         return True
-    return lost_race(error)
+    return lost_race(server)
 
 
 def lost_race(error: Exception) -> bool:

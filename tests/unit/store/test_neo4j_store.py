@@ -1174,6 +1174,16 @@ def test_a_deadlock_reported_under_a_failed_result_runs_again() -> None:
         make(reader).get_memories(C, ["a"])
 
 
+def test_a_lost_race_reported_under_a_failed_result_runs_again() -> None:
+    from neo4j.exceptions import ResultFailedError
+
+    failed = ResultFailedError(None, "The result has failed.")
+    failed.__cause__ = _server_error(*_HUB_GONE)
+    driver = FakeDriver(failure=failed, fail_on="memory/upsert_edges", fail_times=1)
+    make(driver).upsert_edges(C, [Edge(source="a", type=EdgeType.ABOUT, target="cache")])
+    assert driver.ran() == ["memory/upsert_edges"]
+
+
 def test_a_failed_result_with_no_server_error_beneath_is_a_store_fault() -> None:
     from neo4j.exceptions import ResultFailedError
 
