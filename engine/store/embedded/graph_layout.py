@@ -335,7 +335,7 @@ class GraphLayout:
             nbr[s:end] = [v for v, _, _ in entries]
             self._eid[s:end] = [e for _, e, _ in entries]
             return
-        places = self._hub_places(s, n, entries) if hub else self._memory_places(s, n, entries)
+        places = self._places(s, n, entries, hub=hub)
         if k == 1:
             # One entry: shift the tail by one cell (numpy copes with the overlap).
             at = s + places[0]
@@ -356,40 +356,27 @@ class GraphLayout:
             block[old] = array[s : s + n].copy()
             block[landing] = values
 
-    def _hub_places(self, s: int, n: int, entries: list[tuple[int, int, float]]) -> list[int]:
-        """Where each entry goes in the hub block of ``n`` cells from ``s``, ordered
-        by weight descending, then name: a binary search that reads the weights of
-        the cells it probes only (a hub's block can hold most of the collection)."""
-        names, nbr, eid, weights = self._names, self._nbr, self._eid, self._w
+    def _places(
+        self, s: int, n: int, entries: list[tuple[int, int, float]], *, hub: bool
+    ) -> list[int]:
+        """Where each entry goes in the block of ``n`` cells from ``s``, in block
+        order (a hub's: weight descending, then name; a memory's: the neighbor's
+        kind, then name): a binary search that reads only the cells it probes (a
+        hub's block can hold a large share of the collection)."""
+        names, kind, nbr, eid, weights = self._names, self._kind, self._nbr, self._eid, self._w
+
+        def at(cell: int) -> tuple[float, str]:
+            v = int(nbr[cell])
+            first = -float(weights[eid[cell]]) if hub else float(kind[v])
+            return first, names[v]
+
         places = []
         for neighbor, _, weight in entries:
-            key = (-weight, names[neighbor])
+            key = (-weight if hub else float(kind[neighbor]), names[neighbor])
             lo, hi = 0, n
             while lo < hi:
                 mid = (lo + hi) // 2
-                cell = s + mid
-                if (-float(weights[eid[cell]]), names[nbr[cell]]) < key:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            places.append(lo)
-        return places
-
-    def _memory_places(self, s: int, n: int, entries: list[tuple[int, int, float]]) -> list[int]:
-        """Where each entry goes in the memory block of ``n`` cells from ``s``,
-        ordered by the neighbor's kind, then name: the run of its kind by
-        searchsorted, then by name in it."""
-        names, kind, nbr = self._names, self._kind, self._nbr
-        held = kind[nbr[s : s + n]]
-        keys = kind[[v for v, _, _ in entries]]
-        starts = np.searchsorted(held, keys, side="left").tolist()
-        stops = np.searchsorted(held, keys, side="right").tolist()
-        places = []
-        for (neighbor, _, _), lo, hi in zip(entries, starts, stops, strict=True):
-            name = names[neighbor]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if names[nbr[s + mid]] < name:
+                if at(s + mid) < key:
                     lo = mid + 1
                 else:
                     hi = mid

@@ -254,7 +254,7 @@ class _Room:
     that room and the whole shape. It loads as the same array, built on zeroed
     memory the system has not written yet, so the room costs neither disk nor
     resident memory until it is used, as in an index built from the rows (at a
-    million memories, about 400 MB)."""
+    million memories, hundreds of MB)."""
 
     __slots__ = ("rows", "shape")
 
