@@ -7,7 +7,8 @@
 // so the cosine of each kept memory is computed again, exactly, and the top $k
 // are taken by it (ties by id), as recall/search_vectors_exact does: both paths
 // give the same scores. Similarity is the cosine (the function
-// answers (1 + cos) / 2).
+// answers (1 + cos) / 2). Each hit comes with its vector, read for the cosine
+// anyway: the recall's crowding and variety then need not read it again.
 CALL db.index.vector.queryNodes($index, $candidates, $vector)
 YIELD node, score
 WITH count(*) AS seen,
@@ -30,6 +31,6 @@ CALL (kept) {
   WITH m, 2.0 * vector.similarity.cosine(m.embedding, $vector) - 1.0 AS similarity
   ORDER BY similarity DESC, m.id
   LIMIT $k
-  RETURN collect({id: m.id, similarity: similarity}) AS hits
+  RETURN collect({id: m.id, similarity: similarity, embedding: m.embedding}) AS hits
 }
 RETURN seen, hits

@@ -450,3 +450,35 @@ def test_crowding_is_the_mean_similarity_of_the_nearest_other_memories(
         assert crowding[mid] == pytest.approx(sum(others) / 3, abs=1e-5)
     assert min(crowding[f"near{i}"] for i in range(3)) > crowding["apart"]
     assert store.crowding(collection, wanted, model="another-model") == {}
+
+
+def test_vectors_read_again_at_once_follow_every_write_between(
+    store: GraphStore, collection: str
+) -> None:
+    # One recall reads the same vectors a few times (dense search, crowding,
+    # variety): a store may answer the later reads from the earlier ones, but a
+    # re-embedding, an edit that drops the vector or a deletion in between is seen.
+    vectors = {f"m{i}": unit(vec(f"m{i}")) for i in range(6)}
+    store.add_memories(
+        collection, [record(memory(i, collection), vector=v) for i, v in vectors.items()]
+    )
+    for _ in range(2):
+        store.search_vectors(collection, vectors["m0"], model=MODEL, k=4, filters=ALL_TIERS)
+        assert set(store.crowding(collection, list(vectors), model=MODEL)) == set(vectors)
+        read = store.get_vectors(collection, list(vectors))
+        for mid, v in vectors.items():
+            np.testing.assert_allclose(read[mid], v, atol=1e-7)
+
+    store.set_vectors(collection, [("m0", vec("again"), MODEL), ("m1", vec("m1"), "another")])
+    np.testing.assert_array_equal(store.get_vectors(collection, ["m0"])["m0"], vec("again"))
+    np.testing.assert_array_equal(store.get_vectors(collection, ["m1"])["m1"], vec("m1"))
+    measured = store.crowding(collection, list(vectors), model=MODEL)
+    assert set(measured) == {"m0", "m2", "m3", "m4", "m5"}
+
+    edited = memory("m2", collection, content="edited")
+    store.replace_memory(
+        collection, MemoryRecord(memory=edited, drop_vector=True), replace_edges=False
+    )
+    assert store.delete_memory(collection, "m3")
+    assert set(store.get_vectors(collection, list(vectors))) == {"m0", "m1", "m4", "m5"}
+    assert set(store.crowding(collection, list(vectors), model=MODEL)) == {"m0", "m4", "m5"}

@@ -82,6 +82,7 @@ class Neo4jAdmin(Neo4jConnection):
             )
             if int(row["deleted"]) < WRITE_BATCH:
                 self._sizes.changed(collection)
+                self._recent.forget(collection)
                 return
 
     def take_lease(self, name: str, holder: str, ttl_s: float) -> bool:

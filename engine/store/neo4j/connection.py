@@ -20,6 +20,7 @@ from neo4j import Driver, GraphDatabase, ManagedTransaction, Record, Session
 from neo4j.exceptions import DriverError, Neo4jError
 
 from hippocampus.errors import StoreUnavailableError
+from hippocampus.store.neo4j.recent import RecentVectors
 from hippocampus.store.neo4j.sizes import Sizes
 from hippocampus.store.neo4j.statements import statement
 from hippocampus.store.neo4j.translate import translated, worth_another_run
@@ -60,6 +61,8 @@ class Neo4jConnection:
         self._bookmarks = GraphDatabase.bookmark_manager()
         # What sizes a first vector search, as last read (see sizes.py).
         self._sizes = Sizes()
+        # Vectors read a moment ago, for the rest of a recall (see recent.py).
+        self._recent = RecentVectors()
 
     @property
     def dimensions(self) -> int:

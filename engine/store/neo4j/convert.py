@@ -162,6 +162,20 @@ def vectors_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, Vector]:
     }
 
 
+def model_vectors_of(
+    rows: Iterable[Mapping[str, Any]], model: str | None = None
+) -> list[tuple[str, str, Vector]]:
+    """``(id, model, vector)`` of rows read outside a lock that hold a vector
+    (``embedding``) and its model (``embedding_model``, else ``model``), less those
+    of memories deleted while being read."""
+    found: list[tuple[str, str, Vector]] = []
+    for r in rows:
+        made_by = r.get("embedding_model") or model
+        if r.get("id") is not None and r.get("embedding") is not None and made_by is not None:
+            found.append((r["id"], made_by, vector_of(r["embedding"])))
+    return found
+
+
 def edge_row(edge: Edge, created: datetime | None = None) -> dict[str, Any] | None:
     """The ``upsert_edges`` row of an edge, ASSOCIATED oriented from its smaller id;
     ``None`` for a memory edge from a memory to itself. ``created`` dates an edge

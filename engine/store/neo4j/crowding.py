@@ -45,15 +45,22 @@ class Neo4jCrowding(Neo4jConnection):
 
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> dict[str, float]:
         """How crowded the given memories' neighbourhoods are: their stored vectors
-        of ``model`` against a sample of the collection's (see :meth:`_sample`)."""
+        of ``model`` (those read a moment ago from memory, :mod:`.recent`) against
+        a sample of the collection's (see :meth:`_sample`)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        rows = self._read(
-            "read vectors",
-            one_statement("memory/model_vectors", {"ids": wanted, "model": model}, collection),
-        )
-        vectors = convert.vectors_of(one_list(rows, "vectors"))
+        vectors = self._recent.take(collection, wanted, model)
+        unread = [memory_id for memory_id in wanted if memory_id not in vectors]
+        if unread:
+            mark = self._recent.mark(collection)
+            rows = self._read(
+                "read vectors",
+                one_statement("memory/model_vectors", {"ids": unread, "model": model}, collection),
+            )
+            read = convert.vectors_of(one_list(rows, "vectors"))
+            self._recent.keep(collection, mark, [(mid, model, v) for mid, v in read.items()])
+            vectors.update(read)
         if not vectors:
             return {}
         sample = self._sample(collection, model)

@@ -94,6 +94,7 @@ class Neo4jMemories(Neo4jConnection):
 
         self._write("add memories", work)
         self._sizes.changed(collection)
+        self._recent.forget(collection, ids)
 
     def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
         """The memories among ``ids`` that exist in the collection, by id."""
@@ -175,6 +176,7 @@ class Neo4jMemories(Neo4jConnection):
 
         self._write("replace a memory", work)
         self._sizes.changed(collection)
+        self._recent.forget(collection, [memory.id])
 
     def delete_memory(self, collection: str, memory_id: str) -> bool:
         """Remove a memory with every edge that touches it; hubs left without edges
@@ -206,6 +208,7 @@ class Neo4jMemories(Neo4jConnection):
 
         deleted = self._write("delete a memory", work)
         self._sizes.changed(collection)
+        self._recent.forget(collection, [memory_id])
         return deleted
 
     def iter_memories(self, collection: str) -> Iterator[Memory]:

@@ -63,18 +63,24 @@ class Neo4jVectors(Neo4jConnection):
             return []  # a zero or non-finite query finds nothing
         params = {"model": model, "k": k, **convert.filter_params(filters)}
 
+        mark = self._recent.mark(collection)
+        read: list[tuple[str, str, Vector]] = []
+
         def work(tx: ManagedTransaction) -> list[tuple[str, float]]:
             # One transaction for both searches: one snapshot, one round of
             # begin and commit the fewer.
+            read.clear()  # the driver may run this function again
             hits = _memory_vector_hits(
-                tx, collection, query, filters, params, self._dimensions, self._sizes
+                tx, collection, query, filters, params, self._dimensions, self._sizes, read
             )
             if not passages:
                 return hits
             found = _passage_hits(tx, collection, query, params, self._dimensions)
             return _best_of(hits, found, k)
 
-        return self._read("search vectors", work)
+        found = self._read("search vectors", work)
+        self._recent.keep(collection, mark, read)
+        return found
 
     def search_vectors_many(
         self,
@@ -225,16 +231,25 @@ class Neo4jVectors(Neo4jConnection):
 
         self._write("store vectors", work)
         self._sizes.changed(collection)
+        self._recent.forget(collection, ids)
 
     def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
-        """Stored vectors of the given memories (those that have one), as given."""
+        """Stored vectors of the given memories (those that have one), as given:
+        those read a moment ago (:mod:`.recent`) from memory."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        rows = self._read(
-            "read vectors", one_statement("memory/get_vectors", {"ids": wanted}, collection)
-        )
-        return convert.vectors_of(one_list(rows, "vectors"))
+        found = self._recent.take(collection, wanted, None)
+        unread = [memory_id for memory_id in wanted if memory_id not in found]
+        if unread:
+            mark = self._recent.mark(collection)
+            rows = self._read(
+                "read vectors", one_statement("memory/get_vectors", {"ids": unread}, collection)
+            )
+            vectors = one_list(rows, "vectors")
+            found.update(convert.vectors_of(vectors))
+            self._recent.keep(collection, mark, convert.model_vectors_of(vectors))
+        return {memory_id: found[memory_id] for memory_id in wanted if memory_id in found}
 
     def similarities(
         self, collection: str, ids: Sequence[str], vector: Vector, *, model: str
@@ -307,6 +322,7 @@ def _memory_vector_hits(
     params: dict[str, Any],
     dimensions: int,
     sizes: Sizes,
+    read: list[tuple[str, str, Vector]] | None = None,
 ) -> list[tuple[str, float]]:
     """Top ``params["k"]`` memories by the cosine similarity of their own vector
     (made by ``params["model"]``) among those that pass ``filters``; best first:
@@ -316,6 +332,9 @@ def _memory_vector_hits(
     Filters: any-of within ``domains``, ``categories`` and ``tags``, the lists
     AND-ed; ``tiers``; ``exclude_conversation_id`` drops memories whose
     ``retrieval.conversation_ids`` hold it.
+
+    ``read``: where the hits' vectors go, ``(id, model, vector)``, when the
+    index found them (it hands them over with the hits).
     """
     k = int(params["k"])
     row = {**params, "vector": convert.vector_value(query)}
@@ -325,7 +344,9 @@ def _memory_vector_hits(
         else None
     )
     if first is not None:
-        hits = _index_hits(tx, collection, "recall/search_vectors", row, k, candidate_widths(first))
+        hits = _index_hits(
+            tx, collection, "recall/search_vectors", row, k, candidate_widths(first), read
+        )
         if hits is not None:
             return hits
     return _exact_hits(tx, collection, row)
@@ -403,12 +424,14 @@ def _index_hits(
     params: dict[str, Any],
     k: int,
     widths: Sequence[int],
+    read: list[tuple[str, str, Vector]] | None = None,
 ) -> list[tuple[str, float]] | None:
     """The top ``k`` hits of the index search ``name`` (``recall/search_vectors``
     or ``recall/search_passages``), asked for each of ``widths`` candidates in
     turn (see :func:`candidate_widths`) while the filters leave fewer than ``k`` and the
     index has more; ``None`` when the widest search still falls short: only the
-    exact scan can answer."""
+    exact scan can answer. ``read`` (``recall/search_vectors`` only): where the
+    answering search's vectors go, ``(id, model, vector)``."""
     index = PASSAGE_INDEX if name == "recall/search_passages" else VECTOR_INDEX
     for candidates in widths:
         answered = run_statement(tx, name, collection, index=index, candidates=candidates, **params)
@@ -416,6 +439,8 @@ def _index_hits(
             return []
         hits = _live_hits(answered[0]["hits"])
         if len(hits) >= k or answered[0]["seen"] < candidates:
+            if read is not None:
+                read.extend(convert.model_vectors_of(answered[0]["hits"], str(params["model"])))
             return hits
     return None
 

@@ -343,16 +343,21 @@ def test_state_documents_are_written_in_one_statement_or_not_at_all() -> None:
 
 def test_a_vector_hit_of_a_memory_deleted_mid_search_is_left_out() -> None:
     # The index hands over a node deleted while the search ran: its properties
-    # (the id, the vector's similarity) read as null.
-    gone = [{"id": None, "similarity": None}, {"id": "b", "similarity": None}]
+    # (the id, the vector's similarity, the vector) read as null.
+    gone = [
+        {"id": None, "similarity": None, "embedding": None},
+        {"id": "b", "similarity": None, "embedding": None},
+    ]
+    found = {"id": "a", "similarity": 0.9, "embedding": [0.5] * 8}
     driver = FakeDriver(
         answers={
             "memory/read_counts": counted_vectors("m"),
-            "recall/search_vectors": [{"seen": 3, "hits": [*gone, {"id": "a", "similarity": 0.9}]}],
+            "recall/search_vectors": [{"seen": 3, "hits": [*gone, found]}],
         }
     )
+    store = make(driver)
     query = [1.0] + [0.0] * 7
-    hits = make(driver).search_vectors(
+    hits = store.search_vectors(
         C,
         query,
         model="m",
@@ -360,6 +365,9 @@ def test_a_vector_hit_of_a_memory_deleted_mid_search_is_left_out() -> None:
         filters=RecallFilters(),  # type: ignore[arg-type]
     )
     assert hits == [("a", 0.9)]
+    # The hit's vector came with it: the recall's next read of it is no query.
+    assert list(store.get_vectors(C, ["a"])["a"]) == [0.5] * 8
+    assert "memory/get_vectors" not in driver.ran()
 
 
 def test_a_text_hit_of_a_memory_deleted_mid_search_is_left_out() -> None:
