@@ -278,7 +278,7 @@ class Neo4jVectors(Neo4jConnection):
             one_statement("memory/get_passages", {"ids": wanted}, collection),
         )
         return {
-            row["id"]: np.asarray(row["passages"], dtype=np.float32)
+            row["id"]: np.array(row["passages"], dtype=np.float64).astype(np.float32)
             for row in rows
             if row["passages"]
         }
