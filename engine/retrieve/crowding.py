@@ -4,14 +4,11 @@ part of the vector space (see :attr:`SearchConfig.crowding`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
-from hippocampus.retrieve.beside import Beside
 from hippocampus.retrieve.config import SearchConfig
 from hippocampus.retrieve.fusion import spread
 from hippocampus.store import GraphStore
@@ -31,8 +28,6 @@ class Crowding:
     mean: float
     std: float
     values: dict[str, float]
-    # Memories whose crowding is being read ahead of need (measure_ahead).
-    ahead: tuple[frozenset[str], Beside[dict[str, float]]] | None = None
 
     @classmethod
     def measure(
@@ -42,17 +37,17 @@ class Crowding:
         model: str,
         dense: Mapping[str, float],
         config: SearchConfig,
-        measuring: Beside[dict[str, float]],
+        measuring: Callable[[], dict[str, float]],
     ) -> Crowding | None:
         """The measure for a recall whose dense candidates are ``dense``; ``None``
         when the recipe does not weigh crowding, or the candidates or the
-        collection are too few to tell crowded from not. ``measuring``: the
-        crowding of every candidate (of more ids, at most), read beside."""
+        collection are too few to tell crowded from not. ``measuring`` reads the
+        crowding of every candidate (of more ids, at most), when it is needed."""
         d_spread = spread(dense, config.spread_top) if config.crowding > 0.0 else None
         if d_spread is None or d_spread.std <= 0.0:
             return None
         values: dict[str, float] = dict.fromkeys(dense, math.nan)
-        values.update({m: v for m, v in measuring.result().items() if m in values})
+        values.update({m: v for m, v in measuring().items() if m in values})
         known = np.asarray([v for v in values.values() if not math.isnan(v)], dtype=np.float64)
         if known.size < 3 or known.std() <= 0.0:
             return None
@@ -67,14 +62,6 @@ class Crowding:
             values=values,
         )
 
-    def measure_ahead(self, pool: Executor, ids: Sequence[str]) -> None:
-        """Start reading the crowding of ``ids`` on ``pool``, for :meth:`less` to
-        take those it comes to measure (the others are never used)."""
-        wanted = [mid for mid in ids if mid not in self.values]
-        if wanted:
-            call = partial(self.store.crowding, self.collection, wanted, model=self.model)
-            self.ahead = (frozenset(wanted), Beside(pool, call))
-
     def less(self, similarities: Mapping[str, float]) -> dict[str, float]:
         """``similarities`` less each memory's crowding: ``cost`` for each standard
         deviation it stands above the candidates' mean (and gaining as much for
@@ -84,12 +71,6 @@ class Crowding:
         unknown = [
             mid for mid, s in similarities.items() if s >= self.floor and mid not in self.values
         ]
-        if unknown and self.ahead is not None:
-            ids, reading = self.ahead
-            if ids.intersection(unknown):
-                ahead = reading.result()
-                self.values.update({m: ahead.get(m, math.nan) for m in unknown if m in ids})
-                unknown = [mid for mid in unknown if mid not in ids]
         if unknown:
             measured = self.store.crowding(self.collection, unknown, model=self.model)
             # NaN: looked for and not measurable (no vector of the model).

@@ -137,10 +137,12 @@ def retrieve(
     another thread (see :func:`read_query`). ``pool``: where reads that do not
     wait on each other run beside the recall's own (a store over the network
     answers several at once): the text search and the query's hubs beside the
-    dense search, crowding beside the similarities it is measured with, the
-    results' memories beside their vectors. Without one, or when no worker
-    picks a read up in time, the recall does each itself, one after the other;
-    the results are the same. ``typical_corroboration``: the median
+    dense search, the results' memories beside their vectors. Without one, or
+    when no worker picks a read up in time, the recall does each itself, one
+    after the other; the results are the same. Crowding is read after the
+    similarities of the same memories, never beside them: a store over the
+    network hands it the vectors it has just read for them (see
+    :meth:`~hippocampus.store.GraphStore.crowding`). ``typical_corroboration``: the median
     corroboration of the collection's recent recalls, which the caller keeps
     from what each :class:`Retrieval` reports (see
     :attr:`SearchConfig.collection_uncorroborated`); ``None``: not known yet."""
@@ -154,8 +156,6 @@ def retrieve(
         # similarity to the query: fusion should see it, not a zero.
         missing = [mid for mid in r.graph if mid not in r.dense]
         if missing:
-            if r.crowded is not None and pool is not None:
-                r.crowded.measure_ahead(pool, missing)
             r.dense.update(store.similarities(collection, missing, query_vector, model=model))
     fused, times, lifts = _fuse(r, now)
     ordered = _order(r, fused, limit)
@@ -253,15 +253,13 @@ def _calibrate(r: _Recall, typical_corroboration: float | None) -> None:
     config, store, collection, dense, lexical = r.config, r.store, r.collection, r.dense, r.lexical
     # Text matches outside the dense candidates have a similarity too.
     missing = [mid for mid in lexical if mid not in dense] if dense else []
-    # Crowding needs only the ids: it is read while their similarities are.
-    measuring = None
-    if config.crowding > 0.0 and dense:
-        ids = [*dense, *missing]
-        measuring = Beside(r.pool, partial(store.crowding, collection, ids, model=r.model))
+    ids = [*dense, *missing]
     if missing:
         assert r.query_vector is not None
         dense.update(store.similarities(collection, missing, r.query_vector, model=r.model))
-    if measuring is not None:
+    # Crowding after the similarities, not beside them (see retrieve()).
+    if config.crowding > 0.0 and dense:
+        measuring = partial(store.crowding, collection, ids, model=r.model)
         r.crowded = Crowding.measure(store, collection, r.model, dense, config, measuring)
     near = r.crowded.less if r.crowded is not None else unchanged
     if config.uncorroborated > 0.0 or config.collection_uncorroborated > 0.0:

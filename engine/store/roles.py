@@ -180,7 +180,9 @@ class VectorRole(Protocol):
         memories of the collection (vectors of ``model``), measured against an
         even sample of the collection (:func:`~hippocampus.dense.crowding_of`).
         Memories without a vector of ``model`` are left out. A store may measure
-        against a sample up to a minute old."""
+        against a sample up to a minute old, and with vectors it read a moment
+        ago for the same recall (dense search's, the similarities'): a recall
+        asks for crowding after those, not beside them."""
         ...
 
     def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:

@@ -255,17 +255,20 @@ class Neo4jVectors(Neo4jConnection):
         self, collection: str, ids: Sequence[str], vector: Vector, *, model: str
     ) -> dict[str, float]:
         """The cosine similarity to ``vector`` of the given memories' own vectors of
-        ``model``, computed by the server (``memory/similarities``): the scores
-        travel, not the vectors."""
+        ``model``, computed by the server (``memory/similarities``). The vectors
+        come too, for the recall's crowding to take (:mod:`.recent`)."""
         wanted = list(dict.fromkeys(ids))
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if not wanted or not _usable(query):
             return {}
         params = {"ids": wanted, "vector": convert.vector_value(query), "model": model}
+        mark = self._recent.mark(collection)
         rows = self._read(
             "read similarities", one_statement("memory/similarities", params, collection)
         )
-        return dict(_live_hits(one_list(rows, "hits")))
+        hits = one_list(rows, "hits")
+        self._recent.keep(collection, mark, convert.model_vectors_of(hits, model))
+        return dict(_live_hits(hits))
 
     def get_passages(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored passage vectors (2-D, in order, as given) of the given memories

@@ -540,6 +540,7 @@ class Beside(EmbeddedStore):
     threads: dict[str, list[str]]
     started: dict[str, threading.Event]
     waiting: bool
+    order: list[tuple[str, frozenset[str]]]
 
     def _note(self, name: str) -> None:
         self.threads.setdefault(name, []).append(threading.current_thread().name)
@@ -555,14 +556,17 @@ class Beside(EmbeddedStore):
 
     def search_vectors(self, collection: str, vector: Vector, **kwargs: Any) -> Any:
         self._after("hubs")
-        return super().search_vectors(collection, vector, **kwargs)
+        hits = super().search_vectors(collection, vector, **kwargs)
+        self.order.append(("search", frozenset(mid for mid, _ in hits)))
+        return hits
 
     def crowding(self, collection: str, ids: Sequence[str], *, model: str) -> Any:
         self._note("crowding")
+        self.order.append(("crowding", frozenset(ids)))
         return super().crowding(collection, ids, model=model)
 
     def similarities(self, collection: str, ids: Sequence[str], vector: Vector, **kw: Any) -> Any:
-        self._after("crowding")
+        self.order.append(("similarities", frozenset(ids)))
         return super().similarities(collection, ids, vector, **kw)
 
     def get_memories(self, collection: str, ids: Sequence[str]) -> Any:
@@ -581,7 +585,7 @@ HUBS = ("austria", "music", "empire", "danube")
 def test_reads_done_beside_each_other_rank_as_reads_done_in_turn(tmp_path: Path) -> None:
     rng = np.random.default_rng(7)
     s = Beside(tmp_path / "beside")
-    s.threads, s.started, s.waiting = {}, {}, False
+    s.threads, s.started, s.waiting, s.order = {}, {}, False, []
     records = []
     for i in range(40):
         text = " ".join(rng.choice(WORDS, size=3)) + f" note {i}"
@@ -622,6 +626,7 @@ def test_reads_done_beside_each_other_rank_as_reads_done_in_turn(tmp_path: Path)
     try:
         alone = recall(None)
         s.threads.clear()
+        s.order.clear()
         s.started.clear()  # the reads done in turn started them all
         s.waiting = True
         with ThreadPoolExecutor(max_workers=4, thread_name_prefix="beside") as pool:
@@ -629,9 +634,17 @@ def test_reads_done_beside_each_other_rank_as_reads_done_in_turn(tmp_path: Path)
     finally:
         s.close()
     # Each read the recall could do beside another ran on the pool, at least once.
-    for name in ("hubs", "crowding", "memories"):
+    for name in ("hubs", "memories"):
         assert any(t.startswith("beside") for t in s.threads[name]), name
-    assert len(s.threads["crowding"]) == 2  # the candidates', then the walk's finds'
+    # Crowding is read in the recall's own thread, each time after the
+    # similarities of the memories it measures (a store may hand it their
+    # vectors): the candidates', then the walk's finds'.
+    assert not any(t.startswith("beside") for t in s.threads["crowding"])
+    assert len(s.threads["crowding"]) == 2
+    for i, (name, ids) in enumerate(s.order):
+        if name == "crowding":
+            read_before = set().union(*(read for _, read in s.order[:i]))
+            assert ids <= read_before, ids - read_before
 
     def seen(r: Retrieval) -> list[tuple[Any, ...]]:
         return [(c.memory_id, c.score, c.similarity, c.lexical, c.graph) for c in r.candidates]
