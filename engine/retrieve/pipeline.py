@@ -142,9 +142,9 @@ def retrieve(
     after the other; the results are the same. Crowding is read after the
     similarities of the same memories, never beside them: a store over the
     network hands it the vectors it has just read for them (see
-    :meth:`~hippocampus.store.GraphStore.crowding`). ``typical_corroboration``: the median
-    corroboration of the collection's recent recalls, which the caller keeps
-    from what each :class:`Retrieval` reports (see
+    :meth:`~hippocampus.store.GraphStore.crowding`). ``typical_corroboration``:
+    the median corroboration of the collection's recent recalls, which the
+    caller keeps from what each :class:`Retrieval` reports (see
     :attr:`SearchConfig.collection_uncorroborated`); ``None``: not known yet."""
     r = _Recall(store, collection, query, query_vector, model, config, filters, pool, explain)
     named = _search(r, extractor, extraction)

@@ -1,12 +1,13 @@
 """Vectors the store has just read, kept a few seconds so that the next reads of
 the same memories in one recall skip a round trip and the server's property reads.
 
-A default recall reads memory vectors three times over: dense search has the
-nearest memories' vectors in hand, crowding then reads the candidates' vectors,
-and variety (MMR) the vectors of the best thirty, most of them among those.
-Each read is a transaction, and a vector read is the server's costliest
-property read. Dense search, crowding and variety keep what they read here,
-and take from here what is fresh.
+A default recall read memory vectors three times over: dense search and the
+similarities of the other candidates have their vectors in hand, crowding then
+read the same candidates' vectors, and variety (MMR) those of the best thirty,
+most of them among those. Each read is a transaction, and a vector read is the
+server's costliest property read. Dense search, the similarities, crowding and
+variety keep what they read here, and crowding and variety take from here what
+is fresh.
 
 A vector is kept at most :data:`RECENT_MAX_AGE_S` and among the
 :data:`RECENT_KEPT` last read. Writes of this store that change or remove a
