@@ -81,8 +81,7 @@ class Neo4jAdmin(Neo4jConnection):
                 one_statement("memory/drop_collection", {"limit": WRITE_BATCH}, collection),
             )
             if int(row["deleted"]) < WRITE_BATCH:
-                self._sizes.changed(collection)
-                self._recent.forget(collection)
+                self._memories_written(collection)
                 return
 
     def take_lease(self, name: str, holder: str, ttl_s: float) -> bool:

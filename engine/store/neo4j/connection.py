@@ -69,6 +69,13 @@ class Neo4jConnection:
         """The vector dimension the vector index is made for."""
         return self._dimensions
 
+    def _memories_written(self, collection: str, ids: Sequence[str] | None = None) -> None:
+        """This store's write of the memories ``ids`` (every memory of the
+        collection when ``None``) committed: what sizes a vector search is read
+        again, and their vectors read a moment ago are forgotten."""
+        self._sizes.changed(collection)
+        self._recent.forget(collection, ids)
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreUnavailableError("the Neo4j store is closed")

@@ -158,25 +158,20 @@ def memories_of(rows: Iterable[Mapping[str, Any]]) -> list[Memory]:
 def vectors_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, Vector]:
     """The vectors of rows read outside a lock (``id`` and ``embedding``) by id,
     less those of memories deleted while being read (see :func:`memories_of`)."""
-    return {
-        r["id"]: vector_of(r["embedding"])
-        for r in rows
-        if r["id"] is not None and r["embedding"] is not None
-    }
+    return {memory_id: vector for memory_id, _, vector in model_vectors_of(rows)}
 
 
 def model_vectors_of(
     rows: Iterable[Mapping[str, Any]], model: str | None = None
-) -> list[tuple[str, str, Vector]]:
-    """``(id, model, vector)`` of rows read outside a lock that hold a vector
-    (``embedding``) and its model (``embedding_model``, else ``model``), less those
-    of memories deleted while being read."""
-    found: list[tuple[str, str, Vector]] = []
-    for r in rows:
-        made_by = r.get("embedding_model") or model
-        if r.get("id") is not None and r.get("embedding") is not None and made_by is not None:
-            found.append((r["id"], made_by, vector_of(r["embedding"])))
-    return found
+) -> list[tuple[str, str | None, Vector]]:
+    """``(id, model, vector)`` of rows read outside a lock (``id``, ``embedding``
+    and, when read, ``embedding_model``; else the model is ``model``), less those
+    of memories deleted while being read (see :func:`memories_of`)."""
+    return [
+        (r["id"], r.get("embedding_model") or model, vector_of(r["embedding"]))
+        for r in rows
+        if r.get("id") is not None and r.get("embedding") is not None
+    ]
 
 
 def edge_row(edge: Edge, created: datetime | None = None) -> dict[str, Any] | None:

@@ -58,9 +58,9 @@ class Neo4jCrowding(Neo4jConnection):
                 "read vectors",
                 one_statement("memory/model_vectors", {"ids": unread, "model": model}, collection),
             )
-            read = convert.vectors_of(one_list(rows, "vectors"))
-            self._recent.keep(collection, mark, [(mid, model, v) for mid, v in read.items()])
-            vectors.update(read)
+            read = convert.model_vectors_of(one_list(rows, "vectors"), model)
+            self._recent.keep(collection, mark, read)
+            vectors.update((memory_id, vector) for memory_id, _, vector in read)
         if not vectors:
             return {}
         sample = self._sample(collection, model)

@@ -93,8 +93,7 @@ class Neo4jMemories(Neo4jConnection):
             tally.write(tx, collection)
 
         self._write("add memories", work)
-        self._sizes.changed(collection)
-        self._recent.forget(collection, ids)
+        self._memories_written(collection, ids)
 
     def get_memories(self, collection: str, ids: Sequence[str]) -> dict[str, Memory]:
         """The memories among ``ids`` that exist in the collection, by id."""
@@ -175,8 +174,7 @@ class Neo4jMemories(Neo4jConnection):
             tally.write(tx, collection)
 
         self._write("replace a memory", work)
-        self._sizes.changed(collection)
-        self._recent.forget(collection, [memory.id])
+        self._memories_written(collection, [memory.id])
 
     def delete_memory(self, collection: str, memory_id: str) -> bool:
         """Remove a memory with every edge that touches it; hubs left without edges
@@ -207,8 +205,7 @@ class Neo4jMemories(Neo4jConnection):
             return True
 
         deleted = self._write("delete a memory", work)
-        self._sizes.changed(collection)
-        self._recent.forget(collection, [memory_id])
+        self._memories_written(collection, [memory_id])
         return deleted
 
     def iter_memories(self, collection: str) -> Iterator[Memory]:

@@ -50,14 +50,19 @@ class RecentVectors:
         with self._lock:
             return self._writes.get(collection, 0)
 
-    def keep(self, collection: str, mark: int, read: Iterable[tuple[str, str, Vector]]) -> None:
+    def keep(
+        self, collection: str, mark: int, read: Iterable[tuple[str, str | None, Vector]]
+    ) -> None:
         """Keep ``(memory id, model, vector)`` as read by a read that began at
-        ``mark``; nothing when the collection's vectors were written since."""
+        ``mark`` (a vector of no known model is not kept); nothing when the
+        collection's vectors were written since."""
         now = time.monotonic()
         with self._lock:
             if self._writes.get(collection, 0) != mark:
                 return
             for memory_id, model, vector in read:
+                if model is None:
+                    continue
                 key = (collection, memory_id)
                 self._kept[key] = (now, model, vector)
                 self._kept.move_to_end(key)

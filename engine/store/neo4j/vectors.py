@@ -64,7 +64,7 @@ class Neo4jVectors(Neo4jConnection):
         params = {"model": model, "k": k, **convert.filter_params(filters)}
 
         mark = self._recent.mark(collection)
-        read: list[tuple[str, str, Vector]] = []
+        read: list[tuple[str, str | None, Vector]] = []
 
         def work(tx: ManagedTransaction) -> list[tuple[str, float]]:
             # One transaction for both searches: one snapshot, one round of
@@ -230,8 +230,7 @@ class Neo4jVectors(Neo4jConnection):
             tally.write(tx, collection)
 
         self._write("store vectors", work)
-        self._sizes.changed(collection)
-        self._recent.forget(collection, ids)
+        self._memories_written(collection, ids)
 
     def get_vectors(self, collection: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of the given memories (those that have one), as given:
@@ -246,9 +245,9 @@ class Neo4jVectors(Neo4jConnection):
             rows = self._read(
                 "read vectors", one_statement("memory/get_vectors", {"ids": unread}, collection)
             )
-            vectors = one_list(rows, "vectors")
-            found.update(convert.vectors_of(vectors))
-            self._recent.keep(collection, mark, convert.model_vectors_of(vectors))
+            read = convert.model_vectors_of(one_list(rows, "vectors"))
+            self._recent.keep(collection, mark, read)
+            found.update((memory_id, vector) for memory_id, _, vector in read)
         return {memory_id: found[memory_id] for memory_id in wanted if memory_id in found}
 
     def similarities(
@@ -325,7 +324,7 @@ def _memory_vector_hits(
     params: dict[str, Any],
     dimensions: int,
     sizes: Sizes,
-    read: list[tuple[str, str, Vector]] | None = None,
+    read: list[tuple[str, str | None, Vector]] | None = None,
 ) -> list[tuple[str, float]]:
     """Top ``params["k"]`` memories by the cosine similarity of their own vector
     (made by ``params["model"]``) among those that pass ``filters``; best first:
@@ -427,7 +426,7 @@ def _index_hits(
     params: dict[str, Any],
     k: int,
     widths: Sequence[int],
-    read: list[tuple[str, str, Vector]] | None = None,
+    read: list[tuple[str, str | None, Vector]] | None = None,
 ) -> list[tuple[str, float]] | None:
     """The top ``k`` hits of the index search ``name`` (``recall/search_vectors``
     or ``recall/search_passages``), asked for each of ``widths`` candidates in

@@ -15,7 +15,7 @@ def _v(x: float) -> np.ndarray:
 
 def test_a_vector_kept_is_taken_by_id_and_model_as_a_copy() -> None:
     kept = RecentVectors()
-    kept.keep("c", kept.mark("c"), [("a", "m1", _v(1)), ("b", "m2", _v(2))])
+    kept.keep("c", kept.mark("c"), [("a", "m1", _v(1)), ("b", "m2", _v(2)), ("x", None, _v(3))])
     assert set(kept.take("c", ["a", "b", "x"], None)) == {"a", "b"}
     assert set(kept.take("c", ["a", "b"], "m1")) == {"a"}
     assert kept.take("other", ["a"], None) == {}
